@@ -1,0 +1,1 @@
+"""One module per `nadc` subcommand (see nader.compiler.cli.COMMANDS)."""

@@ -1,0 +1,36 @@
+"""Shared pieces of the subcommands: file loading, diagnostic output, exit codes."""
+from __future__ import annotations
+
+import sys
+from typing import Iterable
+
+import click
+
+from nader.compiler.reporting import FORMATS, render
+from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.parser import ParseResult, parse, parse_file
+
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
+                             help="How to print diagnostics.")
+
+
+def load(paths: Iterable[str]) -> list[ParseResult]:
+    """Parse each path; `-` reads standard input."""
+    results = []
+    for path in paths:
+        if path == "-":
+            results.append(parse(sys.stdin.read(), "<stdin>"))
+        else:
+            results.append(parse_file(path))
+    return results
+
+
+def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult]) -> None:
+    if not diagnostics and fmt != "json":
+        return
+    sources = {r.program.path: r.source for r in results}
+    click.echo(render(diagnostics, fmt, sources), err=fmt != "json", nl=False)
+
+
+def exit_status(diagnostics: Iterable[Diagnostic]) -> int:
+    return 1 if any(d.is_error for d in diagnostics) else 0

@@ -1,0 +1,62 @@
+"""Renderers for diagnostics: concise, full (source line, caret, help) and JSON."""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Mapping
+
+from nader.dsl.diagnostics import Diagnostic, sort_key
+
+FORMATS = ("full", "concise", "json")
+
+
+def render_concise(diagnostics: Iterable[Diagnostic]) -> str:
+    """`path:line:col: error[NAD104] message`, one line each."""
+    return "".join(
+        f"{d.file or '-'}:{d.span.line}:{d.span.col}: {d.level}[{d.code.code}] {d.message}\n"
+        for d in sorted(diagnostics, key=sort_key))
+
+
+def _caret_line(text: str, col: int, end_col: int) -> str:
+    width = max(end_col - col, 1) if end_col > col else 1
+    prefix = "".join(ch if ch == "\t" else " " for ch in text[: max(col - 1, 0)])
+    return prefix + "^" * width
+
+
+def render_full(diagnostics: Iterable[Diagnostic], sources: Mapping[str, str]) -> str:
+    """The source line under each diagnostic, a caret under the span, and the help."""
+    out: list[str] = []
+    for d in sorted(diagnostics, key=sort_key):
+        lines = (sources.get(d.file or "", "") or "").split("\n")
+        out.append(f"{d.level}[{d.code.code}]: {d.message}")
+        where = f"{d.file or '-'}:{d.span.line}:{d.span.col}"
+        if d.block:
+            where += f" (block {d.block})"
+        gutter = " " * len(str(max([d.span.line] + [l.span.line for l in d.secondary])))
+        out.append(f"{gutter}--> {where}")
+        if 1 <= d.span.line <= len(lines):
+            text = lines[d.span.line - 1].rstrip("\r")
+            out.append(f"{gutter} |")
+            out.append(f"{str(d.span.line).rjust(len(gutter))} | {text}")
+            out.append(f"{gutter} | {_caret_line(text, d.span.col, d.span.end_col)}")
+        for label in d.secondary:
+            if 1 <= label.span.line <= len(lines):
+                text = lines[label.span.line - 1].rstrip("\r")
+                out.append(f"{str(label.span.line).rjust(len(gutter))} | {text}")
+                out.append(f"{gutter} | {_caret_line(text, label.span.col, label.span.end_col).replace('^', '-')} {label.message}")
+        if d.help:
+            out.append(f"{gutter} = help: {d.help}")
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def render_json(diagnostics: Iterable[Diagnostic]) -> str:
+    """A JSON array with one object per diagnostic."""
+    return json.dumps([d.to_json() for d in sorted(diagnostics, key=sort_key)], indent=2) + "\n"
+
+
+def render(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) -> str:
+    if fmt == "concise":
+        return render_concise(diagnostics)
+    if fmt == "json":
+        return render_json(diagnostics)
+    return render_full(diagnostics, sources)

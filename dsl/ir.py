@@ -1,0 +1,238 @@
+"""The typed IR of the block language: program, block, node, edge, argument.
+
+Every object carries its source span; spans (and the spelling things had in
+the source) do not take part in equality, so `parse(fmt(x)) == x` compares
+meaning, comments included. `str(block)` is a readable canonical dump with
+bound parameters (defaults filled in), in topological order where one exists.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping, Optional
+
+from .expr import Num, TupleValue, Value
+from .ops import REQUIRED, Category, Op, OpDef, lookup
+from .span import NO_COLS, NO_SPAN, ColSpan, Span
+
+
+class Role(str, enum.Enum):
+    BASE = "base"  # (B,C,H,W) -> (B,C,H,W)
+    STEM = "stem"  # (B,3,H,W) -> (B,dim,H/s,W/s)
+    DOWNSAMPLE = "downsample"  # (B,C,H,W) -> (B,dim,H/2,W/2)
+    CELL = "cell"  # input1, input2 -> (B,dim,H,W)
+    REDUCTION_CELL = "reduction_cell"  # input1, input2 -> (B,dim,H/2,W/2)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """One argument as written: `name=value` or a positional `value`."""
+
+    name: Optional[str]
+    value: Value
+    span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+    name_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}" if self.name else str(self.value)
+
+
+@dataclass(slots=True, eq=True)
+class Node:
+    id: int
+    op_name: str  # canonical name when the operation is known, else as written
+    args: tuple[Arg, ...] = ()
+    comment: Optional[str] = None
+    leading_comments: tuple[str, ...] = ()
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    id_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+    op_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+    # Bound parameters with defaults filled in (derived from op_name and args).
+    params: Mapping[str, Value] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def opdef(self) -> Optional[OpDef]:
+        return lookup(self.op_name)
+
+    @property
+    def op(self) -> Optional[Op]:
+        d = lookup(self.op_name)
+        return d.op if d else None
+
+    def arg(self, name: str) -> Optional[Arg]:
+        """The argument that sets parameter `name`, if written (positional ones included)."""
+        d = self.opdef
+        if d is None:
+            return None
+        positional = [a for a in self.args if a.name is None]
+        for a in self.args:
+            if a.name == name:
+                return a
+        for index, param in enumerate(d.params):
+            if param.name == name and index < len(positional) and not param.variadic:
+                return positional[index]
+        return None
+
+    def arg_span(self, name: str) -> Span:
+        """Where parameter `name` is written, or the operation name if it is not."""
+        a = self.arg(name)
+        return Span.on_line(self.span.line, a.span if a else self.op_span)
+
+    def source_text(self) -> str:
+        if not self.args:
+            return f"{self.id}:{self.op_name}"
+        return f"{self.id}:{self.op_name}({','.join(str(a) for a in self.args)})"
+
+
+@dataclass(slots=True, eq=True)
+class Edge:
+    """One edge line: `a->b` or `a,b,c->d` (several sources, in order)."""
+
+    sources: tuple[int, ...]
+    target: int
+    comment: Optional[str] = None
+    leading_comments: tuple[str, ...] = ()
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    source_spans: tuple[ColSpan, ...] = field(default=(), compare=False, repr=False)
+    target_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+
+    def source_text(self) -> str:
+        return f"{','.join(map(str, self.sources))}->{self.target}"
+
+    def source_span(self, index: int) -> Span:
+        return Span.on_line(self.span.line, self.source_spans[index])
+
+
+@dataclass(slots=True, eq=True)
+class Block:
+    name: str
+    nodes: tuple[Node, ...]
+    edges: tuple[Edge, ...]
+    leading_comments: tuple[str, ...] = ()
+    header_comment: Optional[str] = None
+    trailing_comments: tuple[str, ...] = ()
+    span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    header_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+
+    # -- graph view -------------------------------------------------------
+    def node(self, node_id: int) -> Optional[Node]:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        return None
+
+    def node_map(self) -> dict[int, Node]:
+        """Nodes by id (the first definition wins where an id is duplicated)."""
+        result: dict[int, Node] = {}
+        for n in self.nodes:
+            result.setdefault(n.id, n)
+        return result
+
+    def wires(self) -> Iterator[tuple[int, int, Edge, int]]:
+        """(source, target, edge line, index of the source in that line), in file order."""
+        for e in self.edges:
+            for index, s in enumerate(e.sources):
+                yield s, e.target, e, index
+
+    def inputs_of(self, node_id: int) -> list[int]:
+        """Source ids feeding `node_id`, in edge order (the operand order)."""
+        return [s for s, t, _, _ in self.wires() if t == node_id]
+
+    def consumers_of(self, node_id: int) -> list[int]:
+        return [t for s, t, _, _ in self.wires() if s == node_id]
+
+    def topological_order(self) -> Optional[list[int]]:
+        """Node ids in a topological order (file order breaks ties), or None on a cycle."""
+        ids = list(self.node_map())
+        indegree = {i: 0 for i in ids}
+        successors: dict[int, list[int]] = {i: [] for i in ids}
+        for s, t, _, _ in self.wires():
+            if s in indegree and t in indegree:
+                indegree[t] += 1
+                successors[s].append(t)
+        position = {i: k for k, i in enumerate(ids)}
+        ready = sorted((i for i in ids if indegree[i] == 0), key=position.__getitem__)
+        order: list[int] = []
+        while ready:
+            current = ready.pop(0)
+            order.append(current)
+            for t in successors[current]:
+                indegree[t] -= 1
+                if indegree[t] == 0:
+                    ready.append(t)
+                    ready.sort(key=position.__getitem__)
+        return order if len(order) == len(ids) else None
+
+    # -- roles ------------------------------------------------------------
+    @property
+    def input_ops(self) -> list[Op]:
+        return [n.op for n in self.nodes if n.opdef and n.opdef.has(Category.SOURCE)]
+
+    def inferred_role(self) -> Role:
+        """The role from the header's suffix and the input terminals."""
+        two_inputs = any(op in (Op.INPUT1, Op.INPUT2) for op in self.input_ops)
+        lowered = self.name.lower()
+        if lowered.endswith("_downsample") or lowered.endswith("_reduction"):
+            return Role.REDUCTION_CELL if two_inputs else Role.DOWNSAMPLE
+        if two_inputs:
+            return Role.CELL
+        if lowered.endswith("_stem"):
+            return Role.STEM
+        return Role.BASE
+
+    def __str__(self) -> str:
+        return dump_block(self)
+
+
+@dataclass(slots=True, eq=True)
+class Program:
+    blocks: tuple[Block, ...]
+    path: str = field(default="<string>", compare=False)
+
+    def block(self, name: str) -> Optional[Block]:
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        return None
+
+    def __str__(self) -> str:
+        return "\n\n".join(dump_block(b) for b in self.blocks)
+
+
+def bound_param_text(node: Node) -> str:
+    d = node.opdef
+    if d is None or not d.params:
+        return ""
+    parts = []
+    for p in d.params:
+        value = node.params.get(p.name)
+        if value is None:
+            parts.append(f"{p.name}=<missing>")
+        elif p.variadic and isinstance(value, TupleValue):
+            parts.append(",".join(str(v) for v in value.items))
+        else:
+            parts.append(f"{p.name}={value}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def dump_block(block: Block, role: Optional[Role] = None) -> str:
+    """A readable canonical dump: `%id = op[params](%inputs)` per node, topologically."""
+    role = role or block.inferred_role()
+    order = block.topological_order() or [n.id for n in block.nodes]
+    nodes = block.node_map()
+    lines = [f"block {block.name} (role={role}):"]
+    for node_id in order:
+        node = nodes[node_id]
+        operands = ", ".join(f"%{i}" for i in block.inputs_of(node_id))
+        lines.append(f"  %{node_id} = {node.op_name}{bound_param_text(node)}({operands})"
+                     f"  # line {node.span.line}")
+    return "\n".join(lines)
+
+
+def default_value(param_default: object) -> Optional[Value]:
+    if param_default is REQUIRED:
+        return None
+    return Num(param_default)  # type: ignore[arg-type]

@@ -1,0 +1,602 @@
+"""The front end: text -> IR plus NAD1xx diagnostics.
+
+The Lark grammar in `grammar/nad.lark` defines the language. Every construct
+lives on one line, so the front end parses line by line (`start=line`) and
+interns each distinct line's result: spans inside a line are columns, so a
+parsed line is position-independent and can be shared. Block structure
+(header, then node and edge lines) is assembled here. Nothing is `eval`ed.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Optional, Union
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from .diagnostics import Code, Diagnostic, DiagnosticSink, Severity, define_code
+from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
+from .ir import Arg, Block, Edge, Node, Program, default_value
+from .ops import OpDef, all_names, lookup
+from .span import ColSpan, Span
+
+E, W = Severity.ERROR, Severity.WARNING
+
+UNREADABLE_FILE = define_code("NAD100", "unreadable-file", E, "The file cannot be read as UTF-8 text.", """
+    ## What it does
+    Reports a block file that does not exist, cannot be opened, or is not UTF-8 text.
+    ## Fix
+    Check the path; save the file as UTF-8.
+""")
+INVALID_SYNTAX = define_code("NAD101", "invalid-syntax", E, "A line is not a header, node, edge or comment.", """
+    ## What it does
+    Reports a line the grammar does not accept and names what was expected there.
+    ## Why is this bad?
+    Every line must be a header `##Name##`, a node `ID:OP(args)`, an edge `a->b`, a comment or blank.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C,,kernel_size=3)
+    ```
+    ## Fix
+    Write one of the four line forms; the message says which token was unexpected.
+""")
+INVALID_ARROW = define_code("NAD102", "invalid-edge-arrow", E, "An edge line lacks the `->` arrow.", """
+    ## What it does
+    Reports edge lines written with something other than `->` between the ids (`0-2`, `0>2`, `0 2`, `0=>2`).
+    ## Example
+    ```
+    0-2
+    ```
+    ## Fix
+    Write `0->2`; several sources are written `0,1->2`.
+""")
+UNCLOSED_PAREN = define_code("NAD103", "unclosed-parenthesis", E, "A `(` is never closed.", """
+    ## What it does
+    Reports an opening parenthesis without its `)` on the same line.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C,kernel_size=3
+    ```
+    ## Fix
+    Close the argument list on the same line: every construct of the language fits on one line.
+""")
+UNKNOWN_OPERATION = define_code("NAD104", "unknown-operation", E, "The operation is not in the registry.", """
+    ## What it does
+    Reports a node whose operation name is not one of the language's operations. Names are case-sensitive.
+    ## Example
+    ```
+    2:Conv2D(out_channels=C,kernel_size=3)
+    ```
+    ## Fix
+    Use a registered name (`nadc explain ops` lists them); the help line suggests the closest one.
+""")
+UNKNOWN_PARAMETER = define_code("NAD105", "unknown-parameter", E, "The operation has no parameter of that name.", """
+    ## What it does
+    Reports a keyword argument that the operation does not declare.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C,kernel_size=3,group=4)
+    ```
+    ## Fix
+    Use a declared parameter name (here `groups`), or remove the argument.
+""")
+DUPLICATE_PARAMETER = define_code("NAD106", "duplicate-parameter", E, "A parameter is given twice.", """
+    ## What it does
+    Reports a node that sets the same parameter twice, by keyword or by position and keyword.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C,kernel_size=3,kernel_size=1)
+    ```
+    ## Fix
+    Keep one of the two.
+""")
+MISPLACED_POSITIONAL = define_code("NAD107", "misplaced-positional-argument", E, "Positional argument after a keyword, or too many.", """
+    ## What it does
+    Reports positional arguments after keyword ones, and more positional arguments than the operation has parameters.
+    ## Example
+    ```
+    2:concat(dim=1,2)
+    ```
+    ## Fix
+    Put positional arguments first, or name them.
+""")
+MARKDOWN_FENCE = define_code("NAD108", "markdown-fence", E, "A markdown code fence inside a block file.", """
+    ## What it does
+    Reports lines like ```` ``` ```` that LLM replies wrap blocks in.
+    ## Why is this bad?
+    The compiler is strict: it does not guess which lines of a reply are the block.
+    ## Fix
+    Delete the fence lines, or extract the blocks from the reply with `nader.dsl.extract_blocks`.
+""")
+UNKNOWN_SYMBOL = define_code("NAD109", "unknown-symbol", E, "An expression uses a name that is not a size symbol.", """
+    ## What it does
+    Reports names in expressions other than `B` (batch), `C` (block input channels), `dim` (block output
+    channels), `H` and `W` (spatial size).
+    ## Example
+    ```
+    2:Conv2d(out_channels=c*2,kernel_size=3)
+    ```
+    ## Fix
+    Use one of the size symbols (they are case-sensitive) or a number.
+""")
+BEFORE_HEADER = define_code("NAD110", "line-before-header", E, "A node or edge line before the file's first header.", """
+    ## What it does
+    Reports node and edge lines that come before the first `##Name##` header in a file that has headers.
+    ## Fix
+    Move the lines under a header, or add a header above them.
+""")
+MISSING_HEADER = define_code("NAD111", "missing-header", W, "The file has no `##Name##` header.", """
+    ## What it does
+    Warns that a file holds nodes and edges but no header; its lines form one block named after the file.
+    ## Fix
+    Add a header such as `##MyBlock##` as the first line.
+""")
+MALFORMED_HEADER = define_code("NAD112", "malformed-header", E, "A header is not `##Name##`.", """
+    ## What it does
+    Reports lines that start with `##` but are not a header: unclosed (`##Name`), empty (`####`) or with
+    spaces inside the name.
+    ## Fix
+    Write `##Name##`, the name made of letters, digits, `_`, `-` or `.`; comments start with a single `#`.
+""")
+NON_INTEGER_ID = define_code("NAD113", "non-integer-node-id", E, "Node ids must be integers.", """
+    ## What it does
+    Reports node lines whose id is a name (`a:ReLU`).
+    ## Fix
+    Number the nodes: `0:input`, `1:output`, then `2`, `3`, ... (`nadc fmt --renumber` renumbers a block).
+""")
+MISSING_COLON = define_code("NAD114", "missing-colon", E, "A node line lacks the `:` after its id.", """
+    ## What it does
+    Reports node lines written `2 Conv2d(...)` or `2Conv2d(...)`.
+    ## Fix
+    Write `2:Conv2d(...)`.
+""")
+OPERATION_ALIAS = define_code("NAD115", "operation-alias", W, "An operation is spelled by an alias.", """
+    ## What it does
+    Warns about accepted but non-canonical spellings of operations found in NADER's files, such as `Concat`.
+    ## Fix
+    Use the canonical name (`concat`); `nadc fmt` rewrites it.
+""")
+EXTRA_HASHES = define_code("NAD116", "header-extra-hashes", W, "A header uses more than two hashes.", """
+    ## What it does
+    Warns about headers such as `###Name###`, which LLMs often write.
+    ## Fix
+    Write `##Name##`; `nadc fmt` rewrites it.
+""")
+EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", """
+    ## What it does
+    Reports a file with no header, node or edge line.
+    ## Fix
+    Write at least one block: a header, its nodes and its edges.
+""")
+
+_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_EDGE_LIKE = re.compile(r"^\s*\d+(?:\s*,\s*\d+)*\s*(?P<arrow>[^\d\s,#:(]+|\s+)\s*\d+\s*(?:#.*)?$")
+_NAME_ID = re.compile(r"^\s*(?P<id>[A-Za-z_][A-Za-z0-9_]*)\s*:")
+_NO_COLON = re.compile(r"^\s*(?P<id>\d+)\s*(?P<op>[A-Za-z_])")
+_TERMINAL_TEXT = {
+    "INT": "an integer", "FLOAT": "a decimal number", "NAME": "a name", "LPAR": "`(`", "RPAR": "`)`",
+    "COMMA": "`,`", "COLON": "`:`", "EQUAL": "`=`", "PLUS": "`+`", "MINUS": "`-`", "STAR": "`*`",
+    "SLASH": "`/`", "__ANON_0": "`->`", "HEADER": "a header", "COMMENT": "a comment", "$END": "end of line",
+}
+
+
+# -- line syntax (position-independent, interned) ------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    """A diagnostic found in one line, before the line number is known."""
+
+    code: Code
+    cols: ColSpan
+    message: str
+    help: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HeaderLine:
+    name: str
+    hashes: int
+    cols: ColSpan
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    id: int
+    op_name: str  # canonical when known
+    args: tuple[Arg, ...]
+    params: dict
+    cols: ColSpan
+    id_cols: ColSpan
+    op_cols: ColSpan
+
+
+@dataclass(frozen=True)
+class EdgeLine:
+    sources: tuple[int, ...]
+    target: int
+    cols: ColSpan
+    source_cols: tuple[ColSpan, ...]
+    target_cols: ColSpan
+
+
+@dataclass(frozen=True)
+class ParsedLine:
+    item: Union[HeaderLine, NodeLine, EdgeLine, None]
+    comment: Optional[str] = None
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def fatal(self) -> bool:
+        return any(p.code.severity is Severity.ERROR for p in self.problems)
+
+
+def _cols(meta) -> ColSpan:
+    return ColSpan(meta.column, meta.end_column)
+
+
+def _tok_cols(tok: Token) -> ColSpan:
+    return ColSpan(tok.column, tok.end_column)
+
+
+@v_args(meta=True)
+class _LineBuilder(Transformer):
+    def int(self, meta, ch):
+        return Num(int(ch[0]), _cols(meta))
+
+    def float(self, meta, ch):
+        return Num(float(ch[0]), _cols(meta))
+
+    def symbol(self, meta, ch):
+        return Sym(str(ch[0]), _cols(meta))
+
+    def neg(self, meta, ch):
+        return Neg(ch[0], _cols(meta))
+
+    def _bin(op):  # noqa: N805 - builds the five binary-operator callbacks
+        def build(self, meta, ch):
+            return BinOp(op, ch[0], ch[1], _cols(meta))
+        return build
+
+    add, sub, mul, div, floordiv = _bin("+"), _bin("-"), _bin("*"), _bin("/"), _bin("//")
+
+    def tuple(self, meta, ch):
+        return TupleValue(tuple(ch), _cols(meta))
+
+    def keyword_arg(self, meta, ch):
+        return Arg(str(ch[0]), ch[1], _cols(meta), _tok_cols(ch[0]))
+
+    def positional_arg(self, meta, ch):
+        return Arg(None, ch[0], _cols(meta))
+
+    def call(self, meta, ch):
+        return tuple(a for a in ch if a is not None)
+
+    def node(self, meta, ch):
+        args = ch[2] if len(ch) > 2 and ch[2] is not None else ()
+        return ("node", int(ch[0]), str(ch[1]), args, _cols(meta), _tok_cols(ch[0]), _tok_cols(ch[1]))
+
+    def edge(self, meta, ch):
+        ids = [t for t in ch if isinstance(t, Token)]
+        return EdgeLine(tuple(int(t) for t in ids[:-1]), int(ids[-1]), _cols(meta),
+                        tuple(_tok_cols(t) for t in ids[:-1]), _tok_cols(ids[-1]))
+
+    def header(self, meta, ch):
+        return ch[0]
+
+    def line(self, meta, ch):
+        return list(ch)
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    grammar = resources.files("nader.grammar").joinpath("nad.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", start=["line", "program"], propagate_positions=True,
+                maybe_placeholders=True, cache=True)
+
+
+def grammar_parser() -> Lark:
+    """The Lark parser of the whole language (`start="program"` for whole files)."""
+    return _lark()
+
+
+@lru_cache(maxsize=1 << 16)
+def parse_line(text: str) -> ParsedLine:
+    """Parse one line (no newline). Interned: equal texts share one result."""
+    try:
+        tree = _lark().parse(text, start="line")
+    except UnexpectedInput as error:
+        return ParsedLine(None, None, (_classify_error(text, error),))
+    parts = _LineBuilder().transform(tree)
+    comment = None
+    item = None
+    for part in parts:
+        if isinstance(part, Token) and part.type == "COMMENT":
+            comment = str(part).rstrip()
+        elif isinstance(part, Token) and part.type == "HEADER":
+            item = part
+        else:
+            item = part
+    problems: list[Problem] = []
+    if isinstance(item, Token):
+        item = _header(item, problems)
+    elif isinstance(item, tuple):
+        item = _node(item, problems)
+    return ParsedLine(item, comment, tuple(problems))
+
+
+def _header(tok: Token, problems: list[Problem]) -> Optional[HeaderLine]:
+    text = str(tok)
+    left = len(text) - len(text.lstrip("#"))
+    right = len(text) - len(text.rstrip("#"))
+    name = text[left:len(text) - right].strip()
+    cols = _tok_cols(tok)
+    if not _HEADER_NAME.fullmatch(name):
+        what = "has no name" if not name else f"name `{name}` has characters other than letters, digits, `_`, `-`, `.`"
+        problems.append(Problem(MALFORMED_HEADER, cols, f"header {what}",
+                                "write `##Name##`, e.g. `##ResNetBlock##`"))
+        return None
+    if left > 2 or right > 2:
+        problems.append(Problem(EXTRA_HASHES, cols, f"header `{text}` uses {max(left, right)} hashes",
+                                f"write `##{name}##`"))
+    return HeaderLine(name, max(left, right), cols)
+
+
+def _suggest(name: str, choices: list[str]) -> Optional[str]:
+    lowered = {c.lower(): c for c in choices}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _node(raw: tuple, problems: list[Problem]) -> NodeLine:
+    _, node_id, op_name, args, cols, id_cols, op_cols = raw
+    opdef = lookup(op_name)
+    if opdef is None:
+        guess = _suggest(op_name, all_names())
+        problems.append(Problem(UNKNOWN_OPERATION, op_cols, f"unknown operation `{op_name}`",
+                                f"did you mean `{guess}`?" if guess else "see `nadc explain ops` for the operations"))
+    elif opdef.name != op_name:
+        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{opdef.name}`",
+                                f"write `{opdef.name}`"))
+        op_name = opdef.name
+    for arg in args:
+        for sym in symbols(arg.value):
+            if sym.name not in SIZE_SYMBOLS:
+                guess = _suggest(sym.name, list(SIZE_SYMBOLS))
+                problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
+                                        f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W"))
+    params = _bind(opdef, args, problems) if opdef else {}
+    return NodeLine(node_id, op_name, args, params, cols, id_cols, op_cols)
+
+
+def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
+    """Bind arguments to the operation's parameters; fill in defaults."""
+    params: dict[str, Value] = {}
+    variadic = next((p for p in opdef.params if p.variadic), None)
+    positional_slots = [p for p in opdef.params if not p.variadic]
+    extra: list[Value] = []
+    seen_keyword = False
+    index = 0
+    for arg in args:
+        if arg.name is None:
+            if seen_keyword:
+                problems.append(Problem(MISPLACED_POSITIONAL, arg.span, "positional argument after a keyword argument",
+                                        "put positional arguments first, or name this one"))
+                continue
+            if variadic is not None:
+                extra.append(arg.value)
+            elif index < len(positional_slots):
+                params[positional_slots[index].name] = arg.value
+                index += 1
+            else:
+                takes = f"takes {len(positional_slots)}" if positional_slots else "takes no"
+                problems.append(Problem(MISPLACED_POSITIONAL, arg.span,
+                                        f"`{opdef.name}` {takes} arguments; this one is extra",
+                                        f"remove it; the signature is `{opdef.signature()}`"))
+            continue
+        seen_keyword = True
+        param = opdef.param(arg.name)
+        if param is None:
+            names = [p.name for p in opdef.params]
+            guess = _suggest(arg.name, names) if names else None
+            help_text = (f"did you mean `{guess}`?" if guess else
+                         f"`{opdef.name}` takes no parameters" if not names else f"the signature is `{opdef.signature()}`")
+            problems.append(Problem(UNKNOWN_PARAMETER, arg.name_span,
+                                    f"`{opdef.name}` has no parameter `{arg.name}`", help_text))
+            continue
+        if param.name in params:
+            problems.append(Problem(DUPLICATE_PARAMETER, arg.span, f"parameter `{param.name}` is given twice",
+                                    "keep one of them"))
+            continue
+        params[param.name] = arg.value
+    if variadic is not None and extra:
+        if variadic.name in params:
+            problems.append(Problem(DUPLICATE_PARAMETER, args[0].span, f"parameter `{variadic.name}` is given twice",
+                                    "give the sizes either positionally or by keyword"))
+        else:
+            params[variadic.name] = TupleValue(tuple(extra))
+    for param in opdef.params:
+        if param.name not in params:
+            if param.default_from and param.default_from in params:
+                params[param.name] = params[param.default_from]
+            elif (value := default_value(param.default)) is not None:
+                params[param.name] = value
+    return params
+
+
+def _classify_error(text: str, error: UnexpectedInput) -> Problem:
+    """Turn a raw Lark error on one line into a named diagnostic."""
+    stripped = text.strip()
+    start = len(text) - len(text.lstrip()) + 1
+    whole = ColSpan(start, start + len(stripped))
+    if "```" in text:
+        at = text.index("```") + 1
+        return Problem(MARKDOWN_FENCE, ColSpan(at, at + 3), "markdown code fence in a block file",
+                       "delete the fence lines; block files hold only headers, nodes, edges and comments")
+    if stripped.startswith("##"):
+        return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", f"write `##{stripped.strip('#').strip()}##`")
+    depth, opened = 0, []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            opened.append(i)
+        elif ch == ")":
+            if not opened:
+                return Problem(INVALID_SYNTAX, ColSpan(i + 1, i + 2), "unmatched `)`", "remove it or add the `(` it closes")
+            opened.pop()
+        elif ch == "#":
+            break
+    if opened:
+        at = opened[-1] + 1
+        return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed", "add `)` at the end of the argument list")
+    edge = _EDGE_LIKE.match(text)
+    if edge:
+        arrow = edge.group("arrow").strip() or "a space"
+        return Problem(INVALID_ARROW, whole, f"edge written with {arrow if arrow == 'a space' else f'`{arrow}`'} instead of `->`",
+                       f"write `{re.sub(r'[^0-9,]+', '->', stripped.split('#')[0].strip().replace(' ', ''), count=1) if arrow != 'a space' else '->'.join(stripped.split())}`")
+    named = _NAME_ID.match(text)
+    if named:
+        span = ColSpan(named.start("id") + 1, named.end("id") + 1)
+        return Problem(NON_INTEGER_ID, span, f"node id `{named.group('id')}` is not an integer",
+                       "number nodes with integers: `0:input`, `1:output`, `2:...`")
+    no_colon = _NO_COLON.match(text)
+    if no_colon:
+        at = no_colon.end("id") + 1
+        return Problem(MISSING_COLON, ColSpan(at, at + 1), "missing `:` between the node id and its operation",
+                       f"write `{no_colon.group('id')}:{stripped[len(no_colon.group('id')):].strip()}`")
+    return _generic_error(text, error)
+
+
+def _generic_error(text: str, error: UnexpectedInput) -> Problem:
+    col = max(getattr(error, "column", 1) or 1, 1)
+    if isinstance(error, UnexpectedCharacters):
+        ch = text[col - 1] if col - 1 < len(text) else ""
+        return Problem(INVALID_SYNTAX, ColSpan(col, col + 1), f"unexpected character `{ch}`",
+                       "lines are headers `##Name##`, nodes `ID:OP(args)`, edges `a->b` or `# comments`")
+    expected = sorted({_TERMINAL_TEXT.get(t, f"`{t}`") for t in getattr(error, "expected", set()) or set()
+                       if t not in ("COMMENT", "_NL")})
+    wanted = ", ".join(expected) if expected else "something else"
+    if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
+        end = len(text.rstrip()) + 1
+        return Problem(INVALID_SYNTAX, ColSpan(end, end + 1), f"line ends early; expected {wanted}",
+                       "complete the line")
+    tok = error.token  # type: ignore[attr-defined]
+    width = max(len(str(tok)), 1)
+    return Problem(INVALID_SYNTAX, ColSpan(col, col + width), f"unexpected `{tok}`; expected {wanted}",
+                   "lines are headers `##Name##`, nodes `ID:OP(args)`, edges `a->b` or `# comments`")
+
+
+# -- files -----------------------------------------------------------------------
+
+@dataclass
+class ParseResult:
+    program: Program
+    diagnostics: list[Diagnostic]
+    source: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def syntax_ok(self) -> bool:
+        """No line failed to parse (unknown names may remain)."""
+        return not any(d.code in _SYNTAX_CODES for d in self.diagnostics)
+
+
+_SYNTAX_CODES = frozenset({INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_PAREN, MARKDOWN_FENCE, BEFORE_HEADER,
+                           MALFORMED_HEADER, NON_INTEGER_ID, MISSING_COLON, EMPTY_FILE, UNREADABLE_FILE})
+
+
+@dataclass
+class _OpenBlock:
+    name: str
+    line: int
+    header_cols: ColSpan
+    leading: tuple[str, ...]
+    header_comment: Optional[str]
+    nodes: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    last_line: int = 0
+    last_end: int = 0
+
+    def close(self, trailing: list[str]) -> Block:
+        end_line = self.last_line or self.line
+        end_col = self.last_end if self.last_line else self.header_cols.end_col
+        return Block(self.name, tuple(self.nodes), tuple(self.edges), self.leading, self.header_comment,
+                     tuple(trailing), Span(self.line, 1, end_line, end_col),
+                     Span.on_line(self.line, self.header_cols))
+
+
+def parse(text: str, path: str = "<string>") -> ParseResult:
+    """Parse a whole file. Never raises on bad input: problems become diagnostics.
+
+    Comment lines attach to the item (header, node or edge) that follows them;
+    comments at the end of a block are its trailing comments.
+    """
+    sink = DiagnosticSink(path)
+    blocks: list[Block] = []
+    pending: list[str] = []
+    current: Optional[_OpenBlock] = None
+    implicit_name = Path(path).stem if path not in ("<string>", "-", "<stdin>") else "block"
+    lines = [(n, raw[:-1] if raw.endswith("\r") else raw) for n, raw in enumerate(text.split("\n"), 1)]
+    parsed_lines = [(n, parse_line(line)) for n, line in lines if line and not line.isspace()]
+    has_header = any(isinstance(p.item, HeaderLine) for _, p in parsed_lines)
+    reported_before_header = False
+    for lineno, parsed in parsed_lines:
+        item = parsed.item
+        block_name = item.name if isinstance(item, HeaderLine) else current.name if current else None
+        for p in parsed.problems:
+            sink.emit(p.code, p.message, Span.on_line(lineno, p.cols), p.help, block=block_name)
+        if item is None:
+            if parsed.comment is not None and not parsed.problems:
+                pending.append(parsed.comment)
+            continue
+        if isinstance(item, HeaderLine):
+            if current is not None:
+                blocks.append(current.close([]))
+            current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), parsed.comment)
+            pending = []
+            continue
+        if current is None:
+            if has_header:
+                if not reported_before_header:
+                    sink.emit(BEFORE_HEADER, "node or edge line before the first header",
+                              Span.on_line(lineno, item.cols), "move it under a `##Name##` header")
+                    reported_before_header = True
+                continue
+            sink.emit(MISSING_HEADER, f"no `##Name##` header; the lines form one block named `{implicit_name}`",
+                      Span.on_line(lineno, item.cols), f"add `##{implicit_name}##` as the first line")
+            current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None)
+        span = Span.on_line(lineno, item.cols)
+        if isinstance(item, NodeLine):
+            current.nodes.append(Node(item.id, item.op_name, item.args, parsed.comment, tuple(pending), span,
+                                      item.id_cols, item.op_cols, item.params))
+        else:
+            current.edges.append(Edge(item.sources, item.target, parsed.comment, tuple(pending), span,
+                                      item.source_cols, item.target_cols))
+        pending = []
+        current.last_line, current.last_end = lineno, item.cols.end_col
+    if current is not None:
+        blocks.append(current.close(pending))
+    elif not sink.items:
+        sink.emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
+    return ParseResult(Program(tuple(blocks), path), sink.items, text)
+
+
+def parse_file(path: Union[str, Path]) -> ParseResult:
+    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
+                          "check the path and that the file is UTF-8 text", name)
+        return ParseResult(Program((), name), [diag], "")
+    return parse(text, name)
