@@ -19,6 +19,10 @@ COMMANDS = {
     "compile": ("nader.compiler.commands.compile", "compile_cmd", "Parse FILEs and emit IR, JSON, PyTorch or ONNX (the default command)."),
     "fmt": ("nader.compiler.commands.fmt", "fmt_cmd", "Print or write the canonical form of block files."),
     "verify": ("nader.compiler.commands.verify", "verify_cmd", "Check structure and shapes of every block, for all sizes."),
+    "lint": ("nader.compiler.commands.lint", "lint_cmd", "Report style problems and suspicious-but-valid patterns."),
+    "cost": ("nader.compiler.commands.cost", "cost_cmd", "Fit networks to a budget; print widths, parameters and FLOPs."),
+    "hash": ("nader.compiler.commands.hash", "hash_cmd", "Print the canonical hash of each block."),
+    "diff": ("nader.compiler.commands.diff", "diff_cmd", "Show nodes and edges added, removed or changed between two blocks."),
     "explain": ("nader.compiler.commands.explain", "explain_cmd", "Print the documentation of a diagnostic code, or the operations."),
 }
 

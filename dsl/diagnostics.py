@@ -46,6 +46,7 @@ _TABLE: dict[str, Code] = {}
 RULE_MODULES = (
     "nader.dsl.parser",
     "nader.compiler.passes",
+    "nader.compiler.lint",
 )
 
 

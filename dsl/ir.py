@@ -174,12 +174,12 @@ class Block:
     def inferred_role(self) -> Role:
         """The role from the header's suffix and the input terminals."""
         two_inputs = any(op in (Op.INPUT1, Op.INPUT2) for op in self.input_ops)
-        lowered = self.name.lower()
-        if lowered.endswith("_downsample") or lowered.endswith("_reduction"):
+        words = set(self.name.lower().replace("-", "_").split("_"))
+        if words & {"downsample", "reduction"}:
             return Role.REDUCTION_CELL if two_inputs else Role.DOWNSAMPLE
         if two_inputs:
             return Role.CELL
-        if lowered.endswith("_stem"):
+        if "stem" in words:
             return Role.STEM
         return Role.BASE
 

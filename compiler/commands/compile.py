@@ -1,12 +1,49 @@
-"""`nadc FILE... --emit ...`: the default command."""
+"""`nadc FILE... --emit ...`: the default command.
+
+Emitters are looked up in `EMITTERS` (name -> "module:function") and imported
+only when used, so the front end never imports torch or onnx. An emitter is
+called as `emit(parsed, options)` and returns text or bytes; it raises
+`EmitError` for problems that are the user's to fix.
+"""
 from __future__ import annotations
 
+import importlib
 import json
+import sys
+from dataclasses import dataclass
+from typing import Optional
 
 import click
 
 from nader.compiler.commands.common import exit_status, format_option, load, report
-from nader.dsl.ir import Program, bound_param_text
+from nader.dsl.ir import Program, Role
+from nader.dsl.parser import ParseResult
+
+EMITTERS = {
+    "ir": "nader.compiler.commands.compile:emit_ir",
+    "json": "nader.compiler.commands.compile:emit_json",
+    "torch": "nader.compiler.backends.torch_backend:emit",
+    "onnx": "nader.compiler.backends.onnx_backend:emit",
+    "dot": "nader.compiler.backends.drawing:emit_dot",
+    "svg": "nader.compiler.backends.drawing:emit_svg",
+}
+
+
+class EmitError(Exception):
+    """A problem with the input or options that the user must fix (exit 1)."""
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    role: Optional[Role] = None
+    stem_stride: int = 1
+    network: Optional[str] = None  # skeleton name: emit a whole network
+    dataset: Optional[str] = None
+    widths: Optional[tuple[int, ...]] = None
+    depths: Optional[tuple[int, ...]] = None
+    input_size: Optional[int] = None
+    in_channels: Optional[int] = None  # block-level emitters: input width to build at
+    out_path: Optional[str] = None
 
 
 def program_json(program: Program) -> dict:
@@ -24,20 +61,77 @@ def program_json(program: Program) -> dict:
     return {"file": program.path, "blocks": blocks}
 
 
-EMITTERS = ("ir", "json")
+def emit_ir(parsed: ParseResult, options: EmitOptions) -> str:
+    return str(parsed.program) + "\n"
+
+
+def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
+    return json.dumps(program_json(parsed.program), indent=2) + "\n"
+
+
+def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
+    if not text:
+        return None
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
+    if not values or any(v < 1 for v in values):
+        raise click.BadParameter(f"{what} must be positive integers")
+    return values
 
 
 @click.command("compile")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--emit", type=click.Choice(EMITTERS), default="ir", show_default=True, help="What to print.")
+@click.option("--emit", type=click.Choice(list(EMITTERS)), default="ir", show_default=True, help="What to produce.")
+@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help="Write to this file instead of standard output (required for onnx).")
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Override the blocks' roles.")
+@click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True)
+@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, imagenet, darts).")
+@click.option("--dataset", default=None, help="Dataset preset of the network (cifar10, cifar100, imagenet16-120, ...).")
+@click.option("--widths", default=None, help="Stage widths instead of fitting them, e.g. 16,32,64.")
+@click.option("--depths", default=None, help="Blocks per stage, e.g. 5,5,5.")
+@click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution of the network.")
+@click.option("--in-channels", type=click.IntRange(1), default=None, help="Block input width for block-level emitters.")
 @format_option
-def compile_cmd(files, emit, fmt):
-    """Parse FILEs and print their IR (`ir`: readable dump; `json`: machine-readable)."""
+def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widths, depths, input_size, in_channels, fmt):
+    """Parse FILEs and emit IR (readable dump), JSON, PyTorch source, ONNX or a drawing."""
+    options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, _ints(widths, "--widths"),
+                          _ints(depths, "--depths"), input_size, in_channels, out_path)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
-    report(diagnostics, "concise" if fmt == "json" and emit == "json" else fmt, results)
+    report(diagnostics, "concise" if fmt == "json" else fmt, results)
+    if exit_status(diagnostics):
+        raise SystemExit(1)
+    module, function = EMITTERS[emit].split(":")
+    emitter = getattr(importlib.import_module(module), function)
+    outputs = []
+    try:
+        for parsed in results:
+            outputs.append(emitter(parsed, options))
+    except EmitError as error:
+        click.echo(f"nadc: error: {error}", err=True)
+        raise SystemExit(1)
     if emit == "json":
-        click.echo(json.dumps([program_json(r.program) for r in results], indent=2))
-    else:
-        click.echo("\n\n".join(str(r.program) for r in results if r.program.blocks))
-    raise SystemExit(exit_status(diagnostics))
+        outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
+    _write(outputs, out_path)
+    raise SystemExit(0)
+
+
+def _write(outputs: list, out_path: Optional[str]) -> None:
+    binary = any(isinstance(o, bytes) for o in outputs)
+    if binary and len(outputs) > 1:
+        raise click.UsageError("binary output (onnx) takes one input file")
+    if out_path and out_path != "-":
+        mode = "wb" if binary else "w"
+        with open(out_path, mode) as handle:
+            for o in outputs:
+                handle.write(o)
+        return
+    if binary:
+        if sys.stdout.isatty():
+            raise click.UsageError("refusing to write binary ONNX to a terminal; use -o FILE")
+        sys.stdout.buffer.write(outputs[0])
+        return
+    click.echo("\n".join(o.rstrip("\n") for o in outputs))

@@ -1,1 +1,7 @@
-"""Passes over the IR: structure checks, shape inference, lint."""
+"""Passes over the IR: structure checks (NAD2xx), shape inference (NAD3xx), verification."""
+from . import shapes, structure  # noqa: F401 - importing declares the diagnostic codes
+from .shapes import Limits, ShapeResult, contract, evaluate_shape, infer_shapes
+from .verify import BlockReport, verify_block, verify_program
+
+__all__ = ["BlockReport", "Limits", "ShapeResult", "contract", "evaluate_shape", "infer_shapes",
+           "verify_block", "verify_program"]

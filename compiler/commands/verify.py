@@ -1,0 +1,56 @@
+"""`nadc verify`: structure and shape checks of every block, for all sizes."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from nader.compiler.commands.common import load
+from nader.compiler.reporting import FORMATS, render
+from nader.dsl.ir import Role
+
+
+@click.command("verify")
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
+              help="Verify every block in this role instead of the one its header implies.")
+@click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Stride of stems: 1 for NAS-Bench-201, 4 for ImageNet-style networks.")
+@click.option("--max-elements", type=click.IntRange(1), default=None,
+              help="Largest tensor (elements per sample at C=64, H=W=32) a block may produce.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
+def verify_cmd(files, role, stem_stride, max_elements, fmt):
+    """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for all sizes.
+
+    JSON output is a list with one object per block: file, block, role, ok, diagnostics,
+    constraints (conditions on the widths, e.g. `C % 4 == 0`) and shapes (per node id).
+    Exit status 1 when any block has an error.
+    """
+    from nader.compiler.passes import Limits, verify_program
+
+    limits = Limits(max_elements=max_elements) if max_elements else Limits()
+    results = load(files)
+    objects, diagnostics, summary = [], [], []
+    failed = False
+    for parsed in results:
+        reports, file_level = verify_program(parsed, role=Role(role) if role else None, stem_stride=stem_stride,
+                                             limits=limits)
+        diagnostics.extend(file_level)
+        failed |= any(d.is_error for d in file_level) or (not parsed.program.blocks and not parsed.ok)
+        if not parsed.program.blocks:
+            diagnostics.extend(parsed.diagnostics)
+        for report in reports:
+            diagnostics.extend(report.diagnostics)
+            objects.append(report.to_json())
+            failed |= not report.ok
+            constraints = f"; constraints: {', '.join(report.constraints)}" if report.constraints else ""
+            verdict = "ok" if report.ok else "error"
+            summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({report.role}): {verdict}{constraints}")
+    if fmt == "json":
+        click.echo(json.dumps(objects, indent=2))
+    else:
+        text = render(diagnostics, fmt, {r.program.path: r.source for r in results})
+        if text:
+            click.echo(text, nl=False)
+        click.echo("\n".join(summary))
+    raise SystemExit(1 if failed else 0)

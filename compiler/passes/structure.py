@@ -1,0 +1,366 @@
+"""Structure checks (NAD2xx): ids, edges, terminals, cycles, reachability, arity, parameters.
+
+Each check is a small function over a block that emits diagnostics; `check_structure`
+runs them in order. Shape inference runs only on blocks these accept.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from nader.dsl.diagnostics import DiagnosticSink, Label, Severity, define_code
+from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, symbols
+from nader.dsl.ir import Block, Role
+from nader.dsl.ops import REQUIRED, Category, Group, Op, ParamKind
+from nader.dsl.span import Span
+
+E, W = Severity.ERROR, Severity.WARNING
+
+DUPLICATE_ID = define_code("NAD201", "duplicate-node-id", E, "Two nodes share an id.", """
+    ## What it does
+    Reports a node id defined twice in one block.
+    ## Why is this bad?
+    Edges name nodes by id; with two definitions an edge is ambiguous.
+    ## Example
+    ```
+    2:BN
+    2:ReLU
+    ```
+    ## Fix
+    Give every node its own id (`nadc fmt --renumber` renumbers a block).
+""")
+UNDEFINED_NODE = define_code("NAD202", "undefined-node", E, "An edge names a node id that is not defined.", """
+    ## What it does
+    Reports edges whose source or target id has no node line.
+    ## Example
+    ```
+    0:input
+    1:output
+    0->7
+    ```
+    ## Fix
+    Define the node (`7:ReLU`) or correct the id in the edge.
+""")
+CYCLE = define_code("NAD203", "cycle", E, "The edges form a cycle.", """
+    ## What it does
+    Reports blocks whose edges form a directed cycle (including an edge from a node to itself).
+    ## Why is this bad?
+    A block is a feed-forward computation: every node is computed once from nodes before it.
+    ## Fix
+    Remove or redirect one edge of the cycle; the message lists the nodes on it.
+""")
+BAD_TERMINALS = define_code("NAD204", "wrong-terminals", E, "The input/output terminals do not fit the block's role.", """
+    ## What it does
+    Checks that a block has exactly one `input` (a two-input cell: exactly one `input1` and one `input2`)
+    and exactly one `output`.
+    ## Example
+    ```
+    ##Cell##
+    0:input
+    1:input2
+    2:output
+    ```
+    ## Fix
+    Use `input` for single-input blocks and `input1`/`input2` for cells; keep one `output`.
+""")
+TERMINAL_EDGES = define_code("NAD205", "terminal-edges", E, "An input has incoming edges, or the output has outgoing ones / not exactly one input.", """
+    ## What it does
+    Reports edges into an input terminal, edges out of `output`, and an `output` that does not have
+    exactly one incoming edge.
+    ## Why is this bad?
+    The output is the result of exactly one node; to combine several, add them with `Add` or `concat` first.
+    ## Fix
+    Route the results through a merge node whose single edge goes to `output`.
+""")
+UNUSED_NODE = define_code("NAD206", "unused-node", E, "A node is not on a path from an input to the output.", """
+    ## What it does
+    Reports nodes whose result never reaches `output`, and nodes that no input reaches.
+    ## Why is this bad?
+    Their weights receive no gradient and their compute is wasted; usually an edge is missing.
+    ## Example
+    ```
+    5:ReLU
+    4->5
+    ```
+    (and nothing consumes 5)
+    ## Fix
+    Connect the node's result to a consumer on the way to `output`, or delete the node.
+""")
+WRONG_ARITY = define_code("NAD207", "wrong-number-of-inputs", E, "An operation receives the wrong number of inputs.", """
+    ## What it does
+    Checks each node's incoming edges against its operation's arity: one input for layers and
+    activations, two for `multiply`, two or more for `Add`, `Mul`, `concat`.
+    ## Example
+    ```
+    4:BN
+    2->4
+    3->4
+    ```
+    ## Fix
+    Merge the inputs first (`Add`, `Mul` or `concat`) and feed the merge node to the operation.
+""")
+MISSING_PARAMETER = define_code("NAD208", "missing-parameter", E, "A required parameter is not given.", """
+    ## What it does
+    Reports operations called without a required parameter, e.g. `Conv2d` without `kernel_size`.
+    ## Fix
+    Add the parameter; `nadc explain ops` shows every signature.
+""")
+ILL_TYPED_PARAMETER = define_code("NAD209", "ill-typed-parameter", E, "A parameter's value has the wrong type or range.", """
+    ## What it does
+    Checks parameter values: kernel sizes, strides, dilations and output sizes are positive integers
+    or pairs; axes are integers; `prob` is a number in [0, 1); channel sizes are integer expressions.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C,kernel_size=0)
+    ```
+    ## Fix
+    Use a value of the kind the message names.
+""")
+SPATIAL_IN_LAYER = define_code("NAD210", "size-symbol-in-layer-parameter", E, "A layer parameter uses H, W or B.", """
+    ## What it does
+    Reports `H`, `W` or `B` in layer parameters (`out_channels`, `groups`, ...).
+    ## Why is this bad?
+    Weights cannot depend on the image size or the batch: the network must run at any resolution.
+    ## Fix
+    Express channel counts with `C` (input channels) and `dim` (output channels) only.
+""")
+DUPLICATE_BLOCK = define_code("NAD211", "duplicate-block-name", E, "Two blocks in one file share a name.", """
+    ## What it does
+    Reports a block name used twice in one file.
+    ## Why is this bad?
+    An architecture file names its base, `_stem` and `_downsample` blocks; duplicates are ambiguous.
+    ## Fix
+    Rename or delete one of them.
+""")
+
+StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
+
+
+def _node_span(block: Block, node_id: int) -> Span:
+    node = block.node(node_id)
+    return node.span if node else block.header_span
+
+
+def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    seen: dict[int, Span] = {}
+    for node in block.nodes:
+        if node.id in seen:
+            sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", Span.on_line(node.span.line, node.id_span),
+                      f"give this node an unused id (e.g. {max(seen) + 1})", block.name,
+                      (Label(seen[node.id], "first defined here"),))
+        else:
+            seen[node.id] = node.span
+    for edge in block.edges:
+        for index, source in enumerate(edge.sources):
+            if source not in seen:
+                sink.emit(UNDEFINED_NODE, f"edge source {source} is not a defined node", edge.source_span(index),
+                          f"define node {source} or correct the id", block.name)
+        if edge.target not in seen:
+            sink.emit(UNDEFINED_NODE, f"edge target {edge.target} is not a defined node",
+                      Span.on_line(edge.span.line, edge.target_span), f"define node {edge.target} or correct the id", block.name)
+
+
+def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
+    sources = [n for n in block.nodes if n.op in Group.SOURCE]
+    sinks = [n for n in block.nodes if n.op in Group.SINK]
+    for n in sources:
+        if n.op not in wanted:
+            sink.emit(BAD_TERMINALS, f"`{n.op_name}` is not an input of a {role} block",
+                      Span.on_line(n.span.line, n.op_span), f"a {role} block's inputs are {', '.join(f'`{w}`' for w in wanted)}",
+                      block.name)
+    for op in wanted:
+        found = [n for n in sources if n.op is op]
+        if not found:
+            sink.emit(BAD_TERMINALS, f"the block has no `{op}` node", block.header_span,
+                      f"add a node `{_free_id(block)}:{op}` and connect it", block.name)
+        for extra in found[1:]:
+            sink.emit(BAD_TERMINALS, f"`{op}` is defined more than once", extra.span,
+                      "keep one and send its edges to every consumer", block.name, (Label(found[0].span, "first here"),))
+    if not sinks:
+        sink.emit(BAD_TERMINALS, "the block has no `output` node", block.header_span,
+                  f"add a node `{_free_id(block)}:output` and an edge into it", block.name)
+    for extra in sinks[1:]:
+        sink.emit(BAD_TERMINALS, "`output` is defined more than once", extra.span,
+                  "merge the results with `Add` or `concat` and send that to one output", block.name,
+                  (Label(sinks[0].span, "first here"),))
+
+
+def _free_id(block: Block) -> int:
+    return max((n.id for n in block.nodes), default=-1) + 1
+
+
+def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    nodes = block.node_map()
+    incoming: dict[int, int] = {}
+    for source, target, edge, index in block.wires():
+        incoming[target] = incoming.get(target, 0) + 1
+        t, s = nodes.get(target), nodes.get(source)
+        if t is not None and t.op in Group.SOURCE:
+            sink.emit(TERMINAL_EDGES, f"edge into input terminal `{t.op_name}` (node {target})", edge.span,
+                      "inputs take no edges; reverse the edge or target another node", block.name)
+        if s is not None and s.op in Group.SINK:
+            sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
+                      "`output` ends the block; take the value from the node that feeds it", block.name)
+    for n in block.nodes:
+        if n.op in Group.SINK and incoming.get(n.id, 0) != 1:
+            count = incoming.get(n.id, 0)
+            sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", n.span,
+                      "merge the results with `Add` or `concat` first" if count > 1 else "add an edge from the last node to output",
+                      block.name)
+
+
+def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    nodes = block.node_map()
+    successors: dict[int, list[int]] = {i: [] for i in nodes}
+    for s, t, _, _ in block.wires():
+        if s in nodes and t in nodes:
+            successors[s].append(t)
+    color: dict[int, int] = {}
+    for start in nodes:
+        if color.get(start):
+            continue
+        stack = [(start, iter(successors[start]))]
+        path = [start]
+        color[start] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+            elif color.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                edge = next(e for s, t, e, _ in block.wires() if s == node and t == nxt)
+                sink.emit(CYCLE, f"cycle {' -> '.join(map(str, cycle))}", edge.span,
+                          f"remove or redirect the edge {node}->{nxt}", block.name)
+                return
+            elif not color.get(nxt):
+                color[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(successors[nxt])))
+
+
+def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    counts: dict[int, int] = {}
+    for _, target, _, _ in block.wires():
+        counts[target] = counts.get(target, 0) + 1
+    for n in block.nodes:
+        d = n.opdef
+        if d is None or d.has(Category.TERMINAL):
+            continue
+        count = counts.get(n.id, 0)
+        if not d.arity.accepts(count):
+            if count > (d.arity.max or count):
+                fix = "merge the inputs with `Add`, `Mul` or `concat` first and feed that node here"
+            else:
+                fix = f"add {'an edge' if count + 1 >= d.arity.min else 'edges'} into node {n.id}"
+            sink.emit(WRONG_ARITY, f"`{n.op_name}` takes {d.arity.describe()} but node {n.id} has {count}", n.span, fix, block.name)
+
+
+def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    nodes = block.node_map()
+    forward: dict[int, list[int]] = {i: [] for i in nodes}
+    backward: dict[int, list[int]] = {i: [] for i in nodes}
+    for s, t, _, _ in block.wires():
+        if s in nodes and t in nodes:
+            forward[s].append(t)
+            backward[t].append(s)
+
+    def reach(starts: list[int], graph: dict[int, list[int]]) -> set[int]:
+        seen, todo = set(starts), list(starts)
+        while todo:
+            for nxt in graph[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    from_inputs = reach([i for i, n in nodes.items() if n.op in Group.SOURCE], forward)
+    to_output = reach([i for i, n in nodes.items() if n.op in Group.SINK], backward)
+    for node_id, n in nodes.items():
+        if n.op in Group.TERMINAL:
+            continue
+        if node_id not in to_output:
+            sink.emit(UNUSED_NODE, f"node {node_id} (`{n.op_name}`) never reaches `output`", n.span,
+                      f"connect node {node_id} to a consumer on the way to output, or delete it", block.name)
+        elif node_id not in from_inputs:
+            sink.emit(UNUSED_NODE, f"node {node_id} (`{n.op_name}`) is not reached from any input", n.span,
+                      f"add an edge into node {node_id}, or delete it", block.name)
+
+
+def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
+    if kind is ParamKind.SPATIAL:
+        items = value.items if isinstance(value, TupleValue) else (value,)
+        if len(items) not in (1, 2) or any((c := constant_int(i)) is None or c < 1 for i in items):
+            return "a positive integer or a pair `(h,w)` of positive integers"
+        return None
+    if kind is ParamKind.AXIS:
+        return None if constant_int(value) is not None else "an integer axis"
+    if kind is ParamKind.AXES:
+        items = value.items if isinstance(value, TupleValue) else (value,)
+        return None if items and all(constant_int(i) is not None for i in items) else "an integer axis or a tuple of axes"
+    if kind is ParamKind.PROBABILITY:
+        p = constant_number(value)
+        return None if p is not None and 0 <= p < 1 else "a number in [0, 1)"
+    # SIZE and SHAPE: integer expressions.
+    if isinstance(value, TupleValue):
+        return "a size expression, not a tuple"
+    if any(isinstance(n, Num) and isinstance(n.value, float) for n in _nums(value)):
+        return "an integer expression (no decimals)"
+    return None
+
+
+def _nums(value: Value):
+    from nader.dsl.expr import BinOp, Neg
+    if isinstance(value, Num):
+        yield value
+    elif isinstance(value, Neg):
+        yield from _nums(value.operand)
+    elif isinstance(value, BinOp):
+        yield from _nums(value.lhs)
+        yield from _nums(value.rhs)
+    elif isinstance(value, TupleValue):
+        for item in value.items:
+            yield from _nums(item)
+
+
+def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    for n in block.nodes:
+        d = n.opdef
+        if d is None:
+            continue
+        for p in d.params:
+            value = n.params.get(p.name)
+            if value is None:
+                if p.required:
+                    sink.emit(MISSING_PARAMETER, f"`{n.op_name}` needs `{p.name}`", Span.on_line(n.span.line, n.op_span),
+                              f"add it: `{d.signature()}`", block.name)
+                continue
+            if p.variadic:
+                items = value.items if isinstance(value, TupleValue) else (value,)
+                if not items:
+                    sink.emit(MISSING_PARAMETER, f"`{n.op_name}` needs at least one value", n.span,
+                              f"write e.g. `{d.signature()}`", block.name)
+                problems = [(item, _param_kind_error(p.kind, item)) for item in items]
+            else:
+                problems = [(value, _param_kind_error(p.kind, value))]
+            for item, wanted in problems:
+                if wanted:
+                    sink.emit(ILL_TYPED_PARAMETER, f"`{p.name}` of `{n.op_name}` must be {wanted}, not `{item}`",
+                              n.arg_span(p.name), None, block.name)
+            if p.kind is ParamKind.SIZE:
+                bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
+                if bad:
+                    sink.emit(SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
+                              n.arg_span(p.name), "layer parameters may use only `C` and `dim`", block.name)
+
+
+STRUCTURE_CHECKS: tuple[StructureCheck, ...] = (
+    check_ids, check_terminals, check_terminal_edges, check_cycles, check_arity, check_reachability, check_parameters,
+)
+
+
+def check_structure(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    for check in STRUCTURE_CHECKS:
+        check(block, role, sink)

@@ -1,0 +1,327 @@
+"""Exact symbolic sizes: polynomials with rational coefficients over size atoms.
+
+Atoms are the free symbols (`B C dim H W`) and derived atoms `ceil(P/k)` and
+`floor(P/k)` for a polynomial P and integer k. Polynomials are immutable,
+hashable and interned-friendly, so two sizes are equal for all values of the
+symbols exactly when they compare equal. Nothing here calls `eval`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from math import ceil, floor
+from typing import Iterable, Mapping, Optional
+
+Mono = tuple  # sorted tuple of (atom name, power)
+
+# Derived atoms by name: name -> ("ceil" | "floor", inner Poly, divisor)
+_DERIVED: dict[str, tuple[str, "Poly", int]] = {}
+
+FREE_SYMBOLS = ("B", "C", "dim", "H", "W")
+
+
+class Poly:
+    """A polynomial over atoms; `terms` maps monomials to non-zero Fractions."""
+
+    __slots__ = ("terms", "_hash")
+
+    def __init__(self, terms: Mapping[Mono, Fraction]):
+        self.terms = {m: c for m, c in terms.items() if c != 0}
+        self._hash = hash(frozenset(self.terms.items()))
+
+    # -- construction ----------------------------------------------------------
+    @staticmethod
+    def const(value) -> "Poly":
+        return _const(Fraction(value))
+
+    @staticmethod
+    def atom(name: str) -> "Poly":
+        return _atom(name)
+
+    # -- queries ---------------------------------------------------------------
+    def constant(self) -> Optional[Fraction]:
+        if not self.terms:
+            return Fraction(0)
+        if len(self.terms) == 1 and () in self.terms:
+            return self.terms[()]
+        return None
+
+    def int_constant(self) -> Optional[int]:
+        c = self.constant()
+        return int(c) if c is not None and c.denominator == 1 else None
+
+    def atoms(self) -> set[str]:
+        return {a for m in self.terms for a, _ in m}
+
+    def free_symbols(self) -> set[str]:
+        """The free symbols this size depends on, through derived atoms too."""
+        result: set[str] = set()
+        for a in self.atoms():
+            if a in _DERIVED:
+                result |= _DERIVED[a][1].free_symbols()
+            else:
+                result.add(a)
+        return result
+
+    def single_atom(self) -> Optional[str]:
+        """The atom name when this polynomial is exactly one atom with coefficient 1."""
+        if len(self.terms) == 1:
+            ((mono, coeff),) = self.terms.items()
+            if coeff == 1 and len(mono) == 1 and mono[0][1] == 1:
+                return mono[0][0]
+        return None
+
+    def has_integer_coefficients(self) -> bool:
+        return all(c.denominator == 1 for c in self.terms.values())
+
+    def denominator(self) -> int:
+        d = 1
+        for c in self.terms.values():
+            d = d * c.denominator // _gcd(d, c.denominator)
+        return d
+
+    # -- arithmetic --------------------------------------------------------------
+    def __add__(self, other: "Poly") -> "Poly":
+        return _add(self, other)
+
+    def __sub__(self, other: "Poly") -> "Poly":
+        return _add(self, _scale(other, Fraction(-1)))
+
+    def __neg__(self) -> "Poly":
+        return _scale(self, Fraction(-1))
+
+    def __mul__(self, other: "Poly") -> "Poly":
+        return _mul(self, other)
+
+    def scale(self, factor) -> "Poly":
+        return _scale(self, Fraction(factor))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Poly) and self.terms == other.terms
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def evaluate(self, sizes: Mapping[str, int]) -> Fraction:
+        total = Fraction(0)
+        for mono, coeff in self.terms.items():
+            value = coeff
+            for atom, power in mono:
+                value *= _atom_value(atom, sizes) ** power
+            total += value
+        return total
+
+    def __str__(self) -> str:
+        return _format(self)
+
+    def __repr__(self) -> str:
+        return f"Poly({self})"
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@lru_cache(maxsize=None)
+def _const(value: Fraction) -> Poly:
+    return Poly({(): value})
+
+
+@lru_cache(maxsize=None)
+def _atom(name: str) -> Poly:
+    return Poly({((name, 1),): Fraction(1)})
+
+
+ZERO = Poly.const(0)
+ONE = Poly.const(1)
+
+
+@lru_cache(maxsize=1 << 14)
+def _add(a: Poly, b: Poly) -> Poly:
+    terms = dict(a.terms)
+    for m, c in b.terms.items():
+        terms[m] = terms.get(m, 0) + c
+    return Poly(terms)
+
+
+@lru_cache(maxsize=1 << 14)
+def _scale(a: Poly, factor: Fraction) -> Poly:
+    return Poly({m: c * factor for m, c in a.terms.items()})
+
+
+def _mono_mul(x: Mono, y: Mono) -> Mono:
+    powers: dict[str, int] = dict(x)
+    for atom, p in y:
+        powers[atom] = powers.get(atom, 0) + p
+    return tuple(sorted(powers.items()))
+
+
+@lru_cache(maxsize=1 << 14)
+def _mul(a: Poly, b: Poly) -> Poly:
+    terms: dict[Mono, Fraction] = {}
+    for m1, c1 in a.terms.items():
+        for m2, c2 in b.terms.items():
+            m = _mono_mul(m1, m2)
+            terms[m] = terms.get(m, 0) + c1 * c2
+    return Poly(terms)
+
+
+def product(sizes: Iterable[Poly]) -> Poly:
+    result = ONE
+    for s in sizes:
+        result = result * s
+    return result
+
+
+def _mono_divides(d: Mono, m: Mono) -> Optional[Mono]:
+    powers = dict(m)
+    for atom, p in d:
+        if powers.get(atom, 0) < p:
+            return None
+        powers[atom] -= p
+    return tuple(sorted((a, p) for a, p in powers.items() if p))
+
+
+def _leading(p: Poly) -> tuple[Mono, Fraction]:
+    # Graded lexicographic order: total degree, then names.
+    mono = max(p.terms, key=lambda m: (sum(e for _, e in m), m))
+    return mono, p.terms[mono]
+
+
+@lru_cache(maxsize=1 << 12)
+def exact_quotient(a: Poly, b: Poly) -> Optional[Poly]:
+    """a / b as a polynomial when b divides a exactly, else None."""
+    if not b.terms:
+        return None
+    c = b.constant()
+    if c is not None:
+        return a.scale(1 / c)
+    lead_mono, lead_coeff = _leading(b)
+    quotient: dict[Mono, Fraction] = {}
+    remainder = a
+    for _ in range(256):
+        if not remainder.terms:
+            return Poly(quotient)
+        mono, coeff = _leading(remainder)
+        factor_mono = _mono_divides(lead_mono, mono)
+        if factor_mono is None:
+            return None
+        factor = Poly({factor_mono: coeff / lead_coeff})
+        quotient[factor_mono] = quotient.get(factor_mono, 0) + coeff / lead_coeff
+        remainder = remainder - factor * b
+    return None
+
+
+def _derived(kind: str, inner: Poly, k: int) -> Poly:
+    name = f"{kind}({inner}/{k})" if len(inner.terms) == 1 else f"{kind}(({inner})/{k})"
+    _DERIVED.setdefault(name, (kind, inner, k))
+    return Poly.atom(name)
+
+
+@lru_cache(maxsize=1 << 12)
+def ceil_div(p: Poly, k: int) -> Poly:
+    """ceil(p/k) for positive integer k, simplified where exact."""
+    if k == 1:
+        return p
+    c = p.constant()
+    if c is not None:
+        return Poly.const(ceil(c / k))
+    q = p.scale(Fraction(1, k))
+    if q.has_integer_coefficients() and p.has_integer_coefficients():
+        return q
+    name = p.single_atom()
+    if name is not None and name in _DERIVED and _DERIVED[name][0] == "ceil":
+        # ceil(ceil(x/a)/b) == ceil(x/(a*b)) for positive integers.
+        _, inner, a = _DERIVED[name]
+        return ceil_div(inner, a * k)
+    return _derived("ceil", p, k)
+
+
+@lru_cache(maxsize=1 << 12)
+def floor_div(p: Poly, k: int) -> Poly:
+    """floor(p/k) for positive integer k, simplified where exact."""
+    if k == 1:
+        return p
+    c = p.constant()
+    if c is not None:
+        return Poly.const(floor(c / k))
+    q = p.scale(Fraction(1, k))
+    if q.has_integer_coefficients() and p.has_integer_coefficients():
+        return q
+    name = p.single_atom()
+    if name is not None and name in _DERIVED and _DERIVED[name][0] == "floor":
+        _, inner, a = _DERIVED[name]
+        return floor_div(inner, a * k)
+    return _derived("floor", p, k)
+
+
+def _atom_value(atom: str, sizes: Mapping[str, int]) -> Fraction:
+    if atom in _DERIVED:
+        kind, inner, k = _DERIVED[atom]
+        value = inner.evaluate(sizes) / k
+        return Fraction(ceil(value) if kind == "ceil" else floor(value))
+    if atom not in sizes:
+        raise KeyError(atom)
+    return Fraction(sizes[atom])
+
+
+def _format_mono(mono: Mono) -> str:
+    parts = []
+    for atom, power in mono:
+        parts.extend([atom] * power)
+    return "*".join(parts)
+
+
+def _format(p: Poly) -> str:
+    if not p.terms:
+        return "0"
+    ordered = sorted(p.terms.items(), key=lambda mc: (-sum(e for _, e in mc[0]), mc[0]))
+    out = ""
+    for index, (mono, coeff) in enumerate(ordered):
+        negative = coeff < 0
+        magnitude = -coeff if negative else coeff
+        if not mono:
+            body = str(magnitude.numerator) if magnitude.denominator == 1 else f"{magnitude.numerator}/{magnitude.denominator}"
+        else:
+            body = _format_mono(mono)
+            if magnitude.numerator != 1:
+                body = f"{magnitude.numerator}*{body}"
+            if magnitude.denominator != 1:
+                body = f"{body}/{magnitude.denominator}"
+        if index == 0:
+            out = ("-" if negative else "") + body
+        else:
+            out += ("-" if negative else "+") + body
+    return out
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A requirement on the free symbols: `size % modulus == 0` or `size >= 1`."""
+
+    size: Poly
+    modulus: int = 0  # 0: positivity (size >= 1)
+    reason: str = ""
+
+    def holds(self, sizes: Mapping[str, int]) -> bool:
+        value = self.size.evaluate(sizes)
+        if self.modulus:
+            return value.denominator == 1 and value.numerator % self.modulus == 0
+        return value >= 1
+
+    def __str__(self) -> str:
+        text = str(self.size)
+        if len(self.size.terms) > 1:
+            text = f"({text})"
+        return f"{text} % {self.modulus} == 0" if self.modulus else f"{text} >= 1"
+
+
+def integer_constraint(p: Poly, reason: str) -> Optional[Constraint]:
+    """The constraint under which p (a rational polynomial) is an integer, or None if always."""
+    d = p.denominator()
+    if d == 1:
+        return None
+    return Constraint(p.scale(d), d, reason)

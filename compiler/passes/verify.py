@@ -1,0 +1,79 @@
+"""The verifier: structure checks, then symbolic shape inference, per block."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from nader.dsl.diagnostics import Diagnostic, DiagnosticSink, Label
+from nader.dsl.ir import Block, Program, Role
+from nader.dsl.parser import ParseResult
+
+from .shapes import Limits, ShapeResult, infer_shapes
+from .structure import DUPLICATE_BLOCK, check_structure
+
+
+@dataclass
+class BlockReport:
+    file: str
+    block: Block
+    role: Role
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    shapes: Optional[ShapeResult] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.shapes is not None and not self.shapes.failed and not any(d.is_error for d in self.diagnostics)
+
+    @property
+    def constraints(self) -> list[str]:
+        return [str(c) for c in self.shapes.constraints] if self.shapes else []
+
+    def to_json(self) -> dict:
+        shapes = {}
+        if self.shapes is not None:
+            shapes = {str(i): [str(s) for s in shape] for i, shape in self.shapes.shapes.items()}
+        return {
+            "file": self.file,
+            "block": self.block.name,
+            "role": self.role.value,
+            "ok": self.ok,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "constraints": self.constraints,
+            "shapes": shapes,
+        }
+
+
+def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1, limits: Limits = Limits(),
+                 file: str = "<string>", front_end: tuple[Diagnostic, ...] = ()) -> BlockReport:
+    """Verify one block. `front_end` carries the parser's diagnostics for this block."""
+    role = role or block.inferred_role()
+    sink = DiagnosticSink(file)
+    sink.items.extend(front_end)
+    check_structure(block, role, sink)
+    report = BlockReport(file, block, role)
+    if not sink.has_errors:
+        report.shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits)
+    report.diagnostics = sink.items
+    return report
+
+
+def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_stride: int = 1,
+                   limits: Limits = Limits()) -> tuple[list[BlockReport], list[Diagnostic]]:
+    """Verify every block of a parsed file; returns the reports and file-level diagnostics."""
+    program: Program = parsed.program
+    by_block: dict[Optional[str], list[Diagnostic]] = {}
+    for d in parsed.diagnostics:
+        by_block.setdefault(d.block, []).append(d)
+    file_level = list(by_block.get(None, []))
+    seen: dict[str, Block] = {}
+    reports = []
+    for block in program.blocks:
+        if block.name in seen:
+            file_level.append(Diagnostic(DUPLICATE_BLOCK, f"block `{block.name}` is defined twice", block.header_span,
+                                         "rename one of them", program.path, block.name,
+                                         (Label(seen[block.name].header_span, "first defined here"),)))
+        seen.setdefault(block.name, block)
+        front_end = tuple(by_block.get(block.name, ())) if seen[block.name] is block else ()
+        reports.append(verify_block(block, role=role, stem_stride=stem_stride, limits=limits, file=program.path,
+                                    front_end=front_end))
+    return reports, file_level
