@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Optional, Union
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Severity, define_code
@@ -139,7 +139,8 @@ MISSING_HEADER = define_code("NAD111", "missing-header", W, "The file has no `##
 MALFORMED_HEADER = define_code("NAD112", "malformed-header", E, "A header is not `##Name##`.", """
     ## What it does
     Reports lines that start with `##` but are not a header: unclosed (`##Name`), empty (`####`) or with
-    spaces inside the name.
+    other characters than letters, digits, `_`, `-`, `.` and single spaces between words in the name
+    (NADER's own logs hold headers such as `##built-in function input_stem##`, so spaces are accepted).
     ## Fix
     Write `##Name##`, the name made of letters, digits, `_`, `-` or `.`; comments start with a single `#`.
 """)
@@ -174,7 +175,8 @@ EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", "
     Write at least one block: a header, its nodes and its edges.
 """)
 
-_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
+_BLANK = " \t\f\r"
+_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
 _EDGE_LIKE = re.compile(r"^\s*\d+(?:\s*,\s*\d+)*\s*(?P<arrow>[^\d\s,#:(]+|\s+)\s*\d+\s*(?:#.*)?$")
 _NAME_ID = re.compile(r"^\s*(?P<id>[A-Za-z_][A-Za-z0-9_]*)\s*:")
 _NO_COLON = re.compile(r"^\s*(?P<id>\d+)\s*(?P<op>[A-Za-z_])")
@@ -304,6 +306,19 @@ def grammar_parser() -> Lark:
     return _lark()
 
 
+_MAX_DEPTH = 100
+
+
+def _too_deep(tree: Tree) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+    return False
+
+
 @lru_cache(maxsize=1 << 16)
 def parse_line(text: str) -> ParsedLine:
     """Parse one line (no newline). Interned: equal texts share one result."""
@@ -311,6 +326,12 @@ def parse_line(text: str) -> ParsedLine:
         tree = _lark().parse(text, start="line")
     except UnexpectedInput as error:
         return ParsedLine(None, None, (_classify_error(text, error),))
+    # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
+    # passes downstream (transform, str, evaluate): report them instead.
+    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(tree):
+        return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
+                                               f"expression nested more than {_MAX_DEPTH} levels deep",
+                                               "simplify the expression"),))
     parts = _LineBuilder().transform(tree)
     comment = None
     item = None
@@ -336,7 +357,7 @@ def _header(tok: Token, problems: list[Problem]) -> Optional[HeaderLine]:
     name = text[left:len(text) - right].strip()
     cols = _tok_cols(tok)
     if not _HEADER_NAME.fullmatch(name):
-        what = "has no name" if not name else f"name `{name}` has characters other than letters, digits, `_`, `-`, `.`"
+        what = "has no name" if not name else f"name `{name}` has characters other than letters, digits, `_`, `-`, `.`, spaces"
         problems.append(Problem(MALFORMED_HEADER, cols, f"header {what}",
                                 "write `##Name##`, e.g. `##ResNetBlock##`"))
         return None
@@ -395,9 +416,10 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
                 params[positional_slots[index].name] = arg.value
                 index += 1
             else:
-                takes = f"takes {len(positional_slots)}" if positional_slots else "takes no"
+                n = len(positional_slots)
+                takes = f"takes {n} positional argument{'s' if n != 1 else ''}" if n else "takes no arguments"
                 problems.append(Problem(MISPLACED_POSITIONAL, arg.span,
-                                        f"`{opdef.name}` {takes} arguments; this one is extra",
+                                        f"`{opdef.name}` {takes}; this one is extra",
                                         f"remove it; the signature is `{opdef.signature()}`"))
             continue
         seen_keyword = True
@@ -545,7 +567,8 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     current: Optional[_OpenBlock] = None
     implicit_name = Path(path).stem if path not in ("<string>", "-", "<stdin>") else "block"
     lines = [(n, raw[:-1] if raw.endswith("\r") else raw) for n, raw in enumerate(text.split("\n"), 1)]
-    parsed_lines = [(n, parse_line(line)) for n, line in lines if line and not line.isspace()]
+    # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
+    parsed_lines = [(n, parse_line(line)) for n, line in lines if line.strip(_BLANK)]
     has_header = any(isinstance(p.item, HeaderLine) for _, p in parsed_lines)
     reported_before_header = False
     for lineno, parsed in parsed_lines:
@@ -593,7 +616,7 @@ def parse_file(path: Union[str, Path]) -> ParseResult:
     """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is not content
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Iterable
+from typing import Iterable, Optional
 
 import click
 
@@ -25,11 +25,14 @@ def load(paths: Iterable[str]) -> list[ParseResult]:
     return results
 
 
-def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult]) -> None:
+def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],
+           err: Optional[bool] = None) -> None:
+    """Print diagnostics: to stderr, except JSON, which goes to stdout unless `err` says otherwise
+    (commands whose stdout is an artifact pass `err=True`)."""
     if not diagnostics and fmt != "json":
         return
     sources = {r.program.path: r.source for r in results}
-    click.echo(render(diagnostics, fmt, sources), err=fmt != "json", nl=False)
+    click.echo(render(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
 
 
 def exit_status(diagnostics: Iterable[Diagnostic]) -> int:

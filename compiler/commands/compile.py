@@ -101,7 +101,8 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
                           _ints(depths, "--depths"), input_size, in_channels, out_path)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
-    report(diagnostics, "concise" if fmt == "json" else fmt, results)
+    # stdout is the artifact: diagnostics go to stderr in every format, JSON included.
+    report(diagnostics, fmt, results, err=True)
     if exit_status(diagnostics):
         raise SystemExit(1)
     module, function = EMITTERS[emit].split(":")
