@@ -418,6 +418,7 @@ def _rule_conv(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     ctx.require_positive(groups, "`groups`")
     ctx.require_divides(groups, in_channels, f"`groups` must divide the input channels {in_channels}")
     ctx.require_divides(groups, out, f"`groups` must divide `out_channels` {out}")
+    ctx.result.facts.setdefault(node.id, {})["groups"] = groups
     sh, sw = _pair(node.params["stride"])
     return (x[0], out, ceil_div(x[2], sh), ceil_div(x[3], sw))
 
@@ -609,6 +610,7 @@ def _rule_repeat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
         if value is not None and value < 1:
             raise ShapeError(BAD_REPEAT, f"`repeat` size {s} is below 1", "use counts of at least 1")
         ctx.require_positive(s, "`repeat` size")
+    ctx.result.facts.setdefault(node.id, {})["repeats"] = tuple(sizes)
     padded = (ONE,) * (len(sizes) - len(x)) + tuple(x)
     return tuple(p * s for p, s in zip(padded, sizes))
 

@@ -298,6 +298,34 @@ def _format(p: Poly) -> str:
     return out
 
 
+def to_python(p: Poly) -> str:
+    """An integer-valued Python expression for p (exact divisions become `//`)."""
+    d = p.denominator()
+    numerator = p.scale(d) if d != 1 else p
+    terms = []
+    for mono, coeff in sorted(numerator.terms.items(), key=lambda mc: (-sum(e for _, e in mc[0]), mc[0])):
+        factors = [_atom_python(a) for a, power in mono for _ in range(power)]
+        c = int(coeff)
+        if not factors:
+            terms.append(str(c))
+        elif c == 1:
+            terms.append("*".join(factors))
+        elif c == -1:
+            terms.append("-" + "*".join(factors))
+        else:
+            terms.append(f"{c}*" + "*".join(factors))
+    text = " + ".join(terms).replace("+ -", "- ") or "0"
+    return f"({text}) // {d}" if d != 1 else text
+
+
+def _atom_python(atom: str) -> str:
+    if atom in _DERIVED:
+        kind, inner, k = _DERIVED[atom]
+        body = to_python(inner)
+        return f"(-(-({body}) // {k}))" if kind == "ceil" else f"(({body}) // {k})"
+    return atom
+
+
 @dataclass(frozen=True)
 class Constraint:
     """A requirement on the free symbols: `size % modulus == 0` or `size >= 1`."""
