@@ -315,7 +315,9 @@ def to_python(p: Poly) -> str:
         else:
             terms.append(f"{c}*" + "*".join(factors))
     text = " + ".join(terms).replace("+ -", "- ") or "0"
-    return f"({text}) // {d}" if d != 1 else text
+    if d == 1:
+        return text
+    return f"({text}) // {d}" if len(terms) > 1 else f"{text} // {d}"
 
 
 def _atom_python(atom: str) -> str:
