@@ -1,0 +1,39 @@
+"""`nader-search`: the command line of the agent loops and the runtime.
+
+Commands are imported only when used (``nader-search --help`` stays fast): ``eval`` lives in
+``nader.runtime.cli``. Add a command by decorating it with ``@main.command()`` here, or lazily
+by adding ``"name": "module:attribute"`` to ``LAZY_COMMANDS``.
+"""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+LAZY_COMMANDS = {
+    "eval": "nader.runtime.cli:eval_command",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands in `LAZY_COMMANDS` are imported on first use."""
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None or name not in LAZY_COMMANDS:
+            return cmd
+        module, attr = LAZY_COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nader-toolchain", prog_name="nader-search")
+def main():
+    """NADER's agent loops and runtime: evaluate (and later search) neural-network blocks."""
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

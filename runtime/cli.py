@@ -1,0 +1,188 @@
+"""`nader-search eval`: train and evaluate one architecture over several seeds.
+
+Exit status: 0 every job ok, 1 some job failed or diverged (or an internal error), 2 usage
+(bad option, missing architecture file, missing or corrupt dataset), 130 interrupted.
+No traceback reaches the user; ``NADER_DEBUG=1`` prints them for developers.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import click
+
+DATASET_CHOICES = ("digits", "cifar10", "cifar100", "imagenet16-120")
+
+
+def _parse_seeds(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        seeds = [int(s) for s in value.replace(" ", "").split(",") if s != ""]
+    except ValueError:
+        raise click.BadParameter("expected comma-separated integers, e.g. 777,888,999") from None
+    if not seeds:
+        raise click.BadParameter("no seed given")
+    return seeds
+
+
+def _check_preset(ctx, param, value):
+    from .errors import ConfigError
+    from .presets import get_preset
+
+    try:
+        get_preset(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _fmt(v, spec):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return format(v, spec)
+
+
+def _human(n):
+    if n is None:
+        return "-"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{unit}"
+    return str(n)
+
+
+def render_table(results) -> str:
+    head = ["seed", "status", "test_acc", "valid_acc", "train_loss", "params", "flops", "epochs", "seconds"]
+    rows = [[str(r.seed), r.status, _fmt(r.test_acc, ".2f"), _fmt(r.valid_acc, ".2f"), _fmt(r.train_loss, ".4f"),
+             _human(r.params), _human(r.flops), str(r.epochs), _fmt(r.seconds, ".1f")] for r in results]
+    ok = [r for r in results if r.status == "ok" and r.test_acc is not None]
+    if len(ok) > 1:
+        def ms(vals):
+            m = sum(vals) / len(vals)
+            sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1))
+            return f"{m:.2f}±{sd:.2f}"
+        rows.append(["mean", f"{len(ok)} ok", ms([r.test_acc for r in ok]), ms([r.valid_acc for r in ok]),
+                     _fmt(sum(r.train_loss for r in ok) / len(ok), ".4f"), "", "", "", ""])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    for r in results:
+        if r.status != "ok":
+            lines.append(f"seed {r.seed}: {r.status}: {r.error}")
+    return "\n".join(lines)
+
+
+@click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("arch", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="ARCH.nad")
+@click.option("--dataset", type=click.Choice(DATASET_CHOICES, case_sensitive=False), default="digits",
+              show_default=True, help="Dataset; all but digits are read from --data-dir.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
+              help="Folder with the dataset files and NAS-Bench-201 split files [env NADER_DATA_DIR].")
+@click.option("--preset", default="quick", show_default=True, callback=_check_preset,
+              help="Training preset: nb201 (200 epochs), nb201-12, nb201-N, quick.")
+@click.option("--seeds", callback=_parse_seeds, default=None, help="Comma-separated seeds [default: the preset's].")
+@click.option("--executor", type=click.Choice(("inprocess", "pool", "ray"), case_sensitive=False),
+              default="inprocess", show_default=True)
+@click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT); default a local instance.")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Pool workers / local Ray CPUs [default: one per GPU, else 1].")
+@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
+              help="Run directory (SQLite store + checkpoints); rerunning with it resumes. Default: temporary.")
+@click.option("--skeleton", default="nb201", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Override the preset's batch size.")
+@click.option("--chance-epochs", type=click.IntRange(min=1), default=None,
+              help="Stop as diverged when still at chance level after this many epochs.")
+@click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per job.")
+@click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile the network.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per job (pool executor).")
+@click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
+def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
+                 batch_size, chance_epochs, device, threads, compile_, timeout, builder):
+    """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
+    try:
+        code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
+                    batch_size, chance_epochs, device, threads, compile_, timeout, builder)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
+        code = 130
+    sys.exit(code)
+
+
+def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
+         batch_size, chance_epochs, device, threads, compile_, timeout, builder) -> int:
+    from .errors import ConfigError, DatasetError, RuntimeToolError
+
+    debug = bool(os.environ.get("NADER_DEBUG"))
+    tmp = None
+    try:
+        from .data import canonical_name, check_dataset
+        from .executors import make_executor
+        from .jobs import DEFAULT_BUILDER, Job
+        from .presets import get_preset
+        from .progress import Progress
+        from .runner import evaluate
+
+        try:
+            text = sys.stdin.read() if arch == "-" else Path(arch).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            click.echo(f"error: cannot read {arch}: {exc}", err=True)
+            return 2
+        name = "stdin" if arch == "-" else Path(arch).name
+        ds = canonical_name(dataset)
+        if data_dir is not None:
+            data_dir = str(Path(data_dir).expanduser().resolve())
+        if not (executor == "ray" and address):  # a cluster reads its own files
+            try:
+                check_dataset(ds, data_dir)
+            except DatasetError as exc:
+                click.echo(f"error: {exc}", err=True)
+                return 2
+        options = {}
+        for k, v in (("epochs", epochs), ("batch_size", batch_size), ("chance_epochs", chance_epochs),
+                     ("device", device), ("threads", threads), ("compile", compile_)):
+            if v is not None:
+                options[k] = v
+        seed_list = seeds or list(get_preset(preset).seeds)
+        jobs = [Job(arch=text, skeleton=skeleton, dataset=ds, preset=preset, seed=s, data_dir=data_dir,
+                    builder=builder or DEFAULT_BUILDER, options=dict(options), name=name) for s in seed_list]
+        if run_dir is None:
+            tmp = tempfile.mkdtemp(prefix="nader-run-")
+            run_dir = tmp
+        progress = Progress(jobs, stream=sys.stderr)
+        ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout)
+        try:
+            results = evaluate(jobs, ex, run_dir=run_dir, on_result=progress.result, on_event=progress.event,
+                               on_cached=progress.cached)
+        finally:
+            progress.close()
+            ex.close()
+        if fmt == "json":
+            click.echo(json.dumps([r.summary() for r in results], indent=2))
+        else:
+            click.echo(render_table(results))
+        return 0 if all(r.status == "ok" for r in results) else 1
+    except (ConfigError, DatasetError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except RuntimeToolError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 1
+    except Exception as exc:  # never a traceback for the user
+        if debug:
+            traceback.print_exc()
+        click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
+        return 1
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
