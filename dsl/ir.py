@@ -116,8 +116,19 @@ class Block:
     trailing_comments: tuple[str, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     header_span: Span = field(default=NO_SPAN, compare=False, repr=False)
+    _adjacency: Optional[tuple] = field(default=None, init=False, compare=False, repr=False)
 
     # -- graph view -------------------------------------------------------
+    def _graph(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        """(inputs by target, consumers by source) in edge order; computed once (blocks are not mutated)."""
+        if self._adjacency is None:
+            inputs: dict[int, list[int]] = {}
+            consumers: dict[int, list[int]] = {}
+            for s, t, _, _ in self.wires():
+                inputs.setdefault(t, []).append(s)
+                consumers.setdefault(s, []).append(t)
+            self._adjacency = (inputs, consumers)
+        return self._adjacency
     def node(self, node_id: int) -> Optional[Node]:
         for n in self.nodes:
             if n.id == node_id:
@@ -139,10 +150,10 @@ class Block:
 
     def inputs_of(self, node_id: int) -> list[int]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
-        return [s for s, t, _, _ in self.wires() if t == node_id]
+        return list(self._graph()[0].get(node_id, ()))
 
     def consumers_of(self, node_id: int) -> list[int]:
-        return [t for s, t, _, _ in self.wires() if s == node_id]
+        return list(self._graph()[1].get(node_id, ()))
 
     def topological_order(self) -> Optional[list[int]]:
         """Node ids in a topological order (file order breaks ties), or None on a cycle."""

@@ -20,7 +20,8 @@ from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Op
 from nader.dsl.span import Span
 
-from .symbolic import ONE, Constraint, Poly, ceil_div, exact_quotient, floor_div, integer_constraint, product
+from .symbolic import (ONE, Constraint, Poly, assume_exact, ceil_div, exact_quotient, floor_div, integer_constraint,
+                       product)
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -369,6 +370,18 @@ class ShapeContext:
                     return False
         return found
 
+    def same(self, p: Poly, q: Poly) -> bool:
+        """p == q for all sizes, or for the sizes where the rounded divisions in them are exact (a constraint)."""
+        if p == q:
+            return True
+        p_exact, p_needed = assume_exact(p)
+        q_exact, q_needed = assume_exact(q)
+        if not (p_needed or q_needed) or p_exact != q_exact:
+            return False
+        for inner, k in p_needed + q_needed:
+            self.add_constraint(Constraint(inner, k, "rounded sizes must be exact"))
+        return True
+
     # -- helpers for rules -----------------------------------------------------------
     def layer_axis(self, size: Poly, what: str) -> None:
         bad = size.free_symbols() & {"H", "W", "B"}
@@ -474,7 +487,7 @@ def _broadcast(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
         b = (ONE,) * (rank - len(x)) + tuple(x)
         out = []
         for axis, (p, q) in enumerate(zip(a, b)):
-            if p == q or q == ONE:
+            if q == ONE or ctx.same(p, q):
                 out.append(p)
             elif p == ONE:
                 out.append(q)
@@ -500,7 +513,7 @@ def _rule_concat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
             raise ShapeError(CONCAT_MISMATCH, f"`concat` inputs have different ranks: {shape_str(xs[0])} from node "
                                               f"{sources[0]} and {shape_str(x)} from node {sources[index]}")
         for k in range(rank):
-            if k != axis and x[k] != xs[0][k]:
+            if k != axis and not ctx.same(x[k], xs[0][k]):
                 raise ShapeError(CONCAT_MISMATCH,
                                  f"`concat` along axis {axis}: {shape_str(xs[0])} from node {sources[0]} and "
                                  f"{shape_str(x)} from node {sources[index]} differ on axis {k} ({xs[0][k]} vs {x[k]})",
@@ -640,7 +653,7 @@ def _rule_reshape(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
         ctx.require_positive(inferred, "the -1 of `reshape`")
         entries[minus[0]] = inferred
         return tuple(entries)
-    if known != total:
+    if not ctx.same(known, total):
         raise ShapeError(RESHAPE_COUNT, f"`{target}` holds {known} elements but its input {shape_str(x)} holds {total}",
                          "make the product of the sizes equal the input's, or use -1 for one of them")
     return tuple(entries)
@@ -649,7 +662,7 @@ def _rule_reshape(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
 def _rule_output(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
     expected = ctx.result.contract.output
-    if tuple(x) != tuple(expected):
+    if len(x) != len(expected) or not all(ctx.same(a, b) for a, b in zip(x, expected)):
         role = ctx.result.role
         raise ShapeError(CONTRACT, f"a {role} block must output {shape_str(expected)}, but node "
                                    f"{ctx.block.inputs_of(node.id)[0]} gives {shape_str(x)}",

@@ -279,6 +279,10 @@ def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
     from_inputs = reach([i for i, n in nodes.items() if n.op in Group.SOURCE], forward)
     to_output = reach([i for i, n in nodes.items() if n.op in Group.SINK], backward)
     for node_id, n in nodes.items():
+        if n.op in Group.SOURCE and node_id not in to_output:
+            sink.emit(UNUSED_NODE, f"input `{n.op_name}` (node {node_id}) never reaches `output`", n.span,
+                      f"use node {node_id} on the way to output; a block must depend on every input", block.name)
+            continue
         if n.op in Group.TERMINAL:
             continue
         if node_id not in to_output:

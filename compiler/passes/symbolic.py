@@ -24,11 +24,12 @@ FREE_SYMBOLS = ("B", "C", "dim", "H", "W")
 class Poly:
     """A polynomial over atoms; `terms` maps monomials to non-zero Fractions."""
 
-    __slots__ = ("terms", "_hash")
+    __slots__ = ("terms", "_hash", "_compiled")
 
     def __init__(self, terms: Mapping[Mono, Fraction]):
         self.terms = {m: c for m, c in terms.items() if c != 0}
         self._hash = hash(frozenset(self.terms.items()))
+        self._compiled = None
 
     # -- construction ----------------------------------------------------------
     @staticmethod
@@ -104,13 +105,19 @@ class Poly:
         return self._hash
 
     def evaluate(self, sizes: Mapping[str, int]) -> Fraction:
-        total = Fraction(0)
-        for mono, coeff in self.terms.items():
-            value = coeff
+        """Exact value; integer arithmetic over a common denominator (this is a hot path)."""
+        compiled = self._compiled
+        if compiled is None:
+            denominator = self.denominator()
+            compiled = self._compiled = (denominator, [(int(c * denominator), m) for m, c in self.terms.items()])
+        denominator, terms = compiled
+        total = 0
+        for numerator, mono in terms:
             for atom, power in mono:
-                value *= _atom_value(atom, sizes) ** power
-            total += value
-        return total
+                value = sizes[atom] if atom in sizes and atom not in _DERIVED else _atom_value(atom, sizes)
+                numerator *= value ** power if power != 1 else value
+            total += numerator
+        return Fraction(total, denominator) if denominator != 1 else Fraction(int(total))
 
     def __str__(self) -> str:
         return _format(self)
@@ -258,14 +265,33 @@ def floor_div(p: Poly, k: int) -> Poly:
     return _derived("floor", p, k)
 
 
-def _atom_value(atom: str, sizes: Mapping[str, int]) -> Fraction:
+def assume_exact(p: Poly) -> tuple[Poly, list[tuple[Poly, int]]]:
+    """p with every ceil(P/k)/floor(P/k) atom replaced by P/k, and the (P, k) divisibilities that makes exact."""
+    needed: list[tuple[Poly, int]] = []
+    result = ZERO
+    for mono, coeff in p.terms.items():
+        term = Poly.const(coeff)
+        for atom, power in mono:
+            factor = Poly.atom(atom)
+            if atom in _DERIVED:
+                _, inner, k = _DERIVED[atom]
+                inner_exact, inner_needed = assume_exact(inner)
+                needed += inner_needed + [(inner_exact, k)]
+                factor = inner_exact.scale(Fraction(1, k))
+            for _ in range(power):
+                term = term * factor
+        result = result + term
+    return result, needed
+
+
+def _atom_value(atom: str, sizes: Mapping[str, int]) -> int:
     if atom in _DERIVED:
         kind, inner, k = _DERIVED[atom]
         value = inner.evaluate(sizes) / k
-        return Fraction(ceil(value) if kind == "ceil" else floor(value))
+        return ceil(value) if kind == "ceil" else floor(value)
     if atom not in sizes:
         raise KeyError(atom)
-    return Fraction(sizes[atom])
+    return int(sizes[atom])
 
 
 def _format_mono(mono: Mono) -> str:

@@ -26,7 +26,17 @@ class BlockReport:
 
     @property
     def constraints(self) -> list[str]:
-        return [str(c) for c in self.shapes.constraints] if self.shapes else []
+        """The constraints, with `X % a` dropped where `X % b` (a divides b) is also required."""
+        if not self.shapes:
+            return []
+        cs = self.shapes.constraints
+        kept = []
+        for c in cs:
+            implied = c.modulus and any(o is not c and o.size == c.size and o.modulus % c.modulus == 0
+                                        and o.modulus != c.modulus for o in cs)
+            if not implied:
+                kept.append(str(c))
+        return kept
 
     def to_json(self) -> dict:
         shapes = {}
