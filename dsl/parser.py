@@ -555,6 +555,20 @@ class _OpenBlock:
                      Span.on_line(self.line, self.header_cols))
 
 
+# `tuple.__new__(Span, ...)` builds a Span without NamedTuple's Python-level __new__ (hot path).
+_new_tuple = tuple.__new__
+
+
+def _has_header(lines, start, crlf):
+    """Whether any line from `start` on is a header (same blank and CR rules as `parse`)."""
+    for line in lines[start:]:
+        if crlf and line.endswith("\r"):
+            line = line[:-1]
+        if line.strip(_BLANK) and type(parse_line(line).item) is HeaderLine:
+            return True
+    return False
+
+
 def parse(text: str, path: str = "<string>") -> ParseResult:
     """Parse a whole file. Never raises on bad input: problems become diagnostics.
 
@@ -562,53 +576,70 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     comments at the end of a block are its trailing comments.
     """
     sink = DiagnosticSink(path)
+    emit = sink.emit
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
-    implicit_name = Path(path).stem if path not in ("<string>", "-", "<stdin>") else "block"
-    lines = [(n, raw[:-1] if raw.endswith("\r") else raw) for n, raw in enumerate(text.split("\n"), 1)]
-    # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-    parsed_lines = [(n, parse_line(line)) for n, line in lines if line.strip(_BLANK)]
-    has_header = any(isinstance(p.item, HeaderLine) for _, p in parsed_lines)
+    has_header: Optional[bool] = None  # known once a node or edge comes before any header
     reported_before_header = False
-    for lineno, parsed in parsed_lines:
+    crlf = "\r" in text
+    lines = text.split("\n")
+    lineno = 0
+    for line in lines:
+        lineno += 1
+        if crlf and line.endswith("\r"):
+            line = line[:-1]
+        # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
+        if not line.strip(_BLANK):
+            continue
+        parsed = parse_line(line)
         item = parsed.item
-        block_name = item.name if isinstance(item, HeaderLine) else current.name if current else None
-        for p in parsed.problems:
-            sink.emit(p.code, p.message, Span.on_line(lineno, p.cols), p.help, block=block_name)
+        kind = type(item)
+        if parsed.problems:
+            block_name = item.name if kind is HeaderLine else current.name if current else None
+            for p in parsed.problems:
+                emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), p.help,
+                     block=block_name)
         if item is None:
             if parsed.comment is not None and not parsed.problems:
                 pending.append(parsed.comment)
             continue
-        if isinstance(item, HeaderLine):
+        if kind is HeaderLine:
             if current is not None:
                 blocks.append(current.close([]))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), parsed.comment)
             pending = []
             continue
+        cols = item.cols
         if current is None:
+            if has_header is None:
+                has_header = _has_header(lines, lineno, crlf)
             if has_header:
                 if not reported_before_header:
-                    sink.emit(BEFORE_HEADER, "node or edge line before the first header",
-                              Span.on_line(lineno, item.cols), "move it under a `##Name##` header")
+                    emit(BEFORE_HEADER, "node or edge line before the first header",
+                         Span.on_line(lineno, cols), "move it under a `##Name##` header")
                     reported_before_header = True
                 continue
-            sink.emit(MISSING_HEADER, f"no `##Name##` header; the lines form one block named `{implicit_name}`",
-                      Span.on_line(lineno, item.cols), f"add `##{implicit_name}##` as the first line")
+            implicit_name = Path(path).stem if path not in ("<string>", "-", "<stdin>") else "block"
+            emit(MISSING_HEADER, f"no `##Name##` header; the lines form one block named `{implicit_name}`",
+                 Span.on_line(lineno, cols), f"add `##{implicit_name}##` as the first line")
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None)
-        span = Span.on_line(lineno, item.cols)
-        if isinstance(item, NodeLine):
-            current.nodes.append(Node(item.id, item.op_name, item.args, parsed.comment, tuple(pending), span,
+        span = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
+        leading = tuple(pending) if pending else ()
+        if kind is NodeLine:
+            current.nodes.append(Node(item.id, item.op_name, item.args, parsed.comment, leading, span,
                                       item.id_cols, item.op_cols, item.params))
         else:
-            current.edges.append(Edge(item.sources, item.target, parsed.comment, tuple(pending), span,
+            current.edges.append(Edge(item.sources, item.target, parsed.comment, leading, span,
                                       item.source_cols, item.target_cols))
-        pending = []
-        current.last_line, current.last_end = lineno, item.cols.end_col
+        if pending:
+            pending = []
+        current.last_line = lineno
+        current.last_end = cols[1]
     if current is not None:
         blocks.append(current.close(pending))
     elif not sink.items:
-        sink.emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
+        emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
     return ParseResult(Program(tuple(blocks), path), sink.items, text)
 
 

@@ -588,8 +588,12 @@ def _module_report(module, block: Block, role: Optional[Role], stem_stride: int)
 
 def _widths(module, report, in_channels: Optional[int], out_channels: Optional[int]) -> dict[str, int]:
     """Concrete C and dim of a built module."""
-    c = in_channels if in_channels is not None else getattr(module, "in_channels", None)
-    d = out_channels if out_channels is not None else getattr(module, "out_channels", None)
+    built = (getattr(module, "in_channels", None), getattr(module, "out_channels", None))
+    for given, have, what in ((in_channels, built[0], "C"), (out_channels, built[1], "dim")):
+        if given is not None and have is not None and given != have:
+            raise OnnxLoweringError(f"the module was built at {what}={have}, not {given}")
+    c = in_channels if in_channels is not None else built[0]
+    d = out_channels if out_channels is not None else built[1]
     if c is None:
         raise OnnxLoweringError("the module's input width is unknown; pass in_channels=")
     if report.role is Role.STEM:
@@ -727,6 +731,10 @@ def emit(parsed, options) -> bytes:
     Without `--network`, the first block of the file is exported (NADER's files hold a base block
     first, then its stem and downsample blocks); when the file holds more, a note on stderr names
     the ones left out. With `--network SKELETON` the whole network is exported.
+
+    Widths: a block is built at input width `--in-channels`, else the first of `--widths`, else
+    64; a stem takes 3 channels and outputs the first of `--widths` (else `--in-channels`, else 64).
+    `--input-size S` fixes H = W = S in the model; without it they stay symbolic.
     """
     from nader.compiler.commands.compile import EmitError
 
@@ -742,9 +750,15 @@ def emit(parsed, options) -> bytes:
         click.echo(f"nadc: note: {parsed.program.path}: exporting the first block `{block.name}` only; "
                    f"an ONNX model holds one graph ({others} left out; use --network to export a network, "
                    f"or put a block in a file of its own)", err=True)
+    widths = getattr(options, "widths", None) or ()
+    role = options.role or block.inferred_role()
+    if role is Role.STEM:  # a stem takes 3 channels; its output is the first stage's width
+        in_channels, out_channels = 3, (widths[0] if widths else options.in_channels)
+    else:
+        in_channels, out_channels = options.in_channels or (widths[0] if widths else None), None
     try:
-        model = export_block(block, role=options.role, stem_stride=options.stem_stride,
-                             in_channels=options.in_channels, input_size=options.input_size)
+        model = export_block(block, role=role, stem_stride=options.stem_stride, in_channels=in_channels,
+                             out_channels=out_channels, input_size=options.input_size)
     except OnnxLoweringError as error:
         raise EmitError(str(error)) from None
     return model.SerializeToString()
@@ -760,7 +774,7 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
 
     role = role or block.inferred_role()
     if role is Role.STEM:
-        c_in, c_out = 3, out_channels or in_channels or DEFAULT_WIDTH
+        c_in, c_out = 3, out_channels or DEFAULT_WIDTH
     else:
         c_in, c_out = in_channels or DEFAULT_WIDTH, out_channels
     with torch.random.fork_rng(devices=[]):

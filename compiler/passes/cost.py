@@ -99,22 +99,33 @@ def numel(shape: Shape) -> Poly:
     return product(shape)
 
 
-def conv_out_uncropped(size: Poly, kernel: int, stride: int, dilation: int = 1) -> Poly:
-    """Output size of `nn.Conv2d(padding=k'//2)` before the crop: ceil(H/s) for odd k', floor(H/s)+1 for even."""
+CONVENTIONS = ("torch", "nader")
+
+
+def conv_out_uncropped(size: Poly, kernel: int, stride: int, dilation: int = 1, convention: str = "torch") -> Poly:
+    """Output size of the padded layer before the crop, the size thop counts.
+
+    "torch" (this project's backends): `nn.Conv2d(padding=k'//2)`, so ceil(H/s) for odd k' and
+    floor(H/s)+1 for even k'. "nader" (NADER's CustomConv2d): padding max(ceil((k'-s)/2), 0),
+    so floor((H + 2p - k')/s) + 1.
+    """
     effective = dilation * (kernel - 1) + 1
+    if convention == "nader":
+        pad = max(-((stride - effective) // 2), 0)  # ceil((k'-s)/2), at least 0
+        return floor_div(size + Poly.const(2 * pad - effective + stride), stride)
     if effective % 2:
         return ceil_div(size, stride)
     return floor_div(size, stride) + ONE
 
 
-def pool_out_uncropped(size: Poly, kernel: int, stride: int) -> Poly:
-    """Output size of `nn.AvgPool2d(k, s, padding=k//2)` before the crop (same rule as a conv, dilation 1)."""
-    return conv_out_uncropped(size, kernel, stride)
+def pool_out_uncropped(size: Poly, kernel: int, stride: int, convention: str = "torch") -> Poly:
+    """Output size of the padded average pool before the crop (the conv rule with dilation 1)."""
+    return conv_out_uncropped(size, kernel, stride, 1, convention)
 
 
 def conv_cost(batch: Poly, cin: Poly, cout: Poly, height: Poly, width: Poly, kernel: tuple[int, int],
               stride: tuple[int, int], dilation: tuple[int, int] = (1, 1), groups: Poly = ONE,
-              bias: bool = True) -> Cost:
+              bias: bool = True, convention: str = "torch") -> Cost:
     """A "same"-padded Conv2d (also the skeleton's 1x1 convolutions)."""
     per_group = exact_quotient(cin, groups)
     if per_group is None:
@@ -122,8 +133,8 @@ def conv_cost(batch: Poly, cin: Poly, cout: Poly, height: Poly, width: Poly, ker
     kh, kw = kernel
     weights = cout * per_group.scale(kh * kw)
     params = weights + (cout if bias else ZERO)
-    oh_u = conv_out_uncropped(height, kh, stride[0], dilation[0])
-    ow_u = conv_out_uncropped(width, kw, stride[1], dilation[1])
+    oh_u = conv_out_uncropped(height, kh, stride[0], dilation[0], convention)
+    ow_u = conv_out_uncropped(width, kw, stride[1], dilation[1], convention)
     oh, ow = ceil_div(height, stride[0]), ceil_div(width, stride[1])
     flops = batch * oh_u * ow_u * weights
     macs = batch * oh * ow * weights
@@ -153,9 +164,10 @@ def adaptive_avg_pool_cost(in_shape: Shape, oh: int, ow: int) -> Cost:
 class CostContext:
     """What a cost rule sees: the block, its shapes, and sizes of layer parameters."""
 
-    def __init__(self, block: Block, result: ShapeResult):
+    def __init__(self, block: Block, result: ShapeResult, convention: str = "torch"):
         self.block = block
         self.result = result
+        self.convention = convention
         scratch = ShapeResult(result.role, result.contract, constraints=list(result.constraints))
         self._sizes = ShapeContext(block, scratch)
 
@@ -174,7 +186,8 @@ def _cost_conv(ctx: CostContext, node: Node, xs: list, out: Shape) -> Cost:
     (x,) = xs
     groups = ctx.result.facts.get(node.id, {}).get("groups") or ctx.size(node, "groups")
     return conv_cost(x[0], x[1], out[1], x[2], x[3], _pair(node.params["kernel_size"]),
-                     _pair(node.params["stride"]), _pair(node.params["dilation"]), groups)
+                     _pair(node.params["stride"]), _pair(node.params["dilation"]), groups,
+                     convention=ctx.convention)
 
 
 def _cost_linear(ctx: CostContext, node: Node, xs: list, out: Shape) -> Cost:
@@ -186,7 +199,8 @@ def _cost_avg_pool(ctx: CostContext, node: Node, xs: list, out: Shape) -> Cost:
     (x,) = xs
     kh, kw = _pair(node.params["kernel_size"])
     sh, sw = _pair(node.params["stride"])
-    uncropped = (x[0], x[1], pool_out_uncropped(x[2], kh, sh), pool_out_uncropped(x[3], kw, sw))
+    uncropped = (x[0], x[1], pool_out_uncropped(x[2], kh, sh, ctx.convention),
+                 pool_out_uncropped(x[3], kw, sw, ctx.convention))
     return Cost(ZERO, numel(uncropped), ZERO)
 
 
@@ -275,11 +289,17 @@ class BlockCost:
         return peak_elements(self, sizes)
 
 
-def block_cost(block: Block, result: ShapeResult) -> BlockCost:
-    """The symbolic cost of a verified block (`result` from its `BlockReport.shapes`)."""
+def block_cost(block: Block, result: ShapeResult, convention: str = "torch") -> BlockCost:
+    """The symbolic cost of a verified block (`result` from its `BlockReport.shapes`).
+
+    `convention` picks the padding whose uncropped output thop counts: "torch" for this project's
+    modules (the default, what `build_network` returns), "nader" for NADER's generated code.
+    """
     if result is None or result.failed:
         raise CostError(f"block `{block.name}` did not verify; it has no cost")
-    ctx = CostContext(block, result)
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown convention {convention!r}")
+    ctx = CostContext(block, result, convention)
     cost = BlockCost(block, result)
     nodes = block.node_map()
     order = block.topological_order() or []
@@ -396,7 +416,7 @@ def cost_of(block: Block, result: ShapeResult, sizes: Mapping[str, int]) -> Figu
     return block_cost(block, result).evaluate(sizes)
 
 
-__all__ = ["COST_RULES", "BlockCost", "Cost", "CostError", "Figures", "NO_COST", "adaptive_avg_pool_cost",
+__all__ = ["CONVENTIONS", "COST_RULES", "BlockCost", "Cost", "CostError", "Figures", "NO_COST", "adaptive_avg_pool_cost",
            "block_cost", "bn_cost", "conv_cost", "cost_of", "evaluate_int", "linear_cost", "nondecreasing",
            "numel", "peak_elements", "substitute"]
 

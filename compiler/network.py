@@ -1,0 +1,801 @@
+"""Whole networks: macro skeletons, their analytic cost, and assembly into PyTorch.
+
+An architecture file holds NADER's three blocks: the base block `X`, the stem
+`X_stem` and the downsample block `X_downsample` (or a DARTS cell pair, `X` and
+the reduction cell `X_downsample`, plus `X_stem`). A *skeleton* places them:
+
+* `nb201`: stem (stride 1), three stages of N=5 base blocks at widths C, 2C, 4C,
+  a downsample block between stages, global average pooling, a linear classifier.
+* `imagenet`: the same with four stages (C, 2C, 4C, 8C), depths 2,3,5,2 by
+  default, and an ImageNet-style stem (stride 4 by default; see `stem_stride`).
+* `darts`: stem, then 8 or 20 two-input cells with reduction cells at one and two
+  thirds; each cell's inputs are preprocessed to its width as in DARTS.
+
+Everything a network is made of is first written down as a `Plan` (units with
+their widths and resolutions). The analytic cost (`passes/cost.py`), the width
+fit (`fit.py`), the PyTorch assembly (`build_network`) and the standalone source
+emitter (`backends/network_source.py`) all read the same plan, so they agree by
+construction. Widths in a plan may be polynomials in the base width `x`: the
+cost of a whole network is then one polynomial, which makes fitting cheap.
+
+This module does not import torch until a module is built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterator, Optional, Sequence, Union
+
+from nader.compiler.passes.cost import (NO_COST, Cost, CostError, Figures, adaptive_avg_pool_cost, block_cost,
+                                        bn_cost, conv_cost, linear_cost, nondecreasing, substitute)
+from nader.compiler.passes.symbolic import ONE, Constraint, Poly, ceil_div
+from nader.compiler.passes.verify import BlockReport, verify_block
+from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.ir import Block, Program, Role
+from nader.dsl.parser import parse
+
+X = Poly.atom("x")  # the base width while fitting
+
+
+class BuildError(Exception):
+    """The architecture cannot become a network: it fails verification, breaks a constraint
+    at the requested widths, or no width fits the budget. The message is meant for users."""
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+# -- datasets and skeletons ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    input_size: int
+    num_classes: int
+
+
+DATASETS: dict[str, Dataset] = {d.name: d for d in [
+    Dataset("cifar10", 32, 10),
+    Dataset("cifar100", 32, 100),
+    Dataset("imagenet16-120", 16, 120),
+    Dataset("imagenet", 224, 1000),
+    Dataset("digits", 16, 10),  # the runtime's file-free smoke-test dataset
+]}
+_DATASET_ALIASES = {
+    "cifar-10": "cifar10", "cifar10-valid": "cifar10", "cifar-100": "cifar100",
+    "imagenet16": "imagenet16-120", "imagenet16_120": "imagenet16-120", "imagenet-16-120": "imagenet16-120",
+    "imagenet16120": "imagenet16-120", "imagenet-1k": "imagenet", "imagenet1k": "imagenet", "in1k": "imagenet",
+}
+
+
+def dataset_info(name: str) -> Dataset:
+    key = (name or "").strip().lower()
+    for prefix in ("nas-bench-201-", "nasbench201-", "nb201-"):
+        if key.startswith(prefix):
+            key = key[len(prefix):]
+    key = _DATASET_ALIASES.get(key, key)
+    if key not in DATASETS:
+        raise BuildError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
+    return DATASETS[key]
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    name: str
+    multipliers: tuple[int, ...]  # stage widths as multiples of the base width
+    depths: tuple[int, ...]  # default blocks (cells) per stage
+    stem_stride: int  # default stem stride
+    cells: bool  # two-input cells (DARTS) instead of base/downsample blocks
+    summary: str
+
+
+SKELETONS: dict[str, Skeleton] = {s.name: s for s in [
+    Skeleton("nb201", (1, 2, 4), (5, 5, 5), 1, False,
+             "NAS-Bench-201: stem, 3 stages of 5 blocks at C, 2C, 4C, downsample blocks between stages"),
+    Skeleton("imagenet", (1, 2, 4, 8), (2, 3, 5, 2), 4, False,
+             "ImageNet-style: stem (stride 4), 4 stages at C, 2C, 4C, 8C, downsample blocks between stages"),
+    Skeleton("darts", (1, 2, 4), (6, 6, 6), 1, True,
+             "DARTS: stem, normal cells with reduction cells at 1/3 and 2/3 (20 cells; depths 2,2,2 for 8)"),
+]}
+
+
+def skeleton_info(name: str) -> Skeleton:
+    key = (name or "").strip().lower()
+    if key not in SKELETONS:
+        raise BuildError(f"unknown skeleton {name!r}; choose one of: {', '.join(SKELETONS)}")
+    return SKELETONS[key]
+
+
+# -- architectures ------------------------------------------------------------------------------
+
+@dataclass
+class Architecture:
+    """The three verified blocks of an architecture file."""
+
+    path: str
+    base: Block
+    stem: Block
+    downsample: Block
+    reports: dict[str, BlockReport]  # "base", "stem", "downsample"
+    stem_stride: int
+    cells: bool
+    warnings: list[Diagnostic] = field(default_factory=list)
+    _costs: dict = field(default_factory=dict, repr=False)
+
+    def block(self, part: str) -> Block:
+        return {"base": self.base, "stem": self.stem, "downsample": self.downsample}[part]
+
+    def cost(self, part: str, convention: str = "torch"):
+        key = (part, convention)
+        if key not in self._costs:
+            self._costs[key] = block_cost(self.block(part), self.reports[part].shapes, convention)
+        return self._costs[key]
+
+
+_STEM_STRIDES = (1, 2, 4, 8, 16, 32)
+
+
+def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", *, stem_stride: Optional[int] = None,
+                      path: str = "<string>") -> Architecture:
+    """Parse and verify an architecture for `skeleton`; raises BuildError with a readable reason.
+
+    With `stem_stride=None` the stem's stride is the skeleton's default when the stem verifies
+    with it, else the first of 1, 2, 4, 8, 16, 32 it verifies with (NADER's CIFAR-style
+    ImageNet skeletons use stride-1 stems; see docs/networks.md).
+    """
+    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
+    if not isinstance(arch_text, str):
+        raise BuildError(f"the architecture must be text, not {type(arch_text).__name__}")
+    parsed = parse(arch_text, path)
+    return architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
+
+
+def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic], skeleton: Union[str, Skeleton], *,
+                              stem_stride: Optional[int] = None) -> Architecture:
+    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
+    by_block: dict[Optional[str], list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_block.setdefault(d.block, []).append(d)
+    file_errors = [d for d in by_block.get(None, []) if d.is_error]
+    if file_errors:
+        raise BuildError(_describe(file_errors[0], program.path), file_errors)
+    blocks = list(program.blocks)
+    if not blocks:
+        raise BuildError(f"{program.path}: the file holds no block")
+    base, stem, down = _pick_blocks(blocks, skel, program.path)
+    reports = {}
+    for part, block, role in (("base", base, Role.CELL if skel.cells else Role.BASE),
+                              ("downsample", down, Role.REDUCTION_CELL if skel.cells else Role.DOWNSAMPLE)):
+        reports[part] = verify_block(block, role=role, file=program.path, front_end=tuple(by_block.get(block.name, ())))
+    stem_report, stride = _verify_stem(stem, program.path, tuple(by_block.get(stem.name, ())), skel, stem_stride)
+    reports["stem"] = stem_report
+    for part in ("stem", "base", "downsample"):
+        report = reports[part]
+        if not report.ok:
+            errors = [d for d in report.diagnostics if d.is_error]
+            detail = _describe(errors[0], program.path) if errors else "it has no valid shapes"
+            more = f" (and {len(errors) - 1} more; run `nadc verify {program.path}`)" if len(errors) > 1 else ""
+            raise BuildError(f"the {part} block `{report.block.name}` does not verify: {detail}{more}", errors)
+    warnings = [d for r in reports.values() for d in r.diagnostics if not d.is_error]
+    return Architecture(program.path, base, stem, down, reports, stride, skel.cells, warnings)
+
+
+def _describe(d: Diagnostic, path: str) -> str:
+    return f"{d.file or path}:{d.span.line}:{d.span.col}: {d.code.code} {d.message}"
+
+
+def _pick_blocks(blocks: list[Block], skel: Skeleton, path: str) -> tuple[Block, Block, Block]:
+    roles = {b.name: b.inferred_role() for b in blocks}
+    has_cells = any(r in (Role.CELL, Role.REDUCTION_CELL) for r in roles.values())
+    if skel.cells and not has_cells:
+        raise BuildError(f"{path}: the `darts` skeleton needs two-input cells (`input1`/`input2`); "
+                         f"this file holds single-input blocks: use --network nb201 or imagenet")
+    if not skel.cells and has_cells:
+        raise BuildError(f"{path}: the file holds two-input cells (`input1`/`input2`); use the `darts` skeleton")
+    base_role, down_role = (Role.CELL, Role.REDUCTION_CELL) if skel.cells else (Role.BASE, Role.DOWNSAMPLE)
+    found = {}
+    for part, role in (("base", base_role), ("stem", Role.STEM), ("downsample", down_role)):
+        candidates = [b for b in blocks if roles[b.name] is role]
+        if not candidates:
+            what = {"base": "base block `X`" if not skel.cells else "cell `X` (inputs input1, input2)",
+                    "stem": "stem block `X_stem`",
+                    "downsample": "downsample block `X_downsample`" if not skel.cells else
+                    "reduction cell `X_downsample`"}[part]
+            names = ", ".join(f"`{b.name}` ({roles[b.name]})" for b in blocks)
+            raise BuildError(f"{path}: no {what} among the blocks {names}")
+        found[part] = candidates
+    if len(found["base"]) > 1:
+        # Prefer the base block whose name the stem or downsample block extends (X, X_stem, X_downsample).
+        others = [b.name for b in found["stem"] + found["downsample"]]
+        named = [b for b in found["base"] if any(o.startswith(b.name + "_") for o in others)]
+        if len(named) != 1:
+            raise BuildError(f"{path}: several base blocks ({', '.join(b.name for b in found['base'])}); "
+                             f"keep one, or name the stem and downsample blocks after it (X_stem, X_downsample)")
+        found["base"] = named
+    base = found["base"][0]
+    picked = [base]
+    for part in ("stem", "downsample"):
+        candidates = found[part]
+        if len(candidates) > 1:
+            named = [b for b in candidates if b.name.startswith(base.name + "_")]
+            if len(named) != 1:
+                raise BuildError(f"{path}: several {part} blocks ({', '.join(b.name for b in candidates)}); keep one")
+            candidates = named
+        picked.append(candidates[0])
+    return picked[0], picked[1], picked[2]
+
+
+def _verify_stem(stem: Block, path: str, front_end: tuple, skel: Skeleton,
+                 stem_stride: Optional[int]) -> tuple[BlockReport, int]:
+    if stem_stride is not None:
+        if stem_stride < 1:
+            raise BuildError(f"stem_stride must be a positive integer, not {stem_stride}")
+        return verify_block(stem, role=Role.STEM, stem_stride=stem_stride, file=path, front_end=front_end), stem_stride
+    first = verify_block(stem, role=Role.STEM, stem_stride=skel.stem_stride, file=path, front_end=front_end)
+    if first.ok:
+        return first, skel.stem_stride
+    for stride in _STEM_STRIDES:
+        if stride == skel.stem_stride:
+            continue
+        report = verify_block(stem, role=Role.STEM, stem_stride=stride, file=path, front_end=front_end)
+        if report.ok:
+            return report, stride
+    return first, skel.stem_stride
+
+
+# -- plans ------------------------------------------------------------------------------------
+
+Width = Poly  # a constant, or a multiple of the base width X
+
+
+@dataclass(frozen=True)
+class BlockUnit:
+    """One instance of an architecture block."""
+
+    name: str  # module path in the built network, e.g. "layer1.0"
+    part: str  # "stem" | "base" | "downsample"
+    C: Width  # input channels (3 for the stem)
+    dim: Width  # output channels
+    size: tuple[int, int]  # input H, W
+    out_size: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class LayerUnit:
+    """A layer the skeleton adds: "relu_conv_bn", "factorized_reduce", "avg_pool", "linear"."""
+
+    name: str
+    kind: str
+    cin: Width
+    cout: Width
+    size: tuple[int, int]
+    out_size: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class CellUnit:
+    name: str
+    preprocess0: Optional[LayerUnit]  # None: identity
+    preprocess1: Optional[LayerUnit]
+    cell: BlockUnit
+    reduction: bool
+
+
+@dataclass
+class Plan:
+    skeleton: Skeleton
+    widths: tuple[Width, ...]
+    depths: tuple[int, ...]
+    input_size: int
+    num_classes: int
+    stem_stride: int
+    stem: BlockUnit = None  # type: ignore[assignment]
+    stages: list[list[BlockUnit]] = field(default_factory=list)
+    downsamples: list[BlockUnit] = field(default_factory=list)
+    cells: list[CellUnit] = field(default_factory=list)
+    pool: LayerUnit = None  # type: ignore[assignment]
+    fc: LayerUnit = None  # type: ignore[assignment]
+
+    def units(self) -> Iterator[Union[BlockUnit, LayerUnit]]:
+        yield self.stem
+        if self.skeleton.cells:
+            for c in self.cells:
+                if c.preprocess0:
+                    yield c.preprocess0
+                if c.preprocess1:
+                    yield c.preprocess1
+                yield c.cell
+        else:
+            for i, stage in enumerate(self.stages):
+                yield from stage
+                if i < len(self.downsamples):
+                    yield self.downsamples[i]
+        yield self.pool
+        yield self.fc
+
+    def concrete_widths(self, x: Optional[int] = None) -> list[int]:
+        return [_width_int(w, x) for w in self.widths]
+
+
+def _width_int(w: Poly, x: Optional[int]) -> int:
+    value = w.evaluate({"x": x} if x is not None else {})
+    return value.numerator // value.denominator
+
+
+def _spatial(report: BlockReport, size: tuple[int, int]) -> tuple[int, int]:
+    out = report.shapes.contract.output
+    sizes = {"H": size[0], "W": size[1]}
+    return int(out[2].evaluate(sizes)), int(out[3].evaluate(sizes))
+
+
+def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int], input_size: int,
+              num_classes: int, skeleton: Optional[Skeleton] = None) -> Plan:
+    """Lay out the network: every block instance and skeleton layer with its widths and sizes."""
+    skel = skeleton or (SKELETONS["darts"] if arch.cells else SKELETONS["nb201"])
+    widths = tuple(w if isinstance(w, Poly) else Poly.const(int(w)) for w in widths)
+    plan = Plan(skel, widths, tuple(depths), input_size, num_classes, arch.stem_stride)
+    size = (input_size, input_size)
+    stem_out = _spatial(arch.reports["stem"], size)
+    if min(stem_out) < 1:
+        raise BuildError(f"the input {input_size}x{input_size} is too small for the stem")
+    plan.stem = BlockUnit("stem", "stem", Poly.const(3), widths[0], size, stem_out)
+    size = stem_out
+    if skel.cells:
+        _plan_cells(arch, plan, size)
+    else:
+        for i, (w, depth) in enumerate(zip(widths, depths)):
+            stage = []
+            for k in range(depth):
+                stage.append(BlockUnit(f"layer{i + 1}.{k}", "base", w, w, size, size))
+            plan.stages.append(stage)
+            if i + 1 < len(widths):
+                out = _spatial(arch.reports["downsample"], size)
+                plan.downsamples.append(BlockUnit(f"downsample{i + 1}", "downsample", w, widths[i + 1], size, out))
+                size = out
+    last = widths[-1]
+    plan.pool = LayerUnit("avg_pool", "avg_pool", last, last, size, (1, 1))
+    plan.fc = LayerUnit("fc", "linear", last, Poly.const(num_classes), (1, 1), (1, 1))
+    return plan
+
+
+def _plan_cells(arch: Architecture, plan: Plan, size: tuple[int, int]) -> None:
+    widths, depths = plan.widths, plan.depths
+    kinds: list[tuple[Width, bool]] = []
+    for i, (w, depth) in enumerate(zip(widths, depths)):
+        if i > 0:
+            kinds.append((w, True))
+        kinds.extend((w, False) for _ in range(depth))
+    prev_prev = prev = (widths[0], size)
+    for index, (width, reduction) in enumerate(kinds):
+        name = f"cells.{index}"
+        (c_pp, s_pp), (c_p, s_p) = prev_prev, prev
+        if s_pp != s_p:
+            half = (-(-s_pp[0] // 2), -(-s_pp[1] // 2))
+            if half != s_p:
+                raise BuildError(f"cell {index}: its inputs have sizes {s_pp} and {s_p}, which a factorized "
+                                 f"reduction cannot reconcile")
+            pre0 = LayerUnit(f"{name}.preprocess0", "factorized_reduce", c_pp, width, s_pp, s_p)
+        elif c_pp != width:
+            pre0 = LayerUnit(f"{name}.preprocess0", "relu_conv_bn", c_pp, width, s_pp, s_pp)
+        else:
+            pre0 = None
+        pre1 = LayerUnit(f"{name}.preprocess1", "relu_conv_bn", c_p, width, s_p, s_p) if c_p != width else None
+        part = "downsample" if reduction else "base"
+        out = _spatial(arch.reports[part], s_p)
+        cell = BlockUnit(f"{name}.cell", part, width, width, s_p, out)
+        plan.cells.append(CellUnit(name, pre0, pre1, cell, reduction))
+        prev_prev, prev = prev, (width, out)
+
+
+# -- cost of a plan ----------------------------------------------------------------------------
+
+def layer_cost(unit: LayerUnit) -> Cost:
+    """Cost of a skeleton layer, in thop's convention (see docs/networks.md)."""
+    b = ONE
+    h, w = Poly.const(unit.size[0]), Poly.const(unit.size[1])
+    if unit.kind == "relu_conv_bn":
+        return conv_cost(b, unit.cin, unit.cout, h, w, (1, 1), (1, 1), bias=False) + \
+            bn_cost((b, unit.cout, h, w))
+    if unit.kind == "factorized_reduce":
+        half = unit.cout.scale(Fraction(1, 2))
+        conv = conv_cost(b, unit.cin, half, h, w, (1, 1), (2, 2), bias=False)
+        oh, ow = ceil_div(h, 2), ceil_div(w, 2)
+        return conv + conv + bn_cost((b, unit.cout, oh, ow))
+    if unit.kind == "avg_pool":
+        return adaptive_avg_pool_cost((b, unit.cin, h, w), 1, 1)
+    if unit.kind == "linear":
+        return linear_cost(unit.cin, (b, unit.cout))
+    raise CostError(f"unknown skeleton layer {unit.kind}")
+
+
+def _block_env(unit: BlockUnit, batch: int = 1) -> dict[str, Poly]:
+    return {"B": Poly.const(batch), "C": unit.C, "dim": unit.dim,
+            "H": Poly.const(unit.size[0]), "W": Poly.const(unit.size[1])}
+
+
+def _unit_key(unit: Union[BlockUnit, LayerUnit]) -> tuple:
+    if isinstance(unit, BlockUnit):
+        return ("block", unit.part, unit.C, unit.dim, unit.size)
+    return ("layer", unit.kind, unit.cin, unit.cout, unit.size)
+
+
+def plan_cost(arch: Architecture, plan: Plan, convention: str = "torch") -> Cost:
+    """The network's cost as polynomials in the base width `x` (constants for concrete widths).
+
+    `convention="nader"` counts convolutions and pools as thop sees NADER's padded layers.
+    """
+    counts: dict[tuple, int] = {}
+    examples: dict[tuple, Union[BlockUnit, LayerUnit]] = {}
+    for unit in plan.units():
+        key = _unit_key(unit)
+        counts[key] = counts.get(key, 0) + 1
+        examples.setdefault(key, unit)
+    total = NO_COST
+    for key, count in counts.items():
+        unit = examples[key]
+        if isinstance(unit, BlockUnit):
+            c = arch.cost(unit.part, convention).total.substitute(_block_env(unit))
+        else:
+            c = layer_cost(unit)
+        total = total + c.scale(count)
+    return total
+
+
+def plan_constraints(arch: Architecture, plan: Plan) -> list[tuple[Constraint, str]]:
+    """Every constraint of every block instance (each with its own C), in the base width `x`.
+
+    Returns (constraint, where) pairs; a constraint without `x` is already decided.
+    """
+    seen: set = set()
+    out: list[tuple[Constraint, str]] = []
+    for unit in plan.units():
+        key = _unit_key(unit)
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(unit, BlockUnit):
+            block = arch.block(unit.part)
+            env = _block_env(unit)
+            for c in arch.reports[unit.part].shapes.constraints:
+                size = substitute(c.size, env)
+                where = f"{unit.part} block `{block.name}` at {unit.name} ({c.reason or 'constraint'}: {c})"
+                out.append((Constraint(size, c.modulus, c.reason), where))
+        elif unit.kind == "factorized_reduce":
+            out.append((Constraint(unit.cout, 2, "FactorizedReduce width"),
+                        f"{unit.name}: FactorizedReduce needs an even width"))
+    return out
+
+
+def constraint_holds(c: Constraint, x: Optional[int]) -> bool:
+    try:
+        return c.holds({"x": x} if x is not None else {})
+    except KeyError:
+        return False
+
+
+@dataclass
+class NetworkModel:
+    """A network's analytic model over its base width (the fit's objective)."""
+
+    arch: Architecture
+    plan: Plan  # widths in X
+    cost: Cost
+    constraints: list[tuple[Constraint, str]]
+    monotone: bool
+
+    def figures(self, x: int) -> Figures:
+        return self.cost.evaluate({"x": x})
+
+    def feasible(self, x: int) -> bool:
+        return all(constraint_holds(c, x) for c, _ in self.constraints)
+
+    def broken(self, x: Optional[int]) -> list[str]:
+        return [where for c, where in self.constraints if not constraint_holds(c, x)]
+
+    def memory(self, x: int) -> int:
+        return peak_memory(self.arch, self.plan, x)
+
+    def widths(self, x: int) -> list[int]:
+        return self.plan.concrete_widths(x)
+
+
+def network_model(arch: Architecture, skeleton: Union[str, Skeleton], depths: Sequence[int], input_size: int,
+                  num_classes: int) -> NetworkModel:
+    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
+    plan = make_plan(arch, [X.scale(m) for m in skel.multipliers], depths, input_size, num_classes, skel)
+    cost = plan_cost(arch, plan)
+    constraints = plan_constraints(arch, plan)
+    monotone = nondecreasing(cost.params) and nondecreasing(cost.flops) and _memory_monotone(arch, plan)
+    return NetworkModel(arch, plan, cost, constraints, monotone)
+
+
+# -- activation memory --------------------------------------------------------------------------
+
+BYTES_PER_ELEMENT = 4  # float32
+
+
+def _memory_monotone(arch: Architecture, plan: Plan) -> bool:
+    for unit in plan.units():
+        if isinstance(unit, BlockUnit):
+            env = _block_env(unit)
+            for p in arch.cost(unit.part).elements.values():
+                if not nondecreasing(substitute(p, env)):
+                    return False
+    return True
+
+
+def peak_memory(arch: Architecture, plan: Plan, x: Optional[int] = None) -> int:
+    """Estimated peak activation memory (bytes, float32, batch 1) of an inference forward pass.
+
+    Each block's peak comes from a liveness walk over its nodes (`passes/cost.py`); the skeleton
+    adds what it keeps alive beside the block (in DARTS, the previous cell's output).
+    """
+    def elements(width: Poly, size: tuple[int, int]) -> int:
+        return _width_int(width, x) * size[0] * size[1]
+
+    def block_peak(unit: BlockUnit) -> int:
+        sizes = {"B": 1, "C": _width_int(unit.C, x), "dim": _width_int(unit.dim, x),
+                 "H": unit.size[0], "W": unit.size[1]}
+        return arch.cost(unit.part).peak_elements(sizes)
+
+    peak = block_peak(plan.stem)
+    if plan.skeleton.cells:
+        for c in plan.cells:
+            held = elements(c.preprocess1.cin, c.preprocess1.size) if c.preprocess1 else 0
+            for pre in (c.preprocess0, c.preprocess1):
+                if pre:
+                    peak = max(peak, elements(pre.cin, pre.size) + elements(pre.cout, pre.out_size) + held)
+            peak = max(peak, block_peak(c.cell) + held)
+    else:
+        for i, stage in enumerate(plan.stages):
+            for unit in stage[:1]:  # identical blocks in a stage peak alike
+                peak = max(peak, block_peak(unit))
+            if i < len(plan.downsamples):
+                peak = max(peak, block_peak(plan.downsamples[i]))
+    return peak * BYTES_PER_ELEMENT
+
+
+# -- the public entry point -----------------------------------------------------------------------
+
+def resolve_depths(skel: Skeleton, depths: Optional[Sequence[int]]) -> tuple[int, ...]:
+    if depths is None:
+        return skel.depths
+    try:
+        values = tuple(int(d) for d in depths)
+    except (TypeError, ValueError):
+        raise BuildError(f"depths must be integers, not {depths!r}") from None
+    if len(values) != len(skel.multipliers):
+        raise BuildError(f"the {skel.name} skeleton has {len(skel.multipliers)} stages; "
+                         f"got {len(values)} depths {list(values)}")
+    if any(d < 0 for d in values) or (skel.cells and sum(values) + 2 < 3) or sum(values) < 1:
+        raise BuildError(f"depths must be non-negative with at least one block, not {list(values)}")
+    return values
+
+
+def resolve_widths(skel: Skeleton, widths: Optional[Sequence[int]]) -> Optional[tuple[int, ...]]:
+    """Full stage widths from a base width or a list; checks the skeleton's width ratios."""
+    if widths is None:
+        return None
+    if isinstance(widths, int):
+        widths = [widths]
+    try:
+        values = tuple(int(w) for w in widths)
+    except (TypeError, ValueError):
+        raise BuildError(f"widths must be integers, not {widths!r}") from None
+    if any(w < 1 for w in values):
+        raise BuildError(f"widths must be positive, not {list(values)}")
+    if len(values) == 1:
+        values = tuple(values[0] * m for m in skel.multipliers)
+    if len(values) != len(skel.multipliers):
+        raise BuildError(f"the {skel.name} skeleton has {len(skel.multipliers)} stages; got {len(values)} widths "
+                         f"{list(values)} (or give one base width)")
+    if not skel.cells:
+        for a, b in zip(values, values[1:]):
+            if b != 2 * a:
+                raise BuildError(f"stage widths must double (a downsample block maps C to 2C): got {list(values)}; "
+                                 f"give the base width alone, e.g. widths=[{values[0]}]")
+    return values
+
+
+def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,
+            input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
+            path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
+    """Everything `build_network` reports, without building a module: fit (or check) widths and cost them."""
+    from nader.compiler.fit import FitError, fit, preset_budget
+
+    skel = skeleton_info(skeleton)
+    data = dataset_info(dataset)
+    arch = arch or load_architecture(arch_text, skel, stem_stride=stem_stride, path=path)
+    depth_values = resolve_depths(skel, depths)
+    size = int(input_size) if input_size is not None else data.input_size
+    if size < 1:
+        raise BuildError(f"input_size must be positive, not {input_size}")
+    width_values = resolve_widths(skel, widths)
+    info: dict = {}
+    if width_values is None:
+        chosen_budget = budget if budget is not None else preset_budget(skel.name, data.name, depth_values)
+        model = network_model(arch, skel, depth_values, size, data.num_classes)
+        try:
+            result = fit(model, chosen_budget)
+        except FitError as error:
+            raise BuildError(str(error)) from None
+        width_values = tuple(result.widths)
+        info.update(budget=chosen_budget.to_json(), binding=result.binding_text, fit=result.to_json())
+    plan = make_plan(arch, width_values, depth_values, size, data.num_classes, skel)
+    broken = [where for c, where in plan_constraints(arch, plan) if not constraint_holds(c, None)]
+    if broken:
+        raise BuildError(f"widths {list(width_values)} break a constraint: {broken[0]}"
+                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""))
+    figures = plan_cost(arch, plan).evaluate({})
+    nader = plan_cost(arch, plan, "nader").evaluate({})
+    base = {
+        "skeleton": skel.name, "dataset": data.name, "params": figures.params, "flops": figures.flops,
+        "macs": figures.macs, "nader_flops": nader.flops, "memory": peak_memory(arch, plan), "widths": list(width_values),
+        "depths": list(depth_values), "num_classes": data.num_classes, "input_size": size,
+        "stem_stride": arch.stem_stride,
+    }
+    base.update(info)
+    base["_plan"] = plan
+    base["_arch"] = arch
+    return base
+
+
+def build_network(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,
+                  input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None):
+    """Build a whole network from an architecture file's text.
+
+    Returns `(module, info)`; `info` holds params, flops (thop convention), macs, memory (peak
+    activation bytes), widths, depths, num_classes, input_size, stem_stride, and when the widths
+    were fitted, the budget and which of its limits binds. Raises BuildError for invalid input.
+    """
+    info = analyze(arch_text, skeleton, dataset, widths=widths, depths=depths, input_size=input_size,
+                   stem_stride=stem_stride, budget=budget)
+    plan, arch = info.pop("_plan"), info.pop("_arch")
+    module = assemble(arch, plan)
+    return module, info
+
+
+# -- PyTorch assembly ------------------------------------------------------------------------------
+
+def assemble(arch: Architecture, plan: Plan):
+    """The nn.Module of a plan with concrete widths."""
+    from nader.compiler.backends import torch_backend
+
+    modules = _torch_classes()
+
+    def build(unit: BlockUnit):
+        role = arch.reports[unit.part].role
+        try:
+            return torch_backend.build_torch(arch.block(unit.part), _width_int(unit.C, None),
+                                             _width_int(unit.dim, None), role=role,
+                                             stem_stride=arch.stem_stride, report=arch.reports[unit.part])
+        except torch_backend.BuildError as error:
+            raise BuildError(str(error), getattr(error, "diagnostics", ())) from None
+
+    def layer(unit: Optional[LayerUnit]):
+        if unit is None:
+            return modules["Identity"]()
+        cin, cout = _width_int(unit.cin, None), _width_int(unit.cout, None)
+        if unit.kind == "relu_conv_bn":
+            return modules["relu_conv_bn"](cin, cout)
+        return modules["FactorizedReduce"](cin, cout)
+
+    stem = build(plan.stem)
+    classes = plan.num_classes
+    last = _width_int(plan.widths[-1], None)
+    if plan.skeleton.cells:
+        cells = [modules["Cell"](layer(c.preprocess0), layer(c.preprocess1), build(c.cell), c.reduction)
+                 for c in plan.cells]
+        return modules["DartsNetwork"](stem, cells, last, classes)
+    stages = [[build(u) for u in stage] for stage in plan.stages]
+    downs = [build(u) for u in plan.downsamples]
+    return modules["StagedNetwork"](stem, stages, downs, last, classes)
+
+
+_TORCH_CLASSES: dict = {}
+
+
+def _torch_classes() -> dict:
+    """The skeletons' nn.Module classes, defined on first use so that costing never imports torch.
+
+    They are published as attributes of this module (see `__getattr__`), so pickling works.
+    """
+    if _TORCH_CLASSES:
+        return _TORCH_CLASSES
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class StagedNetwork(nn.Module):
+        """NADER's staged network: stem, layer1, downsample1, layer2, ..., avg_pool, fc."""
+
+        def __init__(self, stem, stages, downsamples, in_features, num_classes):
+            super().__init__()
+            self.stem = stem
+            self.num_stages = len(stages)
+            for i, blocks in enumerate(stages, 1):
+                setattr(self, f"layer{i}", nn.Sequential(*blocks))
+                if i <= len(downsamples):
+                    setattr(self, f"downsample{i}", downsamples[i - 1])
+            self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(in_features, num_classes)
+
+        def forward(self, x):
+            h = self.stem(x)
+            for i in range(1, self.num_stages + 1):
+                h = getattr(self, f"layer{i}")(h)
+                if i < self.num_stages:
+                    h = getattr(self, f"downsample{i}")(h)
+            h = self.avg_pool(h)
+            return self.fc(torch.flatten(h, 1))
+
+    class FactorizedReduce(nn.Module):
+        """DARTS' FactorizedReduce: ReLU, two 1x1 stride-2 convolutions (one shifted by a pixel), BN."""
+
+        def __init__(self, C_in, C_out):
+            super().__init__()
+            self.relu = nn.ReLU(inplace=False)
+            self.conv_1 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
+            self.conv_2 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
+            self.bn = nn.BatchNorm2d(C_out)
+
+        def forward(self, x):
+            x = self.relu(x)
+            shifted = x[:, :, 1:, 1:]
+            if x.shape[2] % 2 or x.shape[3] % 2:  # odd sizes: pad so both halves are ceil(H/2)
+                shifted = F.pad(shifted, (0, x.shape[3] % 2, 0, x.shape[2] % 2))
+            return self.bn(torch.cat([self.conv_1(x), self.conv_2(shifted)], dim=1))
+
+    def relu_conv_bn(C_in, C_out):
+        """DARTS' preprocessing: ReLU, 1x1 convolution without bias, BN."""
+        return nn.Sequential(nn.ReLU(inplace=False), nn.Conv2d(C_in, C_out, 1, stride=1, bias=False),
+                             nn.BatchNorm2d(C_out))
+
+    class Cell(nn.Module):
+        """A two-input cell with DARTS' preprocessing of its inputs to the cell's width."""
+
+        def __init__(self, preprocess0, preprocess1, cell, reduction=False):
+            super().__init__()
+            self.preprocess0 = preprocess0
+            self.preprocess1 = preprocess1
+            self.cell = cell
+            self.reduction = reduction
+
+        def forward(self, s0, s1):
+            return self.cell(self.preprocess0(s0), self.preprocess1(s1))
+
+    class DartsNetwork(nn.Module):
+        """NADER's DARTS network: stem, cells (s0, s1 = s1, cell(s0, s1)), avg_pool, fc."""
+
+        def __init__(self, stem, cells, in_features, num_classes):
+            super().__init__()
+            self.stem = stem
+            self.cells = nn.ModuleList(cells)
+            self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(in_features, num_classes)
+
+        def forward(self, x):
+            s0 = s1 = self.stem(x)
+            for cell in self.cells:
+                s0, s1 = s1, cell(s0, s1)
+            return self.fc(torch.flatten(self.avg_pool(s1), 1))
+
+    for cls in (StagedNetwork, FactorizedReduce, Cell, DartsNetwork):
+        cls.__module__ = __name__
+        cls.__qualname__ = cls.__name__
+        _TORCH_CLASSES[cls.__name__] = cls
+    _TORCH_CLASSES["relu_conv_bn"] = relu_conv_bn
+    _TORCH_CLASSES["Identity"] = nn.Identity
+    return _TORCH_CLASSES
+
+
+def __getattr__(name: str):
+    if name in ("StagedNetwork", "FactorizedReduce", "Cell", "DartsNetwork"):
+        return _torch_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Architecture", "BuildError", "DATASETS", "NetworkModel", "Plan", "SKELETONS", "analyze", "assemble",
+           "build_network", "dataset_info", "load_architecture", "make_plan", "network_model", "peak_memory",
+           "plan_constraints", "plan_cost", "skeleton_info"]
