@@ -308,11 +308,14 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
     nodes: list[tuple[str, tuple[Arg, ...]]] = [("input", ())]
     inputs: list[list[int]] = [[]]
     width: list[Fraction] = [Fraction(1)]  # channels, as a multiple of C
+    usable: list[int] = [0]  # nodes of shape (B,w*C,H,W); not the insides of gates and channels-last detours
 
-    def add(op: str, args: tuple[Arg, ...], srcs: list[int], w: Fraction) -> int:
+    def add(op: str, args: tuple[Arg, ...], srcs: list[int], w: Fraction, inner: bool = False) -> int:
         nodes.append((op, args))
         inputs.append(srcs)
         width.append(w)
+        if not inner:
+            usable.append(len(nodes) - 1)
         return len(nodes) - 1
 
     def channels(w: Fraction) -> Value:
@@ -324,7 +327,7 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
         return BinOp("/", BinOp("*", Sym("C"), Num(w.numerator)), Num(w.denominator)) if w.numerator != 1 \
             else BinOp("/", Sym("C"), Num(w.denominator))
 
-    def conv(src: int, w: Fraction) -> int:
+    def conv(src: int, w: Fraction, inner: bool = False) -> int:
         args = [Arg("out_channels", channels(w)), Arg("kernel_size", draw(st.sampled_from(
             [Num(1), Num(2), Num(3), Num(5), TupleValue((Num(1), Num(3)))])))]
         if draw(st.booleans()):
@@ -333,10 +336,10 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
             args.append(Arg("dilation", Num(draw(st.integers(1, 2)))))
         if width[src].denominator == 1 and w.denominator == 1 and draw(st.booleans()):
             args.append(Arg("groups", Sym("C")))
-        return add("Conv2d", tuple(args), [src], w)
+        return add("Conv2d", tuple(args), [src], w, inner)
 
     for _ in range(draw(st.integers(1, max_steps))):
-        src = draw(st.integers(0, len(nodes) - 1))
+        src = draw(st.sampled_from(usable))
         step = draw(st.sampled_from(["conv", "unary", "pool", "merge", "concat", "gate", "channels_last"]))
         if step == "conv":
             conv(src, draw(st.sampled_from([Fraction(1), Fraction(2), Fraction(1, 2), Fraction(4)])))
@@ -348,7 +351,7 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
             op = draw(st.sampled_from(["AvgPool2d", "MaxPool2d"]))
             add(op, (Arg("kernel_size", Num(draw(st.integers(1, 5)))), Arg("stride", Num(1))), [src], width[src])
         elif step in ("merge", "concat"):
-            same = [i for i in range(len(nodes)) if width[i] == width[src]]
+            same = [i for i in usable if width[i] == width[src]]
             others = draw(st.lists(st.sampled_from(same), min_size=1, max_size=2))
             if step == "merge":
                 add(draw(st.sampled_from(["Add", "Mul"])), (), [src, *others], width[src])
@@ -356,15 +359,15 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
                 add("concat", draw(st.sampled_from([(), (Arg("dim", Num(1)),)])), [src, *others],
                     width[src] * (1 + len(others)))
         elif step == "gate":
-            pooled = add("mean", (Arg("dim", TupleValue((Num(2), Num(3)))),), [src], width[src])
-            squeezed = conv(pooled, width[src])
-            gate = add("Sigmoid", (), [squeezed], width[src])
+            pooled = add("mean", (Arg("dim", TupleValue((Num(2), Num(3)))),), [src], width[src], inner=True)
+            squeezed = conv(pooled, width[src], inner=True)
+            gate = add("Sigmoid", (), [squeezed], width[src], inner=True)
             add("Mul", (), draw(st.permutations([src, gate])), width[src])
         else:
             last = add("permute", (Arg(None, Num(0)), Arg(None, Num(2)), Arg(None, Num(3)), Arg(None, Num(1))),
-                       [src], width[src])
-            normed = add("LN", (), [last], width[src])
-            linear = add("Linear", (Arg("out_channels", channels(width[src])),), [normed], width[src])
+                       [src], width[src], inner=True)
+            normed = add("LN", (), [last], width[src], inner=True)
+            linear = add("Linear", (Arg("out_channels", channels(width[src])),), [normed], width[src], inner=True)
             add("permute", (Arg(None, Num(0)), Arg(None, Num(3)), Arg(None, Num(1)), Arg(None, Num(2))),
                 [linear], width[src])
     used = {i for ins in inputs for i in ins}
@@ -430,6 +433,7 @@ def noisy(draw, text: str) -> str:
 
 
 _SIGNIFICANT = "#:()->,=*/+ 0123456789abcCdimHWB\t`~"
+_EDIT_CHARS = st.sampled_from(_SIGNIFICANT) | st.characters()
 
 
 @st.composite
@@ -453,7 +457,7 @@ def mutated(draw, text: str) -> str:
             lines[k], lines[j] = lines[j], lines[k]
         elif kind in ("delete_char", "replace_char", "insert_char"):
             at = draw(st.integers(0, len(line)))
-            ch = draw(st.sampled_from(_SIGNIFICANT) | st.characters())
+            ch = draw(_EDIT_CHARS)
             if kind == "insert_char":
                 lines[k] = line[:at] + ch + line[at:]
             elif at < len(line):
