@@ -31,9 +31,11 @@ How each line of the reply is judged (leading and trailing blanks ignored):
    ("change `5:ReLU` to ...") are dropped. Without block fences every run is
    kept.
 5. **Everything else** outside fences is prose and dropped.
-6. **Headers** with three or more hashes are rewritten to `##Name##`; a
-   header followed by no node or edge before the next header (or the end)
-   is dropped ("header without nodes or edges").
+6. **Headers** with three or more hashes are rewritten to `##Name##`, and a
+   header wrapped whole in markdown emphasis or code (`**##Name##**`,
+   `` `##Name##` ``) is unwrapped; a header followed by no node or edge
+   before the next header (or the end) is dropped ("header without nodes
+   or edges").
 
 Kept lines are stripped of surrounding blanks, joined with `\\n` in reply
 order (blank lines dropped) and end with a newline: `Extraction.text` is
@@ -99,10 +101,16 @@ class _Line:
     header: Optional[str] = None
 
 
+_EMPHASIS = re.compile(r"^(\*\*|__|`)(?P<inner>#{2,}[^#`*]*#{2,})\1$")
+
+
 def _classify(number: int, raw: str) -> _Line:
     stripped = raw.strip()
     if not stripped:
         return _Line(number, raw, _BLANK, "")
+    emphasised = _EMPHASIS.match(stripped)
+    if emphasised and isinstance(parse_line(emphasised.group("inner")).item, HeaderLine):
+        stripped = emphasised.group("inner")  # **##Name##** or `##Name##`
     parsed = parse_line(stripped)
     item = parsed.item
     if isinstance(item, HeaderLine):

@@ -232,6 +232,14 @@ def test_indented_fence_crlf_and_unclosed_fence():
     assert [d.line for d in got.dropped] == [1, 2]
 
 
+def test_emphasised_headers_are_unwrapped():
+    answer = "**###Bold###**\n0:input\n1:output\n0->1\n`##Code##`\n0:input\n1:output\n0->1\n**Bold text**\n"
+    got = extract_blocks(answer)
+    assert got.blocks == ["Bold", "Code"]
+    assert got.text.startswith("##Bold##\n") and "\n##Code##\n" in got.text
+    assert got.dropped == [(9, "**Bold text**", "prose")]
+
+
 def test_unknown_operations_are_kept_for_the_parser_to_report():
     got = extract_blocks("```\n##E##\n0:input\n1:output\n2:Conv2D(out_channels=C,kernel_size=3)\n0->2\n2->1\n```")
     assert "2:Conv2D(" in got.text
