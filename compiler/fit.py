@@ -147,7 +147,8 @@ def fit(model: NetworkModel, budget: Budget, *, max_width: int = MAX_WIDTH) -> F
     if budget.empty():
         raise FitError("the budget sets no limit; give params, flops or memory (or fixed widths)")
     probe = _Probe(model, budget)
-    if model.monotone:
+    monotone = model.monotone and (budget.memory is None or model.memory_monotone())
+    if monotone:
         method = "bisection"
         x = _largest_in_budget(probe, max_width)
         if x == 0:
@@ -171,7 +172,7 @@ def fit(model: NetworkModel, budget: Budget, *, max_width: int = MAX_WIDTH) -> F
             if not probe.fits(1):
                 raise FitError(_too_small(model, probe, budget))
             raise FitError(_no_valid_width(model, MAX_SCAN, budget))
-    binding = _binding(model, probe, x, max_width)
+    binding = _binding(model, probe, x, max_width if monotone else min(max_width, MAX_SCAN))
     figures = model.figures(x)
     memory = model.memory(x) if budget.memory is not None else None
     return FitResult(x, model.widths(x), figures.params, figures.flops, figures.macs, memory, budget, binding,
@@ -197,9 +198,8 @@ def _largest_in_budget(probe: _Probe, max_width: int) -> int:
     return lo
 
 
-def _binding(model: NetworkModel, probe: _Probe, x: int, max_width: int) -> list[str]:
+def _binding(model: NetworkModel, probe: _Probe, x: int, limit: int) -> list[str]:
     """The budgets that stop the next larger width meeting the constraints."""
-    limit = max_width if model.monotone else min(max_width, MAX_SCAN)
     for y in range(x + 1, limit + 1):
         if model.feasible(y):
             return probe.over(y) or ["max-width"]

@@ -342,7 +342,7 @@ def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int]
     plan.stem = BlockUnit("stem", "stem", Poly.const(3), widths[0], size, stem_out)
     size = stem_out
     if skel.cells:
-        _plan_cells(arch, plan, size)
+        size = _plan_cells(arch, plan, size)
     else:
         for i, (w, depth) in enumerate(zip(widths, depths)):
             stage = []
@@ -359,7 +359,8 @@ def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int]
     return plan
 
 
-def _plan_cells(arch: Architecture, plan: Plan, size: tuple[int, int]) -> None:
+def _plan_cells(arch: Architecture, plan: Plan, size: tuple[int, int]) -> tuple[int, int]:
+    """Cells in order; returns the last cell's output size."""
     widths, depths = plan.widths, plan.depths
     kinds: list[tuple[Width, bool]] = []
     for i, (w, depth) in enumerate(zip(widths, depths)):
@@ -386,6 +387,7 @@ def _plan_cells(arch: Architecture, plan: Plan, size: tuple[int, int]) -> None:
         cell = BlockUnit(f"{name}.cell", part, width, width, s_p, out)
         plan.cells.append(CellUnit(name, pre0, pre1, cell, reduction))
         prev_prev, prev = prev, (width, out)
+    return prev[1]
 
 
 # -- cost of a plan ----------------------------------------------------------------------------
@@ -482,7 +484,14 @@ class NetworkModel:
     plan: Plan  # widths in X
     cost: Cost
     constraints: list[tuple[Constraint, str]]
-    monotone: bool
+    monotone: bool  # parameters and FLOPs provably non-decreasing in x
+    _memory_monotone: Optional[bool] = None
+
+    def memory_monotone(self) -> bool:
+        """Whether every activation size is provably non-decreasing in x (checked on first use)."""
+        if self._memory_monotone is None:
+            self._memory_monotone = _memory_monotone(self.arch, self.plan)
+        return self._memory_monotone
 
     def figures(self, x: int) -> Figures:
         return self.cost.evaluate({"x": x})
@@ -506,7 +515,7 @@ def network_model(arch: Architecture, skeleton: Union[str, Skeleton], depths: Se
     plan = make_plan(arch, [X.scale(m) for m in skel.multipliers], depths, input_size, num_classes, skel)
     cost = plan_cost(arch, plan)
     constraints = plan_constraints(arch, plan)
-    monotone = nondecreasing(cost.params) and nondecreasing(cost.flops) and _memory_monotone(arch, plan)
+    monotone = nondecreasing(cost.params) and nondecreasing(cost.flops)
     return NetworkModel(arch, plan, cost, constraints, monotone)
 
 

@@ -362,13 +362,33 @@ def peak_elements(cost: BlockCost, sizes: Mapping[str, int]) -> int:
 
 def substitute(poly: Poly, env: Mapping[str, Poly]) -> Poly:
     """`poly` with free symbols replaced by polynomials (derived ceil/floor atoms rebuilt)."""
+    values = {atom: _substitute_atom(atom, env) for atom in poly.atoms()}
+    if all(len(v.terms) <= 1 for v in values.values()):
+        # Fast path (the common case: constants and multiples of one width): each monomial maps
+        # to a single term, so the result is accumulated without polynomial products.
+        single = {a: next(iter(v.terms.items())) if v.terms else None for a, v in values.items()}
+        terms: dict = {}
+        for mono, coeff in poly.terms.items():
+            c, powers = Fraction(coeff), {}
+            for atom, power in mono:
+                term = single[atom]
+                if term is None:
+                    c = Fraction(0)
+                    break
+                m, k = term
+                c *= k ** power
+                for a, e in m:
+                    powers[a] = powers.get(a, 0) + e * power
+            if c:
+                key = tuple(sorted(powers.items()))
+                terms[key] = terms.get(key, 0) + c
+        return Poly(terms)
     result = ZERO
     for mono, coeff in poly.terms.items():
         term = Poly.const(coeff)
         for atom, power in mono:
-            value = _substitute_atom(atom, env)
             for _ in range(power):
-                term = term * value
+                term = term * values[atom]
         result = result + term
     return result
 
