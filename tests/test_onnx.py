@@ -317,11 +317,22 @@ def build(block, stem_stride: int = 1, seed: int = 0):
     return module.eval()
 
 
-def compare(block, module, opset: int = 17, stem_stride: int = 1, sizes=SIZES) -> float:
-    """Exports, checks, runs both at every size; returns the largest absolute difference."""
+def _session(model):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def compare(block, module, opset: int = 17, stem_stride: int = 1, sizes=SIZES, relative: bool = False) -> float:
+    """Exports, checks, runs both at every size; returns the largest absolute difference.
+
+    The bound is TOLERANCE in absolute terms; with `relative`, TOLERANCE times the output's
+    largest magnitude where that exceeds 1 (random blocks multiply tensors into large values).
+    """
     model = block_to_onnx(block, module, stem_stride=stem_stride, opset=opset)
     check(model)
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = _session(model)
     names = [i.name for i in session.get_inputs()]
     assert names == (["input1", "input2"] if module.role in (Role.CELL, Role.REDUCTION_CELL) else ["input"])
     shapes = module.report.shapes
@@ -337,9 +348,10 @@ def compare(block, module, opset: int = 17, stem_stride: int = 1, sizes=SIZES) -
             expected = module(*xs).numpy()
         (got,) = session.run(None, {n: x.numpy() for n, x in zip(names, xs)})
         assert got.shape == expected.shape, (block.name, (b, h, w), got.shape, expected.shape)
-        worst = max(worst, float(np.abs(got - expected).max()))
+        scale = max(1.0, float(np.abs(expected).max())) if relative else 1.0
+        worst = max(worst, float(np.abs(got - expected).max()) / scale)
     assert tried >= 2, f"{block.name}: fewer than two test sizes meet {module.report.constraints}"
-    assert worst <= TOLERANCE, f"{block.name}: max |onnx - torch| = {worst:.3g} at opset {opset}"
+    assert worst <= TOLERANCE, f"{block.name}: max |onnx - torch| = {worst:.3g}{' (relative)' if relative else ''} at opset {opset}"
     return worst
 
 
@@ -432,13 +444,13 @@ def _sound_blocks():
     return sound_blocks(max_steps=6).map(lambda b: parse(format_program(Program((b,)))).program.blocks[0])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(block=_sound_blocks())
 def test_random_sound_blocks_match_torch(block):
     report = verify_block(block)
     if not report.ok:
         return  # the strategy aims at valid blocks; the verifier's own tests cover the rest
-    compare(block, build(block), sizes=((1, 9, 8), (3, 6, 5)))
+    compare(block, build(block), sizes=((1, 9, 8), (3, 6, 5)), relative=True)
 
 
 # -- the model -----------------------------------------------------------------------------------
