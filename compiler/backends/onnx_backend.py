@@ -109,8 +109,8 @@ class Lowering:
         self._names: set[str] = set()
         self._consts: dict[tuple, str] = {}
 
-    def name(self, base: str) -> str:
-        base = self.prefix + base
+    def name(self, base: str, prefixed: bool = True) -> str:
+        base = self.prefix + base if prefixed else base
         candidate, k = base, 1
         while candidate in self._names:
             k += 1
@@ -142,7 +142,8 @@ class Lowering:
         """An int64 1-D constant (shared between uses)."""
         key = tuple(int(v) for v in values)
         if key not in self._consts:
-            name = self.name(f"{base}_" + "_".join(str(v).replace("-", "m") for v in key) if len(key) <= 6 else base)
+            name = self.name(f"{base}_" + "_".join(str(v).replace("-", "m") for v in key) if len(key) <= 6 else base,
+                             prefixed=False)
             self.initializers.append(numpy_helper.from_array(np.array(key, dtype=np.int64), name))
             self._consts[key] = name
         return self._consts[key]
@@ -150,7 +151,7 @@ class Lowering:
     def scalar_f32(self, value: float, base: str) -> str:
         key = ("f32", float(value))
         if key not in self._consts:
-            name = self.name(base)
+            name = self.name(base, prefixed=False)
             self.initializers.append(numpy_helper.from_array(np.array(value, dtype=np.float32), name))
             self._consts[key] = name
         return self._consts[key]
@@ -323,14 +324,20 @@ def _lower_conv(ctx: BlockContext, node: Node, xs: list[str], base: str) -> str:
     (kh, kw), (sh, sw) = _pair(node.params["kernel_size"]), _pair(node.params["stride"])
     dh, dw = _pair(node.params["dilation"])
     (top, bottom), (left, right) = same_pads(kh, sh, dh), same_pads(kw, sw, dw)
-    weight = _np(layer.weight)
-    if tuple(weight.shape[2:]) != (kh, kw):
-        raise OnnxLoweringError(f"node {node.id}: the module's kernel {tuple(weight.shape[2:])} is not ({kh},{kw})")
-    inputs = [xs[0], ctx.g.weight(weight, f"{base}.weight")]
-    if getattr(layer, "bias", None) is not None:
-        inputs.append(ctx.g.weight(_np(layer.bias), f"{base}.bias"))
-    return ctx.g.add("Conv", inputs, base, kernel_shape=[kh, kw], strides=[sh, sw], dilations=[dh, dw],
-                     group=int(layer.groups), pads=[top, left, bottom, right])
+    if tuple(layer.weight.shape[2:]) != (kh, kw):
+        raise OnnxLoweringError(f"node {node.id}: the module's kernel {tuple(layer.weight.shape[2:])} is not ({kh},{kw})")
+    return conv_node(ctx.g, layer, xs[0], base, pads=[top, left, bottom, right], strides=[sh, sw], dilations=[dh, dw])
+
+
+def conv_node(g: Lowering, conv, x: str, base: str, *, pads: Sequence[int], strides: Sequence[int],
+              dilations: Sequence[int]) -> str:
+    """A Conv node with the weights (and bias, if any) of an nn.Conv2d."""
+    weight = _np(conv.weight)
+    inputs = [x, g.weight(weight, f"{base}.weight")]
+    if getattr(conv, "bias", None) is not None:
+        inputs.append(g.weight(_np(conv.bias), f"{base}.bias"))
+    return g.add("Conv", inputs, base, kernel_shape=list(weight.shape[2:]), strides=list(strides),
+                 dilations=list(dilations), group=int(conv.groups), pads=list(pads))
 
 
 def _lower_pool(op_type: str) -> Callable:
@@ -395,16 +402,19 @@ def _lower_linear(ctx: BlockContext, node: Node, xs: list[str], base: str) -> st
 
 
 def _lower_bn(ctx: BlockContext, node: Node, xs: list[str], base: str) -> str:
-    bn = ctx.layer(node)
+    return bn_node(ctx.g, ctx.layer(node), xs[0], base)
+
+
+def bn_node(g: Lowering, bn, x: str, base: str) -> str:
+    """BatchNormalization in inference mode with an nn.BatchNorm2d's parameters and running statistics."""
     channels = int(bn.num_features)
     weight = _np(bn.weight) if getattr(bn, "weight", None) is not None else np.ones(channels, np.float32)
     bias = _np(bn.bias) if getattr(bn, "bias", None) is not None else np.zeros(channels, np.float32)
     mean = _np(bn.running_mean) if getattr(bn, "running_mean", None) is not None else None
     var = _np(bn.running_var) if getattr(bn, "running_var", None) is not None else None
     if mean is None or var is None:
-        raise OnnxLoweringError(f"node {node.id}: BN without running statistics cannot be exported for inference")
-    g = ctx.g
-    inputs = [xs[0], g.weight(weight, f"{base}.weight"), g.weight(bias, f"{base}.bias"),
+        raise OnnxLoweringError(f"{base}: BN without running statistics cannot be exported for inference")
+    inputs = [x, g.weight(weight, f"{base}.weight"), g.weight(bias, f"{base}.bias"),
               g.weight(mean, f"{base}.running_mean"), g.weight(var, f"{base}.running_var")]
     return g.add("BatchNormalization", inputs, base, epsilon=float(bn.eps))  # inference mode
 
@@ -790,7 +800,219 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     return model
 
 
+# -- networks --------------------------------------------------------------------------------
+
+def _module_lowering(module) -> Optional[Callable]:
+    for cls in type(module).__mro__:
+        if cls.__name__ in MODULE_LOWERINGS:
+            return MODULE_LOWERINGS[cls.__name__]
+    return None
+
+
+def lower_module(g: Lowering, module, xs: list[str], path: str) -> str:
+    """Lowers a module of a built network (skeleton classes, BlockModules, a few torch layers)."""
+    lowering = _module_lowering(module)
+    if lowering is None:
+        raise OnnxLoweringError(f"no ONNX lowering for the module `{path or 'network'}` ({type(module).__name__})")
+    return lowering(g, module, xs, path)
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _with_prefix(g: Lowering, path: str, fn: Callable[[], str]) -> str:
+    saved = g.prefix
+    g.prefix = f"{path}/" if path else ""
+    try:
+        return fn()
+    finally:
+        g.prefix = saved
+
+
+def _lower_block_module(g: Lowering, module, xs: list[str], path: str) -> str:
+    report = module.report
+    if report is None or report.shapes is None or not report.ok:
+        raise OnnxLoweringError(f"{path}: the block does not verify")
+    ops = list(report.shapes.contract.inputs)
+    if len(ops) != len(xs):
+        raise OnnxLoweringError(f"{path}: block `{report.block.name}` takes {len(ops)} inputs, got {len(xs)}")
+    widths = {"C": int(module.in_channels), "dim": int(module.out_channels)}
+    return _with_prefix(g, path, lambda: lower_block(g, report.block, report.shapes, module.layers, widths,
+                                                     dict(zip(ops, xs))))
+
+
+def _lower_sequential(g: Lowering, module, xs: list[str], path: str) -> str:
+    (x,) = xs
+    for name, child in module.named_children():
+        x = lower_module(g, child, [x], _child(path, name))
+    return x
+
+
+def _lower_identity_module(g: Lowering, module, xs: list[str], path: str) -> str:
+    return xs[0]
+
+
+def _lower_relu_module(g: Lowering, module, xs: list[str], path: str) -> str:
+    return g.add("Relu", [xs[0]], f"{path}/relu" if path else "relu")
+
+
+def _lower_conv_module(g: Lowering, conv, xs: list[str], path: str) -> str:
+    """An nn.Conv2d of the skeleton (symmetric PyTorch padding, zeros)."""
+    if isinstance(conv.padding, str) or getattr(conv, "padding_mode", "zeros") != "zeros":
+        raise OnnxLoweringError(f"{path}: only numeric zero padding is supported, not {conv.padding!r}")
+    ph, pw = conv.padding
+    return conv_node(g, conv, xs[0], path, pads=[ph, pw, ph, pw], strides=list(conv.stride),
+                     dilations=list(conv.dilation))
+
+
+def _lower_bn_module(g: Lowering, bn, xs: list[str], path: str) -> str:
+    return bn_node(g, bn, xs[0], path)
+
+
+def _lower_global_pool_module(g: Lowering, module, xs: list[str], path: str) -> str:
+    size = module.output_size
+    if size not in (1, (1, 1), [1, 1]):
+        raise OnnxLoweringError(f"{path}: only adaptive pooling to 1x1 is supported in skeletons, not {size}")
+    return g.add("GlobalAveragePool", [xs[0]], path)
+
+
+def _lower_linear_module(g: Lowering, linear, xs: list[str], path: str) -> str:
+    inputs = [xs[0], g.weight(_np(linear.weight), f"{path}.weight")]
+    if linear.bias is not None:
+        inputs.append(g.weight(_np(linear.bias), f"{path}.bias"))
+    return g.add("Gemm", inputs, path, transB=1)
+
+
+def _lower_factorized_reduce(g: Lowering, module, xs: list[str], path: str) -> str:
+    """DARTS' FactorizedReduce, exact for every H, W (odd ones too).
+
+    PyTorch: `relu`; `conv_1` (1x1, stride 2) of x; `conv_2` of `x[:, :, 1:, 1:]` padded at the end by
+    `H % 2`, `W % 2`; concat; BN. A 1x1 stride-2 convolution of `x[1:]` with one row of end padding reads
+    rows 1, 3, ... of x and, for odd H, a zero row last: the same as the dynamic padding, with static pads.
+    """
+    x = g.add("Relu", [xs[0]], f"{path}/relu")
+    a = conv_node(g, module.conv_1, x, f"{path}.conv_1", pads=[0, 0, 0, 0], strides=[2, 2], dilations=[1, 1])
+    big = np.iinfo(np.int64).max
+    shifted = g.add("Slice", [x, g.const([1, 1], "starts"), g.const([big, big], "ends"), g.const([2, 3], "axes")],
+                    f"{path}/shifted")
+    b = conv_node(g, module.conv_2, shifted, f"{path}.conv_2", pads=[0, 0, 1, 1], strides=[2, 2], dilations=[1, 1])
+    y = g.add("Concat", [a, b], f"{path}/concat", axis=1)
+    return bn_node(g, module.bn, y, f"{path}.bn")
+
+
+def _lower_cell(g: Lowering, module, xs: list[str], path: str) -> str:
+    s0, s1 = xs
+    a = lower_module(g, module.preprocess0, [s0], _child(path, "preprocess0"))
+    b = lower_module(g, module.preprocess1, [s1], _child(path, "preprocess1"))
+    return lower_module(g, module.cell, [a, b], _child(path, "cell"))
+
+
+def _head(g: Lowering, module, h: str) -> str:
+    pooled = lower_module(g, module.avg_pool, [h], "avg_pool")
+    flat = g.add("Flatten", [pooled], "flatten", axis=1)
+    return lower_module(g, module.fc, [flat], "fc")
+
+
+def _lower_staged_network(g: Lowering, module, xs: list[str], path: str) -> str:
+    h = lower_module(g, module.stem, xs, "stem")
+    for i in range(1, module.num_stages + 1):
+        h = lower_module(g, getattr(module, f"layer{i}"), [h], f"layer{i}")
+        if i < module.num_stages:
+            h = lower_module(g, getattr(module, f"downsample{i}"), [h], f"downsample{i}")
+    return _head(g, module, h)
+
+
+def _lower_darts_network(g: Lowering, module, xs: list[str], path: str) -> str:
+    s0 = s1 = lower_module(g, module.stem, xs, "stem")
+    for index, cell in enumerate(module.cells):
+        s0, s1 = s1, lower_module(g, cell, [s0, s1], f"cells.{index}")
+    return _head(g, module, s1)
+
+
+# Module lowerings by class name (the skeleton classes are defined lazily in compiler/network.py).
+MODULE_LOWERINGS: dict[str, Callable[[Lowering, object, list[str], str], str]] = {
+    "BlockModule": _lower_block_module,
+    "StagedNetwork": _lower_staged_network,
+    "DartsNetwork": _lower_darts_network,
+    "Cell": _lower_cell,
+    "FactorizedReduce": _lower_factorized_reduce,
+    "Sequential": _lower_sequential,
+    "Identity": _lower_identity_module,
+    "ReLU": _lower_relu_module,
+    "Conv2d": _lower_conv_module,
+    "BatchNorm2d": _lower_bn_module,
+    "AdaptiveAvgPool2d": _lower_global_pool_module,
+    "Linear": _lower_linear_module,
+}
+
+
+def network_to_onnx(module, *, opset: int = DEFAULT_OPSET, input_size: Optional[int] = None,
+                    info: Optional[Mapping] = None, name: str = "network") -> onnx.ModelProto:
+    """The ONNX model of a network built by `nader.compiler.network.build_network` (eval-mode semantics).
+
+    Input `input` is `(B,3,H,W)` with B, H, W symbolic unless `input_size` fixes H = W; output
+    `output` is `(B,num_classes)`.
+    """
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise OnnxLoweringError(f"opset {opset} is not supported; use {MIN_OPSET} to {MAX_OPSET}")
+    g = Lowering(opset)
+    x = g.reserve("input")
+    result = lower_module(g, module, [x], "")
+    g.reserve(OUTPUT_NAME)
+    g.add_to("Identity", [result], OUTPUT_NAME)
+    size = [input_size, input_size] if input_size else ["H", "W"]
+    graph_input = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["B", 3, *size])
+    classes = int(module.fc.out_features)
+    graph_output = helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["B", classes])
+    graph = helper.make_graph(g.nodes, _graph_name(name), [graph_input], [graph_output], g.initializers,
+                              doc_string="NADER network")
+    metadata = {"nader.network": name}
+    for key, value in (info or {}).items():
+        if isinstance(value, (str, int, float)) or (isinstance(value, (list, tuple)) and
+                                                    all(isinstance(v, (int, float, str)) for v in value)):
+            metadata[f"nader.{key}"] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return _model(graph, opset, metadata)
+
+
+def export_network(parsed, *, skeleton: str, dataset: Optional[str] = None, widths=None, depths=None,
+                   input_size: Optional[int] = None, stem_stride: Optional[int] = None,
+                   opset: int = DEFAULT_OPSET, seed: int = 0, fix_input_size: bool = False):
+    """Builds the network of a parsed architecture file (seeded) and exports it; returns (model, module, info)."""
+    import torch
+
+    from nader.compiler.network import BuildError, analyze, architecture_from_program, assemble, skeleton_info
+
+    try:
+        skel = skeleton_info(skeleton)
+        dataset = dataset or ("imagenet" if skel.name == "imagenet" else "cifar10")
+        arch = architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
+        info = analyze("", skel.name, dataset, widths=widths, depths=depths, input_size=input_size, arch=arch)
+        plan, arch = info.pop("_plan"), info.pop("_arch")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = assemble(arch, plan)
+    except BuildError as error:
+        raise OnnxLoweringError(str(error)) from None
+    module.eval()
+    name = f"{arch.base.name} on {skel.name}"
+    model = network_to_onnx(module, opset=opset, input_size=info["input_size"] if fix_input_size else None,
+                            info={k: v for k, v in info.items() if k in
+                                  ("skeleton", "dataset", "widths", "depths", "num_classes", "input_size",
+                                   "stem_stride", "params", "flops")}, name=name)
+    check(model)
+    return model, module, info
+
+
 def _emit_network(parsed, options) -> bytes:
     from nader.compiler.commands.compile import EmitError
 
-    raise EmitError("network export to ONNX is not available yet")
+    # --stem-stride defaults to 1 on the command line; 1 then means "the stride the stem has".
+    stride = options.stem_stride if options.stem_stride and options.stem_stride != 1 else None
+    try:
+        model, _, _ = export_network(parsed, skeleton=options.network, dataset=options.dataset,
+                                     widths=options.widths, depths=options.depths, input_size=options.input_size,
+                                     stem_stride=stride)
+    except OnnxLoweringError as error:
+        raise EmitError(str(error)) from None
+    return model.SerializeToString()
