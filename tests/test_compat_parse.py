@@ -12,7 +12,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from nader.dsl.parser import grammar_parser, parse
 
