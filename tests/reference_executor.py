@@ -221,9 +221,10 @@ class ReferenceBlock:
 def runs(block: Block, role: Role, C: int, dim: int, heights, batch: int = 2, stem_stride: int = 1) -> tuple[bool, str, Optional[ReferenceBlock]]:
     """Whether the block runs forward and backward at every height (weights shared across heights)."""
     ref = ReferenceBlock(block, role, C, dim, stem_stride)
-    for H in heights:
+    for size in heights:
+        H, W = size if isinstance(size, tuple) else (size, size)
         try:
-            ref.run(batch, H, H)
+            ref.run(batch, H, W)
         except (Failure, RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionError, KeyError) as error:
             return False, f"H={H}: {type(error).__name__}: {error}", ref
     return True, "", ref
