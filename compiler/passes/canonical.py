@@ -473,11 +473,14 @@ class _Aligner:
     """Finds a node matching between two graphs that makes the edit small.
 
     1. Seed: terminals and pairs whose deep WL labels are equal and unique on both sides.
-    2. Propagate: match unmatched neighbours of matched pairs (same direction, same operand
-       label, same operation), best-scored first; re-seed with the best remaining pair.
+    2. Propagate: every same-operation pair is a candidate, scored by WL-feature agreement;
+       matching a pair raises the score of its neighbours' pairs (same direction and operand
+       label), best-scored first; pairs of neighbours whose operations differ come last.
     3. Improve: local search (swap, match, rematch, unmatch) on the exact edit cost:
        1 per changed parameter set, 2 per changed operation, 1 per added or removed node,
        1 per added or removed edge.
+    Steps 2 and 3 run three times (all features, upstream-only, downstream-only); the
+    cheapest result wins.
     """
 
     def __init__(self, ga: LabelledGraph, gb: LabelledGraph, rank_a: Dict[NodeKey, int], rank_b: Dict[NodeKey, int]):
@@ -489,12 +492,14 @@ class _Aligner:
         self.full_b = wl_rounds(gb, _ALIGN_ROUNDS)
         # Features that survive edits elsewhere: labels with less detail (operations only,
         # or bare topology), and refinement looking only upstream or only downstream.
-        self.features: List[Tuple[int, List[Dict[NodeKey, str]], List[Dict[NodeKey, str]]]] = []
+        self.features: List[Tuple[int, str, List[Dict[NodeKey, str]], List[Dict[NodeKey, str]]]] = []
         for weight, la, lb in ((6, ga.labels, gb.labels), (4, self.ops_a, self.ops_b),
                                (2, {k: "" for k in ga.labels}, {k: "" for k in gb.labels})):
             for directions in ("both", "in", "out"):
-                self.features.append((weight, wl_rounds(LabelledGraph(la, ga.edges), _ALIGN_ROUNDS, directions),
+                self.features.append((weight, directions,
+                                      wl_rounds(LabelledGraph(la, ga.edges), _ALIGN_ROUNDS, directions),
                                       wl_rounds(LabelledGraph(lb, gb.edges), _ALIGN_ROUNDS, directions)))
+        self.view = "all"  # which one-way features count: "all", "in" or "out"
         self.in_a, self.out_a = self._adjacency(ga)
         self.in_b, self.out_b = self._adjacency(gb)
         self.pairs_a = self._pairs(ga)
@@ -534,7 +539,9 @@ class _Aligner:
         score = 100 if self.ops_a[a] == self.ops_b[b] else 30 if self.same_kind(a, b) else 0
         if self.ga.labels[a] == self.gb.labels[b]:
             score += 20
-        for weight, fa, fb in self.features:
+        for weight, directions, fa, fb in self.features:
+            if self.view != "all" and directions not in (self.view, "both"):
+                continue
             for d in range(1, _ALIGN_ROUNDS + 1):
                 score += weight * (fa[d][a] == fb[d][b])
         return score
@@ -575,34 +582,19 @@ class _Aligner:
         other: list = []  # neighbour pairs whose operations differ
         deep_a, deep_b = self.full_a[-1], self.full_b[-1]
         count_a, count_b = Counter(deep_a.values()), Counter(deep_b.values())
-        by_label_b = {v: k for k, v in deep_b.items() if count_b[v] == 1}
-        for a, v in deep_a.items():
-            if count_a[v] == 1 and v in by_label_b and self.compatible(a, by_label_b[v]):
-                self._push(heap, a, by_label_b[v], bonus=1000)
         for a in self.ga.labels:
-            if _is_terminal(self.ga, a):
-                for b in self.gb.labels:
-                    if self.compatible(a, b):
-                        self._push(heap, a, b, bonus=500)
-        while True:
-            while heap or other:
-                _, _, a, b = heapq.heappop(heap if heap else other)
-                if a in self.m or b in self.mb:
+            for b in self.gb.labels:
+                if self.ops_a[a] != self.ops_b[b] or not self.compatible(a, b):
                     continue
-                self._match(a, b, heap, other)
-            best = None
-            for a in self.ga.labels:
-                if a in self.m:
-                    continue
-                for b in self.gb.labels:
-                    if b in self.mb or self.ops_a[a] != self.ops_b[b] or not self.compatible(a, b):
-                        continue
-                    key = (-self.similarity(a, b), self._order(a, b), a, b)
-                    if best is None or key < best:
-                        best = key
-            if best is None:
-                return
-            self._push(heap, best[2], best[3])
+                bonus = 500 if _is_terminal(self.ga, a) else 0
+                if deep_a[a] == deep_b[b] and count_a[deep_a[a]] == 1 and count_b[deep_b[b]] == 1:
+                    bonus = 1000  # same neighbourhood three steps out, and unique on both sides
+                self._push(heap, a, b, bonus)
+        while heap or other:
+            _, _, a, b = heapq.heappop(heap if heap else other)
+            if a in self.m or b in self.mb:
+                continue
+            self._match(a, b, heap, other)
 
     # -- phase 3 ---------------------------------------------------------------------------
     # Costs are scaled by _UNIT; below it, a tie-breaker prefers changing an operation into
@@ -703,13 +695,27 @@ class _Aligner:
             if not improved:
                 return
 
+    def total_cost(self) -> int:
+        cost = sum(self.node_cost(a, self.m.get(a)) for a in self.ga.labels)
+        cost += _UNIT * sum(1 for b in self.gb.labels if b not in self.mb)
+        cost += _UNIT * (len(self.ga.edges) + len(self.gb.edges))
+        return cost - 2 * _UNIT * sum(self.pair_score(p) for p in self.pairs_a)
+
     def align(self) -> Dict[NodeKey, NodeKey]:
         exact = isomorphism(self.ga, self.gb)
         if exact is not None:
             return exact
-        self.propagate()
-        self.improve()
-        return dict(self.m)
+        # Three starts: all features, then upstream-only and downstream-only ones, which
+        # stay informative on the far side of an inserted or removed node. Keep the cheapest.
+        best: Optional[Tuple[int, Dict[NodeKey, NodeKey]]] = None
+        for view in ("all", "in", "out"):
+            self.view, self.m, self.mb = view, {}, {}
+            self.propagate()
+            self.improve()
+            cost = self.total_cost()
+            if best is None or cost < best[0]:
+                best = (cost, dict(self.m))
+        return best[1]
 
 
 def _ranks(block: Block, graph: LabelledGraph) -> Dict[NodeKey, int]:
