@@ -461,7 +461,8 @@ def plan_constraints(arch: Architecture, plan: Plan) -> list[tuple[Constraint, s
             env = _block_env(unit)
             for c in arch.reports[unit.part].shapes.constraints:
                 size = substitute(c.size, env)
-                where = f"{unit.part} block `{block.name}` at {unit.name} ({c.reason or 'constraint'}: {c})"
+                why = f" ({c.reason})" if c.reason else ""
+                where = f"the {unit.part} block `{block.name}` at {unit.name} (C={unit.C}) requires {c}{why}"
                 out.append((Constraint(size, c.modulus, c.reason), where))
         elif unit.kind == "factorized_reduce":
             out.append((Constraint(unit.cout, 2, "FactorizedReduce width"),

@@ -1,0 +1,134 @@
+"""`nadc cost`: fit each architecture to a budget (or cost given widths) without building it.
+
+One line per file: widths, depths, parameters, FLOPs (thop's convention, as NADER reports
+them) and the budget that binds. `--format json` prints one object per file with plain
+counts. Exit status 1 when any file fails verification or fits no budget, 2 for usage errors.
+Nothing here imports torch.
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import click
+
+from nader.compiler.commands.common import load
+from nader.compiler.reporting import render
+
+
+def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
+    if not text:
+        return None
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
+    if not values:
+        raise click.BadParameter(f"{what} must list at least one integer")
+    return values
+
+
+def _m(value: int) -> str:
+    return f"{value / 1e6:.4f} M"
+
+
+def _g(value: int) -> str:
+    return f"{value / 1e9:.4f} G"
+
+
+@click.command("cost")
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--network", "skeleton", type=click.Choice(["nb201", "imagenet", "darts"]), default="nb201",
+              show_default=True, help="Skeleton to place the blocks in.")
+@click.option("--dataset", default=None,
+              help="cifar10, cifar100, imagenet16-120, imagenet or digits (default: cifar10; imagenet for the "
+                   "imagenet skeleton). Sets the input size, classes and budget preset.")
+@click.option("--widths", default=None, help="Evaluate these stage widths (or one base width) instead of fitting.")
+@click.option("--depths", default=None, help="Blocks per stage (darts: normal cells per stage), e.g. 5,5,5.")
+@click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution instead of the dataset's.")
+@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
+              help="Stride of the stem (default: the stride the stem block has).")
+@click.option("--max-params", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Parameter budget in millions (replaces the preset's).")
+@click.option("--max-flops", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="FLOPs budget in G, thop convention (replaces the preset's).")
+@click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Peak activation memory budget in MiB (batch 1, float32).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, max_params, max_flops, max_memory,
+             fmt):
+    """Fit FILEs' networks to the budget and print widths, parameters, FLOPs and the binding budget.
+
+    \b
+    nadc cost ARCH.nad --network nb201 --dataset cifar100
+    nadc cost blocks/*.txt --network imagenet --dataset cifar100 --format json
+    nadc cost ARCH.nad --widths 16 --depths 5,5,5      (evaluate, no fit)
+
+    FLOPs follow thop's profile convention (what NADER reports); see docs/networks.md.
+    """
+    from nader.compiler.fit import Budget, FitError, preset_budget
+    from nader.compiler.network import (BuildError, analyze, architecture_from_program, dataset_info,
+                                        resolve_depths, resolve_widths, skeleton_info)
+    from nader.compiler.passes.cost import CostError
+
+    skel = skeleton_info(skeleton)
+    try:
+        data = dataset_info(dataset or ("imagenet" if skeleton == "imagenet" else "cifar10"))
+        width_values = resolve_widths(skel, _ints(widths, "--widths"))
+        depth_values = resolve_depths(skel, _ints(depths, "--depths"))
+    except BuildError as error:
+        raise click.UsageError(str(error)) from None
+    budget = None
+    if width_values is None and (max_params or max_flops or max_memory):
+        try:
+            base = preset_budget(skel.name, data.name, depth_values)
+        except FitError:
+            base = Budget()
+        budget = Budget(
+            int(max_params * 1e6) if max_params else base.params,
+            int(max_flops * 1e9) if max_flops else base.flops,
+            int(max_memory * 2 ** 20) if max_memory else base.memory,
+            label="command line")
+    results = load(files)
+    failed = False
+    objects = []
+    for parsed in results:
+        path = parsed.program.path
+        obj: dict = {"file": path, "ok": False}
+        try:
+            if not parsed.program.blocks:
+                errors = [d for d in parsed.diagnostics if d.is_error]
+                raise BuildError(errors[0].message if errors else "the file holds no block")
+            arch = architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
+            info = analyze("", skel.name, data.name, widths=width_values, depths=depth_values, input_size=input_size,
+                           budget=budget, arch=arch)
+        except (BuildError, CostError) as error:
+            failed = True
+            obj["error"] = str(error)
+            diagnostics = getattr(error, "diagnostics", [])
+            if fmt == "text":
+                click.echo(f"{path}: error: {error}", err=True)
+                if diagnostics:
+                    click.echo(render(diagnostics[:3], "concise", {}), err=True, nl=False)
+            objects.append(obj)
+            continue
+        info.pop("_plan")
+        info.pop("_arch")
+        fit = info.pop("fit", None)
+        obj.update(ok=True, **info)
+        obj.setdefault("binding", None)
+        if fit:
+            obj["base_width"] = fit["base_width"]
+        objects.append(obj)
+        if fmt == "text":
+            binding = f"  binding {info['binding']}" if info.get("binding") else ""
+            stride = f"  stem stride {info['stem_stride']}" if info["stem_stride"] != skel.stem_stride else ""
+            budget_text = ""
+            if info.get("budget"):
+                budget_text = f" ({Budget(**info['budget']).describe()})"
+            click.echo(f"{path}: {skel.name}/{data.name} widths {','.join(map(str, info['widths']))} "
+                       f"depths {','.join(map(str, info['depths']))}{stride}  params {_m(info['params'])} ({info['params']:,})  "
+                       f"FLOPs {_g(info['flops'])} ({info['flops']:,}){binding}{budget_text}")
+    if fmt == "json":
+        click.echo(json.dumps(objects, indent=2))
+    raise SystemExit(1 if failed else 0)
