@@ -681,6 +681,16 @@ def test_nadc_exports_the_first_of_several_blocks_with_a_note(tmp_path):
     assert {p.key: p.value for p in model.metadata_props}["nader.block"] == "SqueezeExcite"
 
 
+def test_nadc_default_width_meets_the_constraints(tmp_path):
+    src, out = tmp_path / "g.nad", tmp_path / "g.onnx"
+    src.write_text(BLOCKS["padding"][0].replace("groups=C)", "groups=96)"))  # needs C % 96 == 0
+    run = run_nadc([str(src), "--emit", "onnx", "-o", str(out)])
+    assert run.code == 0, run.stderr
+    assert _dims(onnx.load(str(out)).graph.input[0]) == ["B", 96, "H", "W"]
+    run = run_nadc([str(src), "--emit", "onnx", "-o", str(out), "--in-channels", "64"])
+    assert run.code == 1 and "C % 96 == 0" in run.stderr
+
+
 def test_nadc_stem_width_comes_from_widths(tmp_path):
     src, out = _write(tmp_path, "stem3"), tmp_path / "s.onnx"
     run = run_nadc([str(src), "--emit", "onnx", "-o", str(out), "--stem-stride", "3", "--widths", "24,48"])

@@ -743,7 +743,8 @@ def emit(parsed, options) -> bytes:
     the ones left out. With `--network SKELETON` the whole network is exported.
 
     Widths: a block is built at input width `--in-channels`, else the first of `--widths`, else
-    64; a stem takes 3 channels and outputs the first of `--widths` (else `--in-channels`, else 64).
+    64 (or the smallest larger width meeting its constraints); a stem takes 3 channels and outputs
+    the first of `--widths` (else `--in-channels`, else that default).
     `--input-size S` fixes H = W = S in the model; without it they stay symbolic.
     """
     from nader.compiler.commands.compile import EmitError
@@ -777,20 +778,26 @@ def emit(parsed, options) -> bytes:
 def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1,
                  in_channels: Optional[int] = None, out_channels: Optional[int] = None,
                  input_size: Optional[int] = None, opset: int = DEFAULT_OPSET, seed: int = 0) -> onnx.ModelProto:
-    """Builds the PyTorch module (seeded, so the output is reproducible) and exports it."""
+    """Builds the PyTorch module (seeded, so the output is reproducible) and exports it.
+
+    Widths not given default to 64, or to the smallest width above it that meets the block's
+    constraints (`C % 128 == 0` gives 128); a stem's input width is always 3.
+    """
     import torch
 
     from nader.compiler.backends import torch_backend
+    from nader.compiler.passes.verify import verify_block
 
-    role = role or block.inferred_role()
+    report = verify_block(block, role=role, stem_stride=stem_stride)
+    role = report.role
     if role is Role.STEM:
-        c_in, c_out = 3, out_channels or DEFAULT_WIDTH
+        c_in, c_out = 3, out_channels or _default_width(report)
     else:
-        c_in, c_out = in_channels or DEFAULT_WIDTH, out_channels
+        c_in, c_out = in_channels or _default_width(report), out_channels
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         try:
-            module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride)
+            module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride, report=report)
         except torch_backend.BuildError as error:
             raise OnnxLoweringError(str(error)) from None
     module.eval()
@@ -798,6 +805,18 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
                           out_channels=c_out, opset=opset, input_size=input_size)
     check(model)
     return model
+
+
+def _default_width(report, limit: int = 4096) -> int:
+    """DEFAULT_WIDTH, or the smallest larger width meeting the block's width constraints."""
+    if report.shapes is None or report.shapes.failed:
+        return DEFAULT_WIDTH
+    constraints = [c for c in report.shapes.constraints if c.size.free_symbols() <= {"C", "dim"}]
+    for width in range(DEFAULT_WIDTH, limit + 1):
+        sizes = report.shapes.sizes(width)
+        if all(c.holds(sizes) for c in constraints):
+            return width
+    return DEFAULT_WIDTH  # build_torch reports the constraint
 
 
 # -- networks --------------------------------------------------------------------------------
