@@ -178,6 +178,26 @@ def oracle_equal(a: Spec, b: Spec) -> bool:
         == sorted(map(str, (d["pos"] for d in y.values()))))
 
 
+def check_diff_valid(a: Block, b: Block, d) -> None:
+    """Applying the diff to `a` yields `b`: every node and edge is accounted for exactly once."""
+    from collections import Counter
+
+    from nader.compiler.passes.canonical import node_label
+    ids_a, ids_b = {n.id for n in a.nodes}, {n.id for n in b.nodes}
+    assert set(d.mapping) | {n.id for n in d.removed} == ids_a
+    assert not set(d.mapping) & {n.id for n in d.removed}
+    assert set(d.mapping.values()) | {n.id for n in d.added} == ids_b
+    assert len(set(d.mapping.values())) == len(d.mapping)
+    changed = {c.a.id: c.b.id for c in d.changed}
+    for ia, ib in d.mapping.items():
+        same = node_label(a.node(ia)) == node_label(b.node(ib))
+        assert same == (ia not in changed), (ia, ib)
+    kept = Counter((s, t) for s, t, _, _ in a.wires()) - Counter((s, t) for s, t, _ in d.edges_removed)
+    rebuilt = Counter({(d.mapping[s], d.mapping[t]): c for (s, t), c in kept.items()})
+    rebuilt.update((s, t) for s, t, _ in d.edges_added)
+    assert rebuilt == Counter((s, t) for s, t, _, _ in b.wires())
+
+
 def diff_cost(d) -> int:
     return (len(d.changed) + len(d.added) + len(d.removed) + len(d.edges_added) + len(d.edges_removed))
 
@@ -203,6 +223,7 @@ def test_renumbered_shuffled_copies_hash_equal(spec, rng):
     assert equivalent(plain, copy)
     d = block_diff(plain, copy)
     assert d.equal, (render(spec, rng, vary=False), d)
+    check_diff_valid(plain, copy, d)
     store = CanonicalStore()
     assert store.add(plain, "first") == (True, "first")
     assert store.add(copy, "second") == (False, "first")
@@ -224,6 +245,7 @@ def test_parameter_change_hashes_differently_and_diffs_exactly(spec, rng, data):
     assert canonical_hash(a) != canonical_hash(b)
     assert not equivalent(a, b)
     d = block_diff(a, b)
+    check_diff_valid(a, b, d)
     assert not d.added and not d.removed and not d.edges_added and not d.edges_removed, d
     assert len(d.changed) == 1, d
     (change,) = d.changed
@@ -243,6 +265,7 @@ def test_operation_change_hashes_differently(spec, rng, data):
     a, b = block_of(render(spec, rng, vary=False)), block_of(render(changed, rng))
     assert canonical_hash(a) != canonical_hash(b)
     d = block_diff(a, b)
+    check_diff_valid(a, b, d)
     assert [(c.op, c.params) for c in d.changed] == [((spec.ops[k], changed.ops[k]), {})]
     assert diff_cost(d) == 1
 
@@ -258,6 +281,7 @@ def test_added_edge_hashes_differently(spec, rng, data):
     a, b = block_of(render(spec, rng, vary=False)), block_of(render(changed, rng))
     assert canonical_hash(a) != canonical_hash(b)
     d = block_diff(a, b)
+    check_diff_valid(a, b, d)
     assert not d.equal
     if spec.ops[k] != "concat":  # inserting into an ordered operand list shifts positions
         assert not d.added and not d.removed and not d.changed
@@ -284,7 +308,9 @@ def test_rewired_edge_changes_hash_exactly_when_not_isomorphic(spec, rng, data):
     else:
         # 1-WL cannot tell every pair of graphs apart; the store's exact check does (above).
         # Here, when the hashes differ the diff must show a difference and vice versa.
-        assert not block_diff(a, b).equal
+        d = block_diff(a, b)
+        check_diff_valid(a, b, d)
+        assert not d.equal
 
 
 @SETTINGS
@@ -300,8 +326,12 @@ def test_inserted_node_diff_is_small(spec, rng, data):
     changed.operands[k][pos] = len(spec.ops)
     a, b = block_of(render(spec, rng, vary=False)), block_of(render(changed, rng))
     d = block_diff(a, b)
+    check_diff_valid(a, b, d)
     assert len(d.added) >= 1
     assert diff_cost(d) <= 4, d
+    back = block_diff(b, a)  # and removing it again
+    check_diff_valid(b, a, back)
+    assert len(back.removed) >= 1 and diff_cost(back) <= 4, back
 
 
 def test_defaults_written_or_omitted_hash_the_same():
@@ -362,6 +392,7 @@ def test_store_confirms_wl_collisions_exactly():
     assert len(store) == 2 and store.exact_checks >= 2
     assert store.lookup(y) == (True, "y")
     d = block_diff(x, y)
+    check_diff_valid(x, y, d)
     assert not d.equal and not d.changed and not d.added and diff_cost(d) == 4
 
 
