@@ -20,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from conftest import shared_dir
+from strategies import noisy, program_texts
 from nader.compiler.cli import main
 from nader.compiler.passes.canonical import (
     COMMUTATIVE_OPS, ORDERED_INPUT_OPS, CanonicalStore, block_diff, canonical_hash, canonical_value,
@@ -28,7 +30,8 @@ from nader.dsl.ir import Block
 from nader.dsl.ops import REGISTRY, Op
 from nader.dsl.parser import parse
 
-COMPAT = Path("/work/shared/nader-compat/blocks")
+_SHARED = shared_dir()
+COMPAT = _SHARED / "nader-compat" / "blocks" if _SHARED else Path("/nonexistent")
 
 # -- specs ------------------------------------------------------------------------------
 
@@ -332,6 +335,16 @@ def test_inserted_node_diff_is_small(spec, rng, data):
     back = block_diff(b, a)  # and removing it again
     check_diff_valid(b, a, back)
     assert len(back.removed) >= 1 and diff_cost(back) <= 4, back
+
+
+@SETTINGS
+@given(program_texts(), st.data())
+def test_noisy_spellings_hash_equal(text, data):
+    """The shared strategies' `noisy` respellings (CRLF, spaces, `###X###`, aliases, `()`) change nothing."""
+    respelled = data.draw(noisy(text))
+    a, b = parse(text).program.blocks, parse(respelled).program.blocks
+    assert [canonical_hash(x) for x in a] == [canonical_hash(y) for y in b]
+    assert [source_hash(x) for x in a] == [source_hash(y) for y in b]
 
 
 def test_defaults_written_or_omitted_hash_the_same():
