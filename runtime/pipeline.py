@@ -2,8 +2,8 @@
 
 Per batch, one gather does random crop (with zero padding) and horizontal flip together for
 every sample at once; a second fused op converts to float and normalises. No per-sample Python
-runs in the hot loop. With ``channels_last`` the gather writes N×H×W×C order directly, so the
-batch arrives in channels-last layout without an extra copy.
+runs in the hot loop. With ``channels_last`` the uint8 batch is laid out N×H×W×C before the
+conversion to float (a quarter of the bytes), and normalisation keeps that layout.
 
 Randomness comes from a dedicated ``torch.Generator`` seeded from (seed, epoch), so an epoch's
 order and augmentation are reproducible after a resume without saving generator state.
@@ -40,18 +40,20 @@ def augment_indices(batch: int, size: int, pad: int, flip: bool, gen: torch.Gene
 def crop_flip(x: torch.Tensor, pad: int, flip: bool, gen: torch.Generator, channels_last: bool = False) -> torch.Tensor:
     """Random-crop (zero padding `pad`) and randomly flip a uint8 batch N×C×H×W, vectorised.
 
-    The output has the input's shape; with ``channels_last`` its memory is N×H×W×C.
+    One ``gather`` over the flattened padded images does both (a flip is a crop whose column
+    indices run backwards). The output has the input's shape; with ``channels_last`` its memory
+    is N×H×W×C.
     """
     b, c, h, w = x.shape
     assert h == w, "square images expected"
     xp = F.pad(x, (pad, pad, pad, pad)) if pad > 0 else x
+    wp = w + 2 * pad
     rows, cols = augment_indices(b, h, pad, flip, gen, x.device)
-    bi = torch.arange(b, device=x.device)
-    ci = torch.arange(c, device=x.device)
+    idx = (rows[:, :, None] * wp + cols[:, None, :]).view(b, 1, h * w).expand(b, c, h * w)
+    out = xp.reshape(b, c, -1).gather(2, idx).view(b, c, h, w)
     if channels_last:
-        out = xp[bi[:, None, None, None], ci[None, None, None, :], rows[:, :, None, None], cols[:, None, :, None]]
-        return out.permute(0, 3, 1, 2)  # N,C,H,W view with channels-last strides
-    return xp[bi[:, None, None, None], ci[None, :, None, None], rows[:, None, :, None], cols[:, None, None, :]]
+        out = out.contiguous(memory_format=torch.channels_last)
+    return out
 
 
 class Normalizer:

@@ -5,8 +5,9 @@
                 Crop 32 pad 4 on CIFAR, crop 16 pad 2 on ImageNet16-120 (the dataset decides).
 ``nb201-N``     the same with an N-epoch schedule (NB201 also reports ``nb201-12``); a search
                 proxy. ``nb201-12`` and ``nb201-36`` are listed, any N works.
-``quick``       the demo: 2 epochs, batch 64, evaluation every epoch, training set capped at
-                4,096 images and evaluation sets at 2,048, so even CIFAR finishes quickly.
+``quick``       the demo: 3 epochs, batch 64, lr 0.05, evaluation every epoch, training set capped
+                at 4,096 images and evaluation sets at 2,048, so even CIFAR finishes quickly
+                (digits: about 83% test accuracy with the NB201 ResNet, a few seconds per seed).
 
 Every field can be overridden per job (``Job.options``) or from the CLI.
 """
@@ -55,7 +56,7 @@ PRESETS = {
     "nb201": _NB201,
     "nb201-12": _NB201.replace(name="nb201-12", epochs=12, chance_epochs=3),
     "nb201-36": _NB201.replace(name="nb201-36", epochs=36, chance_epochs=5),
-    "quick": Preset(name="quick", epochs=2, batch_size=64, lr=0.05, eval_every=1, seeds=(777,),
+    "quick": Preset(name="quick", epochs=3, batch_size=64, lr=0.05, eval_every=1, seeds=(777,),
                     train_limit=4096, eval_limit=2048, eval_batch_size=512),
 }
 

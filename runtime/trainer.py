@@ -180,7 +180,8 @@ class Trainer:
 
     def __init__(self, model: nn.Module, data: DatasetBundle, preset: Preset, *, seed: int,
                  device: Optional[torch.device] = None, checkpoint_path: Optional[Path] = None,
-                 callbacks: Sequence[Callable[[dict], None]] = ()):
+                 callbacks: Sequence[Callable[[dict], None]] = (),
+                 step_hook: Optional[Callable[[int, int, int], None]] = None):
         self.model = model
         self.data = data
         self.preset = preset
@@ -188,6 +189,7 @@ class Trainer:
         self.device = device or resolve_device()
         self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
         self.callbacks = list(callbacks)
+        self.step_hook = step_hook  # called as step_hook(epoch, step, batch_size) after each step
 
     # ------------------------------------------------------------------ helpers
     def _emit(self, event: dict) -> None:
@@ -288,6 +290,8 @@ class Trainer:
                     loss.backward()
                     opt.step()
                 bs = y.shape[0]
+                if self.step_hook is not None:
+                    self.step_hook(epoch, i, bs)
                 loss_sum += loss.detach().double() * bs
                 correct += (out.detach().argmax(1) == y).sum()
                 seen += bs
