@@ -274,6 +274,21 @@ def _ray_task(job_dict: dict, threads: Optional[int], device: Optional[str]) -> 
     return run_job(job, device=device).to_dict()
 
 
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail fast (instead of Ray's minutes of retries) when HOST:PORT does not answer."""
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"Ray address must be 'auto' or HOST:PORT, not {address!r}")
+    import socket
+
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
 class RayExecutor(Executor):
     """Runs jobs as Ray tasks: on a cluster (``address="auto"`` or ``"HOST:PORT"``) or, with no
     address, on a local Ray instance started with ``num_cpus`` CPUs (and shut down on close).
@@ -310,6 +325,8 @@ class RayExecutor(Executor):
         if not ray.is_initialized():
             kw = dict(include_dashboard=False, log_to_driver=False, configure_logging=True, logging_level="ERROR")
             env = dict(self.runtime_env or {})
+            if self.address:
+                _check_reachable(self.address)
             try:
                 if self.address:
                     ray.init(address=self.address, runtime_env=env or None, **kw)
