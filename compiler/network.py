@@ -578,7 +578,7 @@ def resolve_depths(skel: Skeleton, depths: Optional[Sequence[int]]) -> tuple[int
     if len(values) != len(skel.multipliers):
         raise BuildError(f"the {skel.name} skeleton has {len(skel.multipliers)} stages; "
                          f"got {len(values)} depths {list(values)}")
-    if any(d < 0 for d in values) or (skel.cells and sum(values) + 2 < 3) or sum(values) < 1:
+    if any(d < 0 for d in values) or sum(values) < 1:
         raise BuildError(f"depths must be non-negative with at least one block, not {list(values)}")
     return values
 
@@ -612,7 +612,7 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
             input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
             path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
     """Everything `build_network` reports, without building a module: fit (or check) widths and cost them."""
-    from nader.compiler.fit import FitError, fit, preset_budget
+    from nader.compiler.fit import Budget, FitError, fit, preset_budget
 
     skel = skeleton_info(skeleton)
     data = dataset_info(dataset)
@@ -623,12 +623,14 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
         raise BuildError(f"input_size must be positive, not {input_size}")
     width_values = resolve_widths(skel, widths)
     info: dict = {}
+    if isinstance(budget, dict):
+        budget = Budget(**{k: budget.get(k) for k in ("params", "flops", "memory")}, label="given")
     if width_values is None:
         chosen_budget = budget if budget is not None else preset_budget(skel.name, data.name, depth_values)
-        model = network_model(arch, skel, depth_values, size, data.num_classes)
         try:
+            model = network_model(arch, skel, depth_values, size, data.num_classes)
             result = fit(model, chosen_budget)
-        except FitError as error:
+        except (FitError, CostError) as error:
             raise BuildError(str(error)) from None
         width_values = tuple(result.widths)
         info.update(budget=chosen_budget.to_json(), binding=result.binding_text, fit=result.to_json())
@@ -637,8 +639,11 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
     if broken:
         raise BuildError(f"widths {list(width_values)} break a constraint: {broken[0]}"
                          + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""))
-    figures = plan_cost(arch, plan).evaluate({})
-    nader = plan_cost(arch, plan, "nader").evaluate({})
+    try:
+        figures = plan_cost(arch, plan).evaluate({})
+        nader = plan_cost(arch, plan, "nader").evaluate({})
+    except CostError as error:
+        raise BuildError(f"cannot cost the network: {error}") from None
     base = {
         "skeleton": skel.name, "dataset": data.name, "params": figures.params, "flops": figures.flops,
         "macs": figures.macs, "nader_flops": nader.flops, "memory": peak_memory(arch, plan), "widths": list(width_values),

@@ -104,6 +104,11 @@ def test_fit_is_deterministic_and_matches_build_network():
     assert info["widths"] == a.widths and info["params"] == a.params and info["binding"] == a.binding_text
 
 
+def test_budget_may_be_a_plain_dict():
+    _, info = build_network(ARCH, "nb201", "cifar10", budget={"params": 300_000})
+    assert info["params"] <= 300_000 and info["binding"] == "params" and info["budget"]["flops"] is None
+
+
 def test_no_width_fits():
     with pytest.raises(FitError, match="even base width 1 exceeds params"):
         fit(model_for(ARCH), Budget(100, None))

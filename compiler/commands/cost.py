@@ -13,7 +13,6 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import load
-from nader.compiler.reporting import render
 
 
 def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
@@ -79,6 +78,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     except BuildError as error:
         raise click.UsageError(str(error)) from None
     budget = None
+    if width_values is not None and (max_params or max_flops or max_memory):
+        raise click.UsageError("--max-params/--max-flops/--max-memory set a budget to fit; drop --widths to fit")
     if width_values is None and (max_params or max_flops or max_memory):
         try:
             base = preset_budget(skel.name, data.name, depth_values)
@@ -105,11 +106,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
         except (BuildError, CostError) as error:
             failed = True
             obj["error"] = str(error)
-            diagnostics = getattr(error, "diagnostics", [])
             if fmt == "text":
                 click.echo(f"{path}: error: {error}", err=True)
-                if diagnostics:
-                    click.echo(render(diagnostics[:3], "concise", {}), err=True, nl=False)
             objects.append(obj)
             continue
         info.pop("_plan")
