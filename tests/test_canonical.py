@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_dir
-from strategies import noisy, program_texts
+from conftest import run_nadc, shared_dir
+from strategies import mutated_texts, noisy, program_texts
 from nader.compiler.cli import main
 from nader.compiler.passes.canonical import (
     COMMUTATIVE_OPS, ORDERED_INPUT_OPS, CanonicalStore, block_diff, canonical_hash, canonical_value,
@@ -536,3 +536,18 @@ def test_diff_command(tmp_path, capsys):
     assert code == 2
     code, _, err = run(capsys, "diff", str(a), str(tmp_path / "absent.nad"))
     assert code == 2 and "NAD100" in err and "Traceback" not in err
+
+
+@SETTINGS
+@given(mutated_texts(), mutated_texts())
+def test_hash_and_diff_never_crash_on_broken_blocks(text_a, text_b):
+    """Duplicate ids, undefined ids, cycles, unknown operations: hashing and diffing still work."""
+    blocks_a, blocks_b = parse(text_a).program.blocks, parse(text_b).program.blocks
+    for a in blocks_a:
+        assert canonical_hash(a) == canonical_hash(a) and source_hash(a)
+        assert block_diff(a, a).equal
+        for b in blocks_b[:1]:
+            d = block_diff(a, b)
+            assert d.equal == equivalent(a, b)
+    run = run_nadc(["diff", "-", "-"], stdin=text_a)
+    assert run.code == 2 and "Traceback" not in run.stderr
