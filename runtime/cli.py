@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
 import traceback
@@ -110,6 +111,7 @@ def render_table(results) -> str:
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                  batch_size, chance_epochs, device, threads, compile_, timeout, builder):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
+    _terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                     batch_size, chance_epochs, device, threads, compile_, timeout, builder)
@@ -117,6 +119,23 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
     sys.exit(code)
+
+
+def _terminate_like_interrupt() -> None:
+    """SIGTERM stops the evaluation the way Ctrl-C does: workers are stopped, finished epochs kept."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):  # pragma: no cover - not the main thread / unsupported platform
+        pass
 
 
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
@@ -159,6 +178,14 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         if run_dir is None:
             tmp = tempfile.mkdtemp(prefix="nader-run-")
             run_dir = tmp
+        else:
+            from .store import RunStore
+
+            try:
+                RunStore(run_dir).close()
+            except (OSError, sqlite3.Error) as exc:
+                click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
+                return 2
         progress = Progress(jobs, stream=sys.stderr)
         ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout)
         try:

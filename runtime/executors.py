@@ -80,8 +80,24 @@ def _signal_name(code: Optional[int]) -> str:
     return f"exited with status {code}"
 
 
-def _pool_worker(conn, device: Optional[str], threads: Optional[int]) -> None:  # runs in the child
+def _watch_parent(parent_pid: int) -> None:
+    """Exit when the parent goes away (killed without cleaning up): an orphan must not keep
+    training and writing the checkpoint that a resumed run is using."""
+    import threading
+
+    def loop():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=loop, daemon=True, name="nader-parent-watch").start()
+
+
+def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid: Optional[int] = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+    if parent_pid:
+        _watch_parent(parent_pid)
     if threads:
         import torch
 
@@ -109,7 +125,7 @@ class _Worker:
     def __init__(self, ctx, device, threads):
         self.device = device
         parent, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads), daemon=True,
+        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads, os.getpid()), daemon=True,
                                 name=f"nader-worker[{device or 'cpu'}]")
         self.proc.start()
         child.close()
@@ -248,6 +264,10 @@ class PoolExecutor(Executor):
                             nw = _Worker(self.ctx, w.device, self.threads)
                             workers.append(nw)
                             assign(nw)
+        except BaseException:
+            for w in workers:  # interrupted (Ctrl-C) or a callback failed: stop at once
+                w.kill()
+            raise
         finally:
             for w in workers:
                 try:
@@ -361,17 +381,25 @@ class RayExecutor(Executor):
             refs[ref] = i
         results: List[Optional[Result]] = [None] * len(jobs)
         started = time.monotonic()
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=1)
-            for ref in done:
-                i = refs.pop(ref)
+        try:
+            while refs:
+                done, _ = ray.wait(list(refs), num_returns=1)
+                for ref in done:
+                    i = refs.pop(ref)
+                    try:
+                        r = Result.from_dict(ray.get(ref))
+                    except Exception as exc:  # RayTaskError, WorkerCrashedError, node died, ...
+                        r = failure(jobs[i], self._kind(exc), self._message(exc), seconds=time.monotonic() - started)
+                    results[i] = r
+                    if on_result:
+                        on_result(r)
+        except BaseException:
+            for ref in refs:  # interrupted: do not leave tasks running on the cluster
                 try:
-                    r = Result.from_dict(ray.get(ref))
-                except Exception as exc:  # RayTaskError, WorkerCrashedError, node died, ...
-                    r = failure(jobs[i], self._kind(exc), self._message(exc), seconds=time.monotonic() - started)
-                results[i] = r
-                if on_result:
-                    on_result(r)
+                    ray.cancel(ref, force=True)
+                except Exception:
+                    pass
+            raise
         return results  # type: ignore[return-value]
 
     def _kind(self, exc) -> str:
