@@ -530,6 +530,8 @@ class _Aligner:
 
     # -- scoring ----------------------------------------------------------------------
     def compatible(self, a: NodeKey, b: NodeKey) -> bool:
+        if (self.ga.nodes.get(a) is None) != (self.gb.nodes.get(b) is None):
+            return False  # an id that edges use but no line defines matches only its like
         ta, tb = _is_terminal(self.ga, a), _is_terminal(self.gb, b)
         if ta or tb:
             return ta and tb and self.ops_a[a] == self.ops_b[b]
