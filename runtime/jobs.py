@@ -315,6 +315,8 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
         if store is not None:
             store.close()
 
+    if out.notes:
+        extra["info"] = {**extra["info"], "runtime_notes": list(out.notes)}
     return Result(job_id=job.job_id, seed=job.seed, status=out.status, error=out.reason,
                   error_kind="diverged" if out.status == "diverged" else None, name=job.name,
                   dataset=dataset, preset=preset.name, skeleton=job.skeleton,

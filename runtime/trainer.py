@@ -68,10 +68,14 @@ class TrainOutcome:
     device: str = "cpu"
     amp: Optional[str] = None
     previous_seconds: float = 0.0  # training time of earlier sessions (restored from the checkpoint)
+    notes: List[str] = field(default_factory=list)  # e.g. "torch.compile failed ...; trained eagerly"
 
 
-class Diverged(Exception):
-    pass
+def _is_oom(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
 
 
 def atomic_save(obj, path: Path) -> None:
@@ -260,7 +264,13 @@ class Trainer:
                               weight_decay=p.weight_decay)
         scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
         start, history, elapsed = self._restore(opt, scaler)
-        fwd = torch.compile(model) if p.compile else model
+        notes: List[str] = []
+        compiled = None
+        if p.compile:
+            try:
+                compiled = torch.compile(model)
+            except Exception as exc:  # no working backend here: train eagerly
+                notes.append(f"torch.compile unavailable ({type(exc).__name__}: {str(exc)[:200]}); trained eagerly")
         self._emit({"type": "start", "epochs": p.epochs, "resumed_from": start})
         t_begin = time.perf_counter()
         chance = 100.0 * p.chance_margin / data.num_classes
@@ -279,7 +289,19 @@ class Trainer:
                 for g in opt.param_groups:
                     g["lr"] = lr
                 with torch.autocast(dev.type, dtype=amp_dtype) if amp_dtype else contextlib.nullcontext():
-                    out = fwd(x)
+                    if compiled is not None:
+                        try:
+                            out = compiled(x)
+                        except Exception as exc:
+                            if _is_oom(exc):
+                                raise
+                            # compilation failed (no C++ compiler, an unsupported op, ...): eager from here on
+                            notes.append(f"torch.compile failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                                         f"trained eagerly")
+                            compiled = None
+                            out = model(x)
+                    else:
+                        out = model(x)
                     loss = F.cross_entropy(out, y, label_smoothing=p.label_smoothing)
                 opt.zero_grad(set_to_none=True)
                 if scaler is not None:
@@ -325,7 +347,7 @@ class Trainer:
         outcome = TrainOutcome(status=status, reason=reason, history=history, epochs_run=len(history),
                                resumed_from=start, seconds=seconds, device=str(dev),
                                amp=str(amp_dtype).replace("torch.", "") if amp_dtype else None,
-                               previous_seconds=elapsed)
+                               previous_seconds=elapsed, notes=notes)
         if last is not None:
             outcome.train_loss, outcome.train_acc = last["train_loss"], last["train_acc"]
         if status == "ok":

@@ -147,3 +147,29 @@ def test_in_process_run_restores_thread_count():
     before = torch.get_num_threads()
     run_job(tiny_job(options={"epochs": 1, "threads": 1}))
     assert torch.get_num_threads() == before
+
+
+def test_compile_failure_falls_back_to_eager(monkeypatch):
+    job = tiny_job(options={"epochs": 1, "train_limit": 128, "eval_limit": 64})
+    eager = run_job(job)
+
+    def broken_compile(model, *a, **kw):
+        def call(x):
+            raise RuntimeError("inductor: no C++ compiler")
+        return call
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    r = run_job(tiny_job(options={"epochs": 1, "train_limit": 128, "eval_limit": 64, "compile": True}))
+    assert r.status == "ok"
+    assert any("trained eagerly" in n for n in r.info["runtime_notes"])
+    m1, m2 = result_metrics(eager), result_metrics(r)
+    assert {k: v for k, v in m1.items() if k != "job_id"} == {k: v for k, v in m2.items() if k != "job_id"}
+
+
+def test_torch_compile_trains():
+    import shutil
+
+    r = run_job(tiny_job(options={"epochs": 1, "train_limit": 128, "eval_limit": 64, "compile": True}))
+    assert r.status == "ok" and math.isfinite(r.train_loss)
+    if shutil.which("g++") or shutil.which("c++"):
+        assert "runtime_notes" not in r.info  # really compiled
