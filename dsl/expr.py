@@ -7,6 +7,7 @@ equality. They are evaluated by walking the tree, never with `eval`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from fractions import Fraction
 from typing import Iterator, Mapping, Union
 
@@ -139,6 +140,13 @@ def evaluate(expr: Expr, sizes: Mapping[str, int] | None = None) -> Fraction | f
 
 def constant_int(value: Value) -> int | None:
     """The integer an expression denotes without any symbol, else None."""
+    if type(value) is Num:  # the common case, e.g. `stride=1`
+        return value.value if type(value.value) is int else None
+    return _constant_int(value)
+
+
+@lru_cache(maxsize=4096)
+def _constant_int(value: Value) -> int | None:
     if isinstance(value, TupleValue) or any(True for _ in symbols(value)):
         return None
     try:

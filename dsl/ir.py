@@ -52,15 +52,14 @@ class Node:
     op_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
     # Bound parameters with defaults filled in (derived from op_name and args).
     params: Mapping[str, Value] = field(default_factory=dict, compare=False, repr=False)
+    # Resolved from op_name once; `dataclasses.replace` re-runs __post_init__.
+    opdef: Optional[OpDef] = field(default=None, init=False, compare=False, repr=False)
+    op: Optional[Op] = field(default=None, init=False, compare=False, repr=False)
 
-    @property
-    def opdef(self) -> Optional[OpDef]:
-        return lookup(self.op_name)
-
-    @property
-    def op(self) -> Optional[Op]:
+    def __post_init__(self) -> None:
         d = lookup(self.op_name)
-        return d.op if d else None
+        self.opdef = d
+        self.op = d.op if d else None
 
     def arg(self, name: str) -> Optional[Arg]:
         """The argument that sets parameter `name`, if written (positional ones included)."""
@@ -117,6 +116,16 @@ class Block:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     header_span: Span = field(default=NO_SPAN, compare=False, repr=False)
     _adjacency: Optional[tuple] = field(default=None, init=False, compare=False, repr=False)
+    _analyses: Optional[dict] = field(default=None, init=False, compare=False, repr=False)
+
+    def analysis(self, key: str, compute):
+        """A derived fact about this block, computed once (blocks are not mutated after parsing)."""
+        cache = self._analyses
+        if cache is None:
+            cache = self._analyses = {}
+        if key not in cache:
+            cache[key] = compute(self)
+        return cache[key]
 
     # -- graph view -------------------------------------------------------
     def _graph(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -136,7 +145,10 @@ class Block:
         return None
 
     def node_map(self) -> dict[int, Node]:
-        """Nodes by id (the first definition wins where an id is duplicated)."""
+        """Nodes by id (the first definition wins where an id is duplicated). Shared: do not mutate."""
+        return self.analysis("node_map", Block._node_map)
+
+    def _node_map(self) -> dict[int, Node]:
         result: dict[int, Node] = {}
         for n in self.nodes:
             result.setdefault(n.id, n)
@@ -157,6 +169,10 @@ class Block:
 
     def topological_order(self) -> Optional[list[int]]:
         """Node ids in a topological order (file order breaks ties), or None on a cycle."""
+        order = self.analysis("topological_order", Block._topological_order)
+        return list(order) if order is not None else None
+
+    def _topological_order(self) -> Optional[list[int]]:
         ids = list(self.node_map())
         indegree = {i: 0 for i in ids}
         successors: dict[int, list[int]] = {i: [] for i in ids}

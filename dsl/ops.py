@@ -42,6 +42,9 @@ class Op(str, enum.Enum):
     RESHAPE = "reshape"
     DROP_PATH = "DropPath"
 
+    # Group membership tests are hot: hash in C, consistently with str equality.
+    __hash__ = str.__hash__
+
     def __str__(self) -> str:
         return self.value
 

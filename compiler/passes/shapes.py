@@ -253,7 +253,7 @@ class ShapeContext:
         self.result = result
         self.env = result.contract.env
         self.node: Node = None  # type: ignore[assignment]
-        self._seen_constraints: set[str] = set()
+        self._seen_constraints: set[tuple] = set()
 
     # -- sizes from expressions ----------------------------------------------------
     def size(self, value: Value, what: str) -> Poly:
@@ -307,7 +307,7 @@ class ShapeContext:
 
     # -- constraints ---------------------------------------------------------------
     def add_constraint(self, c: Constraint) -> None:
-        key = str(c)
+        key = (c.size, c.modulus)
         if key not in self._seen_constraints:
             self._seen_constraints.add(key)
             self.result.constraints.append(c)
@@ -429,8 +429,8 @@ def _rule_conv(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     groups = ctx.size(node.params["groups"], "`groups`")
     ctx.require_positive(out, "`out_channels`")
     ctx.require_positive(groups, "`groups`")
-    ctx.require_divides(groups, in_channels, f"`groups` must divide the input channels {in_channels}")
-    ctx.require_divides(groups, out, f"`groups` must divide `out_channels` {out}")
+    ctx.require_divides(groups, in_channels, "`groups` must divide the input channels")
+    ctx.require_divides(groups, out, "`groups` must divide `out_channels`")
     ctx.result.facts.setdefault(node.id, {})["groups"] = groups
     sh, sw = _pair(node.params["stride"])
     return (x[0], out, ceil_div(x[2], sh), ceil_div(x[3], sw))
@@ -706,6 +706,13 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
 }
 
 
+# Successful rule applications, interned: a rule's result depends only on the node's arguments
+# (the tuple parse_line shares between equal lines, kept alive here so its id stays unique),
+# its input shapes, the role's contract and the constraints found before it. Errors are not
+# cached: they carry spans.
+_RULE_RESULTS: dict[tuple, tuple] = {}
+
+
 def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride: int = 1,
                  limits: Limits = Limits()) -> ShapeResult:
     """Infer every node's shape; the block must have passed the structure checks."""
@@ -725,8 +732,24 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
         if any(s is None for s in inputs):
             result.failed = True
             continue  # an upstream node failed; it was reported there
+        key = (node.op_name, id(node.args), tuple(inputs), role, stem_stride, tuple(result.constraints))
+        hit = _RULE_RESULTS.get(key)
+        if hit is not None and hit[0] is node.args:
+            _, shape, added, facts = hit
+            for c in added:
+                ctx.add_constraint(c)
+            if facts:
+                result.facts[node_id] = dict(facts)
+            result.shapes[node_id] = shape
+            continue
+        before = len(result.constraints)
         try:
-            result.shapes[node_id] = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
+            shape = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
+            result.shapes[node_id] = shape
+            if len(_RULE_RESULTS) > 65_536:
+                _RULE_RESULTS.clear()
+            _RULE_RESULTS[key] = (node.args, shape, tuple(result.constraints[before:]),
+                                  dict(result.facts.get(node_id, {})))
         except _Warning as warning:
             sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
             result.shapes[node_id] = warning.shape
@@ -739,9 +762,21 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     return result
 
 
+def _has_floordiv(value) -> bool:
+    if isinstance(value, BinOp):
+        return value.op == "//" or _has_floordiv(value.lhs) or _has_floordiv(value.rhs)
+    if isinstance(value, Neg):
+        return _has_floordiv(value.operand)
+    if isinstance(value, TupleValue):
+        return any(_has_floordiv(v) for v in value.items)
+    return False
+
+
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
     from nader.dsl.ops import ParamKind
+    if not any(_has_floordiv(a.value) for n in block.nodes for a in n.args):
+        return  # only `//` depends on constraints found elsewhere in the block
     for node in block.nodes:
         d = node.opdef
         if d is None:
@@ -781,6 +816,34 @@ def _check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) 
     result.failed = True
 
 
+_REFERENCE_VALUES: dict[tuple, int] = {}
+_REFERENCE_COUNTS: dict[tuple, int] = {}
+
+
+def _count_at_reference(shape: Shape, sizes: Mapping[str, int], key: tuple) -> int:
+    cache_key = (shape, key)
+    count = _REFERENCE_COUNTS.get(cache_key)
+    if count is None:
+        if len(_REFERENCE_COUNTS) > 100_000:
+            _REFERENCE_COUNTS.clear()
+        count = 1
+        for s in shape:
+            count *= max(_at_reference(s, sizes, key), 0)
+        _REFERENCE_COUNTS[cache_key] = count
+    return count
+
+
+def _at_reference(size: Poly, sizes: Mapping[str, int], key: tuple) -> int:
+    """size evaluated at the reference sizes, cached (the same sizes recur across blocks)."""
+    cache_key = (size, key)
+    value = _REFERENCE_VALUES.get(cache_key)
+    if value is None:
+        if len(_REFERENCE_VALUES) > 100_000:
+            _REFERENCE_VALUES.clear()
+        value = _REFERENCE_VALUES[cache_key] = int(size.evaluate(sizes))
+    return value
+
+
 def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits) -> None:
     sizes = dict(limits.reference)
     if result.role is Role.STEM:
@@ -788,11 +851,10 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
     else:
         sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
     nodes = block.node_map()
+    key = tuple(sorted(sizes.items()))
     for node_id, shape in result.shapes.items():
         try:
-            count = 1
-            for s in shape:
-                count *= max(int(s.evaluate(sizes)), 0)
+            count = _count_at_reference(shape, sizes, key)
         except (KeyError, ZeroDivisionError):
             continue
         if count > limits.max_elements:
@@ -809,8 +871,8 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
                 continue
             x = inputs[0]
             try:
-                fan_in = int(x[1 if node.op is Op.CONV2D else -1].evaluate(sizes))
-                out = int(shape[1 if node.op is Op.CONV2D else -1].evaluate(sizes))
+                fan_in = _at_reference(x[1 if node.op is Op.CONV2D else -1], sizes, key)
+                out = _at_reference(shape[1 if node.op is Op.CONV2D else -1], sizes, key)
             except (KeyError, ZeroDivisionError):
                 continue
             kh, kw = _pair(node.params["kernel_size"]) if node.op is Op.CONV2D else (1, 1)

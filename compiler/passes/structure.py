@@ -5,6 +5,8 @@ runs them in order. Shape inference runs only on blocks these accept.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink, Label, Severity, define_code
@@ -135,6 +137,41 @@ DUPLICATE_BLOCK = define_code("NAD211", "duplicate-block-name", E, "Two blocks i
 StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
 
 
+@dataclass
+class GraphFacts:
+    """What several checks need about a block's graph, computed once per block."""
+
+    nodes: dict  # id -> Node (first definition)
+    ops: dict  # id -> Op or None
+    in_count: dict  # id -> number of incoming wires (from any source id)
+    succ: dict  # id -> consumer ids among defined nodes
+    pred: dict  # id -> source ids among defined nodes
+    sources: list  # ids of input terminals
+    sinks: list  # ids of output terminals
+
+
+def _compute_facts(block: Block) -> GraphFacts:
+    nodes = block.node_map()
+    ops = {i: n.op for i, n in nodes.items()}
+    in_count: dict[int, int] = {}
+    succ: dict[int, list[int]] = {i: [] for i in nodes}
+    pred: dict[int, list[int]] = {i: [] for i in nodes}
+    for e in block.edges:
+        t = e.target
+        in_count[t] = in_count.get(t, 0) + len(e.sources)
+        if t in nodes:
+            for s in e.sources:
+                if s in nodes:
+                    succ[s].append(t)
+                    pred[t].append(s)
+    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in Group.SOURCE],
+                      [i for i, o in ops.items() if o in Group.SINK])
+
+
+def graph_facts(block: Block) -> GraphFacts:
+    return block.analysis("graph_facts", _compute_facts)
+
+
 def _node_span(block: Block, node_id: int) -> Span:
     node = block.node(node_id)
     return node.span if node else block.header_span
@@ -161,8 +198,8 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
-    sources = [n for n in block.nodes if n.op in Group.SOURCE]
-    sinks = [n for n in block.nodes if n.op in Group.SINK]
+    sources = [n for n in block.nodes if n.opdef is not None and n.opdef.has(Category.SOURCE)]
+    sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
     for n in sources:
         if n.op not in wanted:
             sink.emit(BAD_TERMINALS, f"`{n.op_name}` is not an input of a {role} block",
@@ -190,31 +227,31 @@ def _free_id(block: Block) -> int:
 
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    nodes = block.node_map()
-    incoming: dict[int, int] = {}
-    for source, target, edge, index in block.wires():
-        incoming[target] = incoming.get(target, 0) + 1
-        t, s = nodes.get(target), nodes.get(source)
-        if t is not None and t.op in Group.SOURCE:
-            sink.emit(TERMINAL_EDGES, f"edge into input terminal `{t.op_name}` (node {target})", edge.span,
-                      "inputs take no edges; reverse the edge or target another node", block.name)
-        if s is not None and s.op in Group.SINK:
-            sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
-                      "`output` ends the block; take the value from the node that feeds it", block.name)
-    for n in block.nodes:
-        if n.op in Group.SINK and incoming.get(n.id, 0) != 1:
-            count = incoming.get(n.id, 0)
-            sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", n.span,
+    facts = graph_facts(block)
+    nodes = facts.nodes
+    bad_sources = [i for i in facts.sources if facts.in_count.get(i)]
+    bad_sinks = [i for i in facts.sinks if facts.succ[i] or any(i in e.sources for e in block.edges)]
+    if bad_sources or bad_sinks:
+        for source, target, edge, index in block.wires():
+            if target in bad_sources:
+                sink.emit(TERMINAL_EDGES, f"edge into input terminal `{nodes[target].op_name}` (node {target})", edge.span,
+                          "inputs take no edges; reverse the edge or target another node", block.name)
+            if source in bad_sinks:
+                sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
+                          "`output` ends the block; take the value from the node that feeds it", block.name)
+    for i in facts.sinks:
+        count = facts.in_count.get(i, 0)
+        if count != 1:
+            sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", nodes[i].span,
                       "merge the results with `Add` or `concat` first" if count > 1 else "add an edge from the last node to output",
                       block.name)
 
 
 def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if block.topological_order() is not None:
+        return
     nodes = block.node_map()
-    successors: dict[int, list[int]] = {i: [] for i in nodes}
-    for s, t, _, _ in block.wires():
-        if s in nodes and t in nodes:
-            successors[s].append(t)
+    successors = graph_facts(block).succ
     color: dict[int, int] = {}
     for start in nodes:
         if color.get(start):
@@ -242,9 +279,7 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    counts: dict[int, int] = {}
-    for _, target, _, _ in block.wires():
-        counts[target] = counts.get(target, 0) + 1
+    counts = graph_facts(block).in_count
     for n in block.nodes:
         d = n.opdef
         if d is None or d.has(Category.TERMINAL):
@@ -259,13 +294,8 @@ def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 
 def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    nodes = block.node_map()
-    forward: dict[int, list[int]] = {i: [] for i in nodes}
-    backward: dict[int, list[int]] = {i: [] for i in nodes}
-    for s, t, _, _ in block.wires():
-        if s in nodes and t in nodes:
-            forward[s].append(t)
-            backward[t].append(s)
+    facts = graph_facts(block)
+    nodes, forward, backward = facts.nodes, facts.succ, facts.pred
 
     def reach(starts: list[int], graph: dict[int, list[int]]) -> set[int]:
         seen, todo = set(starts), list(starts)
@@ -276,8 +306,10 @@ def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
                     todo.append(nxt)
         return seen
 
-    from_inputs = reach([i for i, n in nodes.items() if n.op in Group.SOURCE], forward)
-    to_output = reach([i for i, n in nodes.items() if n.op in Group.SINK], backward)
+    from_inputs = reach(facts.sources, forward)
+    to_output = reach(facts.sinks, backward)
+    if len(from_inputs) == len(nodes) and len(to_output) == len(nodes):
+        return
     for node_id, n in nodes.items():
         if n.op in Group.SOURCE and node_id not in to_output:
             sink.emit(UNUSED_NODE, f"input `{n.op_name}` (node {node_id}) never reaches `output`", n.span,
@@ -293,6 +325,7 @@ def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
                       f"add an edge into node {node_id}, or delete it", block.name)
 
 
+@lru_cache(maxsize=4096)
 def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     if kind is ParamKind.SPATIAL:
         items = value.items if isinstance(value, TupleValue) else (value,)
@@ -329,35 +362,61 @@ def _nums(value: Value):
             yield from _nums(item)
 
 
+# Problems (code, message, parameter to point at or None for the op/node, help) per node line.
+# Keyed by the identity of the interned argument tuple that parse_line shares between equal lines;
+# the cached entry keeps that tuple alive so its id cannot be reused.
+_PARAMETER_PROBLEMS: dict[tuple, tuple] = {}
+
+
+def _parameter_problems(n) -> tuple:
+    key = (n.op_name, id(n.args))
+    hit = _PARAMETER_PROBLEMS.get(key)
+    if hit is not None and hit[0] is n.args:
+        return hit[1]
+    d = n.opdef
+    problems = []
+    for p in d.params:
+        value = n.params.get(p.name)
+        if value is None:
+            if p.required:
+                problems.append((MISSING_PARAMETER, f"`{n.op_name}` needs `{p.name}`", "", f"add it: `{d.signature()}`"))
+            continue
+        if p.variadic:
+            items = value.items if isinstance(value, TupleValue) else (value,)
+            if not items:
+                problems.append((MISSING_PARAMETER, f"`{n.op_name}` needs at least one value", None,
+                                 f"write e.g. `{d.signature()}`"))
+        else:
+            items = (value,)
+        for item in items:
+            wanted = _param_kind_error(p.kind, item)
+            if wanted:
+                problems.append((ILL_TYPED_PARAMETER, f"`{p.name}` of `{n.op_name}` must be {wanted}, not `{item}`",
+                                 p.name, None))
+        if p.kind is ParamKind.SIZE:
+            bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
+            if bad:
+                problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
+                                 p.name, "layer parameters may use only `C` and `dim`"))
+    result = tuple(problems)
+    if len(_PARAMETER_PROBLEMS) > 65_536:
+        _PARAMETER_PROBLEMS.clear()
+    _PARAMETER_PROBLEMS[key] = (n.args, result)
+    return result
+
+
 def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
     for n in block.nodes:
-        d = n.opdef
-        if d is None:
+        if n.opdef is None:
             continue
-        for p in d.params:
-            value = n.params.get(p.name)
-            if value is None:
-                if p.required:
-                    sink.emit(MISSING_PARAMETER, f"`{n.op_name}` needs `{p.name}`", Span.on_line(n.span.line, n.op_span),
-                              f"add it: `{d.signature()}`", block.name)
-                continue
-            if p.variadic:
-                items = value.items if isinstance(value, TupleValue) else (value,)
-                if not items:
-                    sink.emit(MISSING_PARAMETER, f"`{n.op_name}` needs at least one value", n.span,
-                              f"write e.g. `{d.signature()}`", block.name)
-                problems = [(item, _param_kind_error(p.kind, item)) for item in items]
+        for code, message, where, help_text in _parameter_problems(n):
+            if where == "":
+                span = Span.on_line(n.span.line, n.op_span)
+            elif where is None:
+                span = n.span
             else:
-                problems = [(value, _param_kind_error(p.kind, value))]
-            for item, wanted in problems:
-                if wanted:
-                    sink.emit(ILL_TYPED_PARAMETER, f"`{p.name}` of `{n.op_name}` must be {wanted}, not `{item}`",
-                              n.arg_span(p.name), None, block.name)
-            if p.kind is ParamKind.SIZE:
-                bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
-                if bad:
-                    sink.emit(SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
-                              n.arg_span(p.name), "layer parameters may use only `C` and `dim`", block.name)
+                span = n.arg_span(where)
+            sink.emit(code, message, span, help_text, block.name)
 
 
 STRUCTURE_CHECKS: tuple[StructureCheck, ...] = (

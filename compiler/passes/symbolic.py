@@ -34,6 +34,11 @@ class Poly:
     # -- construction ----------------------------------------------------------
     @staticmethod
     def const(value) -> "Poly":
+        if type(value) is int:
+            p = _INT_CONSTS.get(value)
+            if p is None:
+                p = _INT_CONSTS[value] = _const(Fraction(value))
+            return p
         return _const(Fraction(value))
 
     @staticmethod
@@ -130,6 +135,9 @@ def _gcd(a: int, b: int) -> int:
     while b:
         a, b = b, a % b
     return a
+
+
+_INT_CONSTS: dict[int, "Poly"] = {}
 
 
 @lru_cache(maxsize=None)
