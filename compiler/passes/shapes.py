@@ -159,6 +159,16 @@ GROUPS = define_code("NAD316", "groups-mismatch", E, "`groups` can never divide 
 """)
 
 
+def _operand_labels(ctx: "ShapeContext", pairs) -> tuple[Label, ...]:
+    """Secondary labels on the node lines of the operands that disagree: (node id, shape) pairs."""
+    labels = []
+    for node_id, shape in pairs:
+        node = ctx.block.node(node_id)
+        if node is not None:
+            labels.append(Label(node.span, f"node {node_id} gives {shape_str(shape)}"))
+    return tuple(labels)
+
+
 class ShapeError(Exception):
     def __init__(self, code: Code, message: str, help: Optional[str] = None, span: Optional[Span] = None,
                  labels: tuple[Label, ...] = ()):
@@ -498,7 +508,8 @@ def _broadcast(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
                     f"`{node.op_name}` inputs do not broadcast: {shape_str(result)} from node {sources[0]} and "
                     f"{shape_str(x)} from node {sources[index]} differ on axis {axis - rank + len(x) if len(x) == rank else axis} "
                     f"({p} vs {q})",
-                    "make both inputs the same shape (e.g. a 1x1 Conv2d to match channels, the same stride to match H, W)")
+                    "make both inputs the same shape (e.g. a 1x1 Conv2d to match channels, the same stride to match H, W)",
+                    labels=_operand_labels(ctx, [(sources[0], xs[0]), (sources[index], x)]))
         result = tuple(out)
     return result
 
@@ -517,7 +528,8 @@ def _rule_concat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
                 raise ShapeError(CONCAT_MISMATCH,
                                  f"`concat` along axis {axis}: {shape_str(xs[0])} from node {sources[0]} and "
                                  f"{shape_str(x)} from node {sources[index]} differ on axis {k} ({xs[0][k]} vs {x[k]})",
-                                 "make the other axes equal, or concatenate along the axis that differs")
+                                 "make the other axes equal, or concatenate along the axis that differs",
+                                 labels=_operand_labels(ctx, [(sources[0], xs[0]), (sources[index], x)]))
         total = total + x[axis]
     return tuple(total if k == axis else xs[0][k] for k in range(rank))
 
@@ -567,7 +579,8 @@ def _rule_matmul(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
                        "swap the order of the two edges into this node", swapped)
     raise ShapeError(MATMUL_MISMATCH, f"`multiply` of {shape_str(a)} (node {sources[0]}) and {shape_str(b)} "
                                       f"(node {sources[1]}) does not fit (..., n, k) x (..., k, m)",
-                     "`permute` or `reshape` one operand so its inner size matches the other's")
+                     "`permute` or `reshape` one operand so its inner size matches the other's",
+                     labels=_operand_labels(ctx, [(sources[0], a), (sources[1], b)]))
 
 
 class _Warning(Exception):
