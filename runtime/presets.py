@@ -41,7 +41,7 @@ class Preset:
     chance_epochs: Optional[int] = None  # stop as diverged if still at chance after this many epochs
     chance_margin: float = 1.5  # "at chance": train accuracy <= margin / num_classes
     amp: str = "auto"  # auto (bf16 if supported else fp16, CUDA only) | bf16 | fp16 | off
-    channels_last: str = "auto"  # auto (CUDA only) | on | off
+    channels_last: str = "auto"  # auto (on for CPU and CUDA: faster convolutions) | on | off
     compile: bool = False  # torch.compile the model
     deterministic: str = "auto"  # auto (on for CPU) | on | off
     checkpoint_every: int = 1  # epochs between checkpoints (when the job has a run directory)

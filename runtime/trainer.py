@@ -245,7 +245,7 @@ class Trainer:
 
     def _fit(self, p: Preset, dev: torch.device) -> TrainOutcome:
         data = self.data
-        cl = p.channels_last == "on" or (p.channels_last == "auto" and dev.type == "cuda")
+        cl = p.channels_last == "on" or (p.channels_last == "auto" and dev.type in ("cuda", "cpu"))
         amp_dtype = _amp_dtype(dev, p.amp)
         model = self.model.to(dev)
         if cl:
