@@ -24,6 +24,8 @@ def verify_cmd(files, role, stem_stride, max_elements, fmt):
 
     JSON output is a list with one object per block: file, block, role, ok, diagnostics,
     constraints (conditions on the widths, e.g. `C % 4 == 0`) and shapes (per node id).
+    Problems of a whole file (unreadable, no block, duplicate block names) come as an object
+    whose block is null.
     Exit status 1 when any block has an error.
     """
     from nader.compiler.passes import Limits, verify_program
@@ -35,10 +37,16 @@ def verify_cmd(files, role, stem_stride, max_elements, fmt):
     for parsed in results:
         reports, file_level = verify_program(parsed, role=Role(role) if role else None, stem_stride=stem_stride,
                                              limits=limits)
-        diagnostics.extend(file_level)
-        failed |= any(d.is_error for d in file_level) or (not parsed.program.blocks and not parsed.ok)
         if not parsed.program.blocks:
-            diagnostics.extend(parsed.diagnostics)
+            # Nothing to verify (unreadable, empty or no parsable block): report the file itself.
+            objects.append({"file": parsed.program.path, "block": None, "role": None,
+                            "ok": not any(d.is_error for d in file_level),
+                            "diagnostics": [d.to_json() for d in file_level], "constraints": [], "shapes": {}})
+        elif file_level:
+            objects.append({"file": parsed.program.path, "block": None, "role": None, "ok": False,
+                            "diagnostics": [d.to_json() for d in file_level], "constraints": [], "shapes": {}})
+        diagnostics.extend(file_level)
+        failed |= any(d.is_error for d in file_level)
         for report in reports:
             diagnostics.extend(report.diagnostics)
             objects.append(report.to_json())

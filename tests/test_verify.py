@@ -1,0 +1,112 @@
+"""`nadc verify` and the verifier's API: verdicts, constraints, roles, JSON."""
+import json
+
+import pytest
+
+from nader.compiler.passes import verify_block
+from nader.dsl import parse
+from nader.dsl.ir import Role
+
+RESNET = """##R##
+0:input
+1:output
+2:Conv2d(out_channels=C,kernel_size=3)
+3:BN
+4:Add
+0->2
+2->3
+3->4
+0->4
+4->1
+"""
+
+
+def block(text):
+    parsed = parse(text)
+    assert parsed.ok, parsed.diagnostics
+    return parsed.program.blocks[0]
+
+
+def test_a_resnet_block_verifies_with_its_shapes():
+    report = verify_block(block(RESNET))
+    assert report.ok and report.role is Role.BASE
+    assert [str(s) for s in report.shapes.shapes[4]] == ["B", "C", "H", "W"]
+
+
+def test_groups_give_a_width_constraint_not_an_error():
+    report = verify_block(block(RESNET.replace("kernel_size=3)", "kernel_size=3,groups=8)")))
+    assert report.ok
+    assert report.constraints == ["C % 8 == 0"]
+
+
+def test_constraints_are_merged_to_the_strongest():
+    text = RESNET.replace("2:Conv2d(out_channels=C,kernel_size=3)",
+                          "2:reshape(B,C/4/4,16,H,W)\n5:reshape(B,C,H,W)\n6:Conv2d(out_channels=C,kernel_size=1,groups=4)")
+    text = text.replace("0->2\n2->3", "0->2\n2->5\n5->6\n6->3")
+    report = verify_block(block(text))
+    assert report.ok, [d.message for d in report.diagnostics]
+    assert report.constraints == ["C % 16 == 0"]
+
+
+def test_role_override_changes_the_contract():
+    down = verify_block(block(RESNET), role=Role.DOWNSAMPLE)
+    assert not down.ok
+    assert any(d.code.code == "NAD311" for d in down.diagnostics)
+
+
+def test_stem_stride_selects_the_stem_contract():
+    stem = block("##S_stem##\n0:input\n1:output\n2:Conv2d(out_channels=dim,kernel_size=4,stride=4)\n0->2\n2->1\n")
+    assert verify_block(stem, stem_stride=4).ok
+    assert not verify_block(stem, stem_stride=1).ok
+
+
+def test_diagnostics_point_at_the_offending_line_and_state_both_shapes():
+    text = RESNET.replace("2:Conv2d(out_channels=C,", "2:Conv2d(out_channels=C*2,")
+    report = verify_block(block(text))
+    (error,) = [d for d in report.diagnostics if d.is_error]
+    assert error.code.code == "NAD301" and error.span.line == 6
+    assert "(B,2*C,H,W)" in error.message and "(B,C,H,W)" in error.message
+    assert {label.span.line for label in error.secondary} == {2, 5}  # the BN and the input feeding Add
+
+
+def test_verify_json_has_one_object_per_block(nadc, tmp_path):
+    path = tmp_path / "x.nad"
+    path.write_text(RESNET + RESNET.replace("##R##", "##Bad##").replace("C,kernel", "C*2,kernel"))
+    result = nadc(["verify", str(path), "--format", "json"])
+    assert result.code == 1
+    objects = json.loads(result.stdout)
+    assert [o["block"] for o in objects] == ["R", "Bad"]
+    assert set(objects[0]) == {"file", "block", "role", "ok", "diagnostics", "constraints", "shapes"}
+    assert objects[0]["ok"] and not objects[1]["ok"]
+    assert objects[0]["shapes"]["2"] == ["B", "C", "H", "W"]
+    assert objects[1]["diagnostics"][0]["code"] == "NAD301"
+
+
+def test_verify_json_reports_unreadable_and_empty_files(nadc, tmp_path):
+    empty = tmp_path / "empty.nad"
+    empty.write_text("")
+    result = nadc(["verify", str(empty), str(tmp_path / "missing.nad"), "--format", "json"])
+    assert result.code == 1
+    objects = json.loads(result.stdout)
+    assert [(o["block"], [d["code"] for d in o["diagnostics"]]) for o in objects] == [(None, ["NAD117"]), (None, ["NAD100"])]
+
+
+def test_verify_does_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "x.nad"
+    path.write_text(RESNET)
+    code = ("import sys; from nader.compiler.cli import main\n"
+            f"sys.argv = ['nadc', 'verify', {str(path)!r}]\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith("False")
+
+
+@pytest.mark.parametrize("text", ["2:Conv2d(out_channels=C*C*C*C,kernel_size=1)", "2:repeat(1,1,4096,4096)"])
+def test_absurd_sizes_are_refused_before_allocation(text):
+    src = f"##X##\n0:input\n1:output\n{text}\n3:mean(dim=(1,2,3))\n4:Mul\n0->2\n2->3\n3->4\n0->4\n4->1\n"
+    report = verify_block(block(src))
+    assert not report.ok
+    assert any(d.code.code == "NAD313" for d in report.diagnostics)
