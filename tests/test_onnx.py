@@ -805,3 +805,46 @@ def test_nadc_emits_a_network(tmp_path):
     assert props["nader.skeleton"] == "darts" and props["nader.widths"] == "8,16,32"
     run = run_nadc([str(src), "--emit", "onnx", "--network", "nb201", "-o", str(out)])
     assert run.code == 1 and "darts" in run.stderr and "Traceback" not in run.stderr
+
+
+def _corpus_skeleton(name: str) -> tuple[str, str]:
+    """(skeleton, dataset) NADER used for a corpus architecture file."""
+    if name.startswith("darts__"):
+        return "darts", "cifar10"
+    if name.startswith(("blocks__", "blocks-cifar__")):
+        return "imagenet", "cifar100"
+    return "nb201", "cifar100"
+
+
+def test_every_corpus_architecture_fits_builds_and_matches_onnx(compat_dir):
+    """Issue 4's bar: every compatibility architecture fits its budget, builds, and PyTorch == ONNX."""
+    from nader.compiler.fit import preset_budget
+    from nader.compiler.network import analyze, build_network
+
+    files = sorted((compat_dir / "blocks").glob("*.txt"))
+    assert len(files) == 30
+    worst = 0.0
+    for path in files:
+        skeleton, dataset = _corpus_skeleton(path.name)
+        text = path.read_text()
+        info = analyze(text, skeleton, dataset)  # fits the preset budget
+        budget = preset_budget(skeleton, dataset, info["depths"])
+        assert info["params"] <= budget.params, path.name
+        assert budget.flops is None or info["flops"] <= budget.flops, path.name
+        module, built = build_network(text, skeleton, dataset, widths=info["widths"], depths=info["depths"])
+        assert sum(p.numel() for p in module.parameters()) == info["params"], path.name
+        # Lowering agreement does not depend on width: compare at small widths and depths, odd sizes too.
+        from nader.compiler.backends.onnx_backend import OnnxLoweringError
+
+        depths = tuple(1 for _ in info["depths"])
+        multipliers = [w // info["widths"][0] for w in info["widths"]]
+        for base in (8, 16, 32, 64, 128):  # the smallest width the blocks' constraints allow
+            try:
+                model, net, _ = _network(skeleton, text, widths=tuple(base * m for m in multipliers), depths=depths)
+                break
+            except OnnxLoweringError:
+                continue
+        else:
+            pytest.fail(f"{path.name}: no small width builds")
+        worst = max(worst, compare_network(model, net, ((1, 32, 32), (2, 19, 23))))
+    assert worst <= TOLERANCE
