@@ -76,13 +76,8 @@ RESNET_BASIC = """\
 """
 
 
-def shared_dir() -> Path | None:
-    env = os.environ.get("NADER_SHARED")
-    candidates = [Path(env)] if env else [ROOT.parent / "shared"]
-    for c in candidates:
-        if (c / "nader-compat").is_dir():
-            return c
-    return None
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import shared_dir  # noqa: E402
 
 
 def architectures(limit: int) -> list[tuple[str, str]]:

@@ -23,33 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import corpus, shared_dir  # noqa: E402
+
 TARGET = 20_000  # blocks/s, steady
-
-
-def shared_dir() -> Path | None:
-    env = os.environ.get("NADER_SHARED")
-    candidates = [Path(env)] if env else [ROOT.parent / "shared"]
-    for c in candidates:
-        if (c / "nader-compat").is_dir():
-            return c
-    return None
-
-
-def corpus(compat: Path) -> list[tuple[str, str]]:
-    """(name, text) for every block file and every logged block text."""
-    texts = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((compat / "blocks").glob("*.txt"))]
-    log = compat / "fail2success_log.json"
-    if log.is_file():
-        data = json.loads(log.read_text(encoding="utf-8"))
-        for kind, runs in sorted((data or {}).items()):
-            for run, entries in sorted((runs or {}).items()):
-                for i, entry in enumerate(entries or []):
-                    for side in ("fail_block", "success_block"):
-                        for key, text in sorted(((entry or {}).get(side) or {}).items()):
-                            if text:
-                                texts.append((f"{kind}/{run}/{i}/{side}/{key}", text))
-    return texts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from nader.dsl.parser import parse, parse_line
 
-    texts = corpus(shared / "nader-compat")
+    texts = [(name, text) for name, text, _ in corpus(shared / "nader-compat")]
     n_blocks = sum(len(parse(text, name).program.blocks) for name, text in texts)
 
     def one_round(cold: bool) -> float:

@@ -9,8 +9,6 @@ that cache first, and the expression/size caches of the symbolic algebra too.
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -19,24 +17,13 @@ from nader.compiler.passes import symbolic, verify_program
 from nader.dsl.parser import parse, parse_line
 
 NADER_BLOCKS_PER_S = 770
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import corpus, shared_dir  # noqa: E402
 
 
-def corpus() -> list[tuple[str, int]]:
-    shared = Path(os.environ.get("NADER_SHARED", ROOT.parent / "shared")) / "nader-compat"
-    if not shared.is_dir():
-        return []
-    texts = []
-    for path in sorted((shared / "blocks").glob("*.txt")):
-        stride = 4 if ("blocks__" in path.name or "forRes50" in path.name) else 1
-        texts.append((path.read_text(), stride))
-    log = json.loads((shared / "fail2success_log.json").read_text())
-    for group in log.values():
-        for records in group.values():
-            for record in records:
-                for side in ("fail_block", "success_block"):
-                    texts += [(t, 4) for t in record[side].values() if t]
-    return texts
+def load() -> list[tuple[str, int]]:
+    shared = shared_dir()
+    return [] if shared is None else [(text, stride) for _, text, stride in corpus(shared / "nader-compat")]
 
 
 def clear_caches() -> None:
@@ -61,7 +48,7 @@ def run(texts, rounds: int, cold: bool) -> tuple[float, int]:
 
 
 def main() -> int:
-    texts = corpus()
+    texts = load()
     if not texts:
         print("verify: skipped (../shared/nader-compat not found)")
         return 0

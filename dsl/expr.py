@@ -97,18 +97,23 @@ def _wrap(expr: Expr, min_precedence: int) -> str:
     return f"({text})" if _precedence(expr) < min_precedence else text
 
 
-def symbols(value: Value) -> Iterator[Sym]:
-    """Every symbol occurrence in an expression or tuple, left to right."""
-    if isinstance(value, Sym):
+def leaves(value: Value) -> Iterator[Union[Num, Sym]]:
+    """Every number and symbol in an expression or tuple, left to right."""
+    if isinstance(value, (Num, Sym)):
         yield value
     elif isinstance(value, Neg):
-        yield from symbols(value.operand)
+        yield from leaves(value.operand)
     elif isinstance(value, BinOp):
-        yield from symbols(value.lhs)
-        yield from symbols(value.rhs)
+        yield from leaves(value.lhs)
+        yield from leaves(value.rhs)
     elif isinstance(value, TupleValue):
         for item in value.items:
-            yield from symbols(item)
+            yield from leaves(item)
+
+
+def symbols(value: Value) -> Iterator[Sym]:
+    """Every symbol occurrence in an expression or tuple, left to right."""
+    return (leaf for leaf in leaves(value) if isinstance(leaf, Sym))
 
 
 def evaluate(expr: Expr, sizes: Mapping[str, int] | None = None) -> Fraction | float:

@@ -70,6 +70,7 @@ def test_emitted_source_runs_with_only_torch_and_gives_identical_outputs(tmp_pat
         sys.modules["nader"] = None  # the generated file must not need this package
         sys.path.insert(0, {str(tmp_path)!r})
         import torch, gen
+        torch.set_num_threads({torch.get_num_threads()})  # same kernels, so outputs are bit-identical
         m = gen.SE(16)
         m.load_state_dict(torch.load({str(tmp_path / 'weights.pt')!r}))
         m.eval()

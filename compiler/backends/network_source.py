@@ -14,66 +14,6 @@ from typing import Optional
 from nader.compiler.network import (Architecture, BuildError, CellUnit, LayerUnit, Plan, analyze,
                                     architecture_from_program, skeleton_info)
 
-SKELETON_PRELUDE = '''
-
-class FactorizedReduce(nn.Module):
-    """DARTS' FactorizedReduce: ReLU, two 1x1 stride-2 convolutions (one shifted by a pixel), BN."""
-
-    def __init__(self, C_in, C_out):
-        super().__init__()
-        self.relu = nn.ReLU(inplace=False)
-        self.conv_1 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
-        self.conv_2 = nn.Conv2d(C_in, C_out // 2, 1, stride=2, padding=0, bias=False)
-        self.bn = nn.BatchNorm2d(C_out)
-
-    def forward(self, x):
-        x = self.relu(x)
-        shifted = x[:, :, 1:, 1:]
-        if x.shape[2] % 2 or x.shape[3] % 2:  # odd sizes: pad so both halves are ceil(H/2)
-            shifted = nn.functional.pad(shifted, (0, x.shape[3] % 2, 0, x.shape[2] % 2))
-        return self.bn(torch.cat([self.conv_1(x), self.conv_2(shifted)], dim=1))
-
-
-def relu_conv_bn(C_in, C_out):
-    """DARTS' preprocessing: ReLU, 1x1 convolution without bias, BN."""
-    return nn.Sequential(nn.ReLU(inplace=False), nn.Conv2d(C_in, C_out, 1, stride=1, bias=False),
-                         nn.BatchNorm2d(C_out))
-
-
-class Cell(nn.Module):
-    """A two-input cell with DARTS' preprocessing of its inputs to the cell's width."""
-
-    def __init__(self, preprocess0, preprocess1, cell, reduction=False):
-        super().__init__()
-        self.preprocess0 = preprocess0
-        self.preprocess1 = preprocess1
-        self.cell = cell
-        self.reduction = reduction
-
-    def forward(self, s0, s1):
-        return self.cell(self.preprocess0(s0), self.preprocess1(s1))
-'''
-
-_STAGED_FORWARD = '''
-    def forward(self, x):
-        h = self.stem(x)
-        for i in range(1, self.num_stages + 1):
-            h = getattr(self, f"layer{i}")(h)
-            if i < self.num_stages:
-                h = getattr(self, f"downsample{i}")(h)
-        h = self.avg_pool(h)
-        return self.fc(torch.flatten(h, 1))
-'''
-
-_DARTS_FORWARD = '''
-    def forward(self, x):
-        s0 = s1 = self.stem(x)
-        for cell in self.cells:
-            s0, s1 = s1, cell(s0, s1)
-        return self.fc(torch.flatten(self.avg_pool(s1), 1))
-'''
-
-
 def _clean(name: str) -> str:
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in name)
     return cleaned if cleaned[:1].isalpha() else f"Block_{cleaned}"
@@ -81,7 +21,7 @@ def _clean(name: str) -> str:
 
 def _class_names(arch: Architecture) -> dict[str, str]:
     names: dict[str, str] = {}
-    used: set[str] = {"Network", "Cell", "FactorizedReduce", "DropPath"}
+    used: set[str] = {"Network", "Cell", "FactorizedReduce", "DropPath", "StagedNetwork", "DartsNetwork"}
     for part in ("base", "stem", "downsample"):
         name = _clean(arch.block(part).name)
         candidate, k = name, 2
@@ -105,30 +45,25 @@ def _layer_text(unit: Optional[LayerUnit]) -> str:
 
 
 def network_class_source(arch: Architecture, plan: Plan, names: dict[str, str]) -> str:
-    """The `Network` class of a plan with concrete widths."""
-    lines = ["class Network(nn.Module):",
-             f'    """{plan.skeleton.name} network: widths {plan.concrete_widths()}, depths {list(plan.depths)}, '
-             f'{plan.input_size}x{plan.input_size} input."""', "",
-             f"    def __init__(self, num_classes={plan.num_classes}):",
-             "        super().__init__()",
-             f"        self.stem = {names['stem']}(3, {_w(plan.stem.dim)})"]
+    """The `Network` class of a plan with concrete widths: the shared skeleton class, configured."""
+    doc = (f'    """{plan.skeleton.name} network: widths {plan.concrete_widths()}, depths {list(plan.depths)}, '
+           f'{plan.input_size}x{plan.input_size} input."""')
+    stem = f"{names['stem']}(3, {_w(plan.stem.dim)})"
     if plan.skeleton.cells:
-        lines.append("        self.cells = nn.ModuleList([")
-        for c in plan.cells:
-            lines.append(f"            {_cell_text(c, names)},")
-        lines.append("        ])")
+        lines = ["class Network(DartsNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
+                 "        super().__init__(", f"            stem={stem},", "            cells=["]
+        lines += [f"                {_cell_text(c, names)}," for c in plan.cells]
+        lines += ["            ],"]
     else:
-        lines.append(f"        self.num_stages = {len(plan.stages)}")
+        lines = ["class Network(StagedNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
+                 "        super().__init__(", f"            stem={stem},", "            stages=["]
         for i, stage in enumerate(plan.stages, 1):
-            width = _w(plan.widths[i - 1])
-            lines.append(f"        self.layer{i} = nn.Sequential(*[{names['base']}({width}) for _ in range({len(stage)})])")
-            if i <= len(plan.downsamples):
-                d = plan.downsamples[i - 1]
-                lines.append(f"        self.downsample{i} = {names['downsample']}({_w(d.C)}, {_w(d.dim)})")
-    lines.append("        self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))")
-    lines.append(f"        self.fc = nn.Linear({_w(plan.fc.cin)}, num_classes)")
-    body = "\n".join(lines) + "\n"
-    return body + (_DARTS_FORWARD if plan.skeleton.cells else _STAGED_FORWARD)
+            lines.append(f"                [{names['base']}({_w(plan.widths[i - 1])}) for _ in range({len(stage)})],")
+        lines.append("            ],")
+        downsamples = ", ".join(f"{names['downsample']}({_w(d.C)}, {_w(d.dim)})" for d in plan.downsamples)
+        lines.append(f"            downsamples=[{downsamples}],")
+    lines += [f"            in_features={_w(plan.fc.cin)},", "            num_classes=num_classes,", "        )"]
+    return "\n".join(lines) + "\n"
 
 
 def _cell_text(c: CellUnit, names: dict[str, str]) -> str:
@@ -155,7 +90,7 @@ def network_source(arch: Architecture, plan: Plan, info: dict) -> str:
             'if __name__ == "__main__":\n'
             "    model = Network().eval()\n"
             f"    print(tuple(model(torch.randn(2, 3, {size}, {size})).shape))\n")
-    return (header + SOURCE_PRELUDE + SKELETON_PRELUDE + "\n\n" + "\n\n".join(classes) + "\n\n"
+    return (header + SOURCE_PRELUDE + "\n\n" + "\n\n".join(classes) + "\n\n"
             + network_class_source(arch, plan, names) + tail)
 
 
@@ -181,4 +116,4 @@ def _default_dataset(skeleton: str) -> str:
     return "imagenet" if skeleton == "imagenet" else "cifar10"
 
 
-__all__ = ["SKELETON_PRELUDE", "emit_network_source", "network_class_source", "network_source"]
+__all__ = ["emit_network_source", "network_class_source", "network_source"]

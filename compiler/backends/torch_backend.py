@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import operator
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional, Sequence
 
@@ -37,66 +38,17 @@ class BlockRuntimeError(RuntimeError):
     """A node failed while running; the message names the `.nad` line it comes from."""
 
 
-# -- runtime helpers shared by built modules and emitted source ----------------------
-
-def crop_same(y: torch.Tensor, h: int, w: int, sh: int, sw: int) -> torch.Tensor:
-    """Crop the overshoot of symmetric padding so the result is ceil(h/sh) x ceil(w/sw)."""
-    return y[..., : -(-h // sh), : -(-w // sw)]
+# The helpers the forward pass calls live in torch_support, which generated files copy.
+from nader.compiler.backends import torch_support
+from nader.compiler.backends.torch_support import DropPath, crop_same, require_4d  # noqa: E402
 
 
-def require_4d(x: torch.Tensor, op: str) -> torch.Tensor:
-    if x.dim() != 4:
-        raise RuntimeError(f"{op} takes a 4-d (B,C,H,W) tensor, got {x.dim()}-d {tuple(x.shape)}")
-    return x
+def _standalone_source() -> str:
+    text = Path(torch_support.__file__).read_text(encoding="utf-8")
+    return text.split("# --- standalone source starts here ---\n", 1)[1]
 
 
-class DropPath(nn.Module):
-    """Stochastic depth: zero whole samples with probability `prob` in training."""
-
-    def __init__(self, prob: float = 0.0):
-        super().__init__()
-        self.prob = float(prob)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.prob <= 0.0:
-            return x
-        keep = 1.0 - self.prob
-        mask = x.new_empty((x.shape[0],) + (1,) * (x.dim() - 1)).bernoulli_(keep)
-        return x * mask / keep
-
-    def extra_repr(self) -> str:
-        return f"prob={self.prob}"
-
-
-SOURCE_PRELUDE = '''import torch
-from torch import nn
-
-
-def crop_same(y, h, w, sh, sw):
-    """Crop the overshoot of symmetric padding so the result is ceil(h/sh) x ceil(w/sw)."""
-    return y[..., : -(-h // sh), : -(-w // sw)]
-
-
-def require_4d(x, op):
-    if x.dim() != 4:
-        raise RuntimeError(f"{op} takes a 4-d (B,C,H,W) tensor, got {x.dim()}-d {tuple(x.shape)}")
-    return x
-
-
-class DropPath(nn.Module):
-    """Stochastic depth: zero whole samples with probability `prob` in training."""
-
-    def __init__(self, prob=0.0):
-        super().__init__()
-        self.prob = float(prob)
-
-    def forward(self, x):
-        if not self.training or self.prob <= 0.0:
-            return x
-        keep = 1.0 - self.prob
-        mask = x.new_empty((x.shape[0],) + (1,) * (x.dim() - 1)).bernoulli_(keep)
-        return x * mask / keep
-'''
+SOURCE_PRELUDE = _standalone_source()
 
 
 # -- lowering -------------------------------------------------------------------------

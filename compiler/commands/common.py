@@ -35,5 +35,18 @@ def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResul
     click.echo(render(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
 
 
+def int_list(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
+    """Comma-separated positive integers of an option such as `--widths 16,32,64`."""
+    if not text:
+        return None
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
+    if not values or any(v < 1 for v in values):
+        raise click.BadParameter(f"{what} must list positive integers, e.g. 16,32,64")
+    return values
+
+
 def exit_status(diagnostics: Iterable[Diagnostic]) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0

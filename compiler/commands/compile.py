@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import exit_status, format_option, load, report
+from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
 from nader.dsl.ir import Program, Role
 from nader.dsl.parser import ParseResult
 
@@ -69,18 +69,6 @@ def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
     return json.dumps(program_json(parsed.program), indent=2) + "\n"
 
 
-def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
-    if not text:
-        return None
-    try:
-        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
-    except ValueError:
-        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
-    if not values or any(v < 1 for v in values):
-        raise click.BadParameter(f"{what} must be positive integers")
-    return values
-
-
 @click.command("compile")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--emit", type=click.Choice(list(EMITTERS)), default="ir", show_default=True, help="What to produce.")
@@ -97,8 +85,8 @@ def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
 @format_option
 def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widths, depths, input_size, in_channels, fmt):
     """Parse FILEs and emit IR (readable dump), JSON, PyTorch source, ONNX or a drawing."""
-    options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, _ints(widths, "--widths"),
-                          _ints(depths, "--depths"), input_size, in_channels, out_path)
+    options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, int_list(widths, "--widths"),
+                          int_list(depths, "--depths"), input_size, in_channels, out_path)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
     # stdout is the artifact: diagnostics go to stderr in every format, JSON included.

@@ -12,19 +12,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import load
-
-
-def _ints(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
-    if not text:
-        return None
-    try:
-        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
-    except ValueError:
-        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
-    if not values:
-        raise click.BadParameter(f"{what} must list at least one integer")
-    return values
+from nader.compiler.commands.common import int_list, load
 
 
 def _m(value: int) -> str:
@@ -73,8 +61,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     skel = skeleton_info(skeleton)
     try:
         data = dataset_info(dataset or ("imagenet" if skeleton == "imagenet" else "cifar10"))
-        width_values = resolve_widths(skel, _ints(widths, "--widths"))
-        depth_values = resolve_depths(skel, _ints(depths, "--depths"))
+        width_values = resolve_widths(skel, int_list(widths, "--widths"))
+        depth_values = resolve_depths(skel, int_list(depths, "--depths"))
     except BuildError as error:
         raise click.UsageError(str(error)) from None
     budget = None

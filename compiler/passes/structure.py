@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink, Label, Severity, define_code
-from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, symbols
+from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, Role
 from nader.dsl.ops import REQUIRED, Category, Group, Op, ParamKind
 from nader.dsl.span import Span
@@ -343,23 +343,9 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     # SIZE and SHAPE: integer expressions.
     if isinstance(value, TupleValue):
         return "a size expression, not a tuple"
-    if any(isinstance(n, Num) and isinstance(n.value, float) for n in _nums(value)):
+    if any(isinstance(n, Num) and isinstance(n.value, float) for n in leaves(value)):
         return "an integer expression (no decimals)"
     return None
-
-
-def _nums(value: Value):
-    from nader.dsl.expr import BinOp, Neg
-    if isinstance(value, Num):
-        yield value
-    elif isinstance(value, Neg):
-        yield from _nums(value.operand)
-    elif isinstance(value, BinOp):
-        yield from _nums(value.lhs)
-        yield from _nums(value.rhs)
-    elif isinstance(value, TupleValue):
-        for item in value.items:
-            yield from _nums(item)
 
 
 # Problems (code, message, parameter to point at or None for the op/node, help) per node line.
