@@ -28,8 +28,8 @@ def load() -> list[tuple[str, int]]:
 
 def clear_caches() -> None:
     parse_line.cache_clear()
-    for fn in (symbolic._add, symbolic._mul, symbolic._scale, symbolic.exact_quotient, symbolic.ceil_div,
-               symbolic.floor_div):
+    for fn in (symbolic._add, symbolic._mul, symbolic._scale, symbolic.exact_quotient,
+               symbolic._rounded_div):
         fn.cache_clear()
 
 

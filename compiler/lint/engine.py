@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from nader.dsl.diagnostics import Code, Diagnostic, Label
 from nader.dsl.ir import Block, Node, Role
@@ -88,6 +88,16 @@ class Rule:
 
 
 _RULES: dict[str, Rule] = {}
+
+
+def consecutive_pairs(block: Block, ctx: "LintContext", group) -> Iterator[tuple]:
+    """(source id, target id, source node, target node) for each edge whose two ends are both in `group`, once."""
+    seen = set()
+    for s, t, _, _ in block.wires():
+        if (s, t) in seen or ctx.op(s) not in group or ctx.op(t) not in group:
+            continue
+        seen.add((s, t))
+        yield s, t, ctx.nodes[s], ctx.nodes[t]
 
 
 def rule(code: Code, needs_shapes: bool = False):

@@ -236,41 +236,36 @@ def _derived(kind: str, inner: Poly, k: int) -> Poly:
     return Poly.atom(name)
 
 
+_ROUNDING = {"ceil": ceil, "floor": floor}
+
+
 @lru_cache(maxsize=1 << 12)
+def _rounded_div(kind: str, p: Poly, k: int) -> Poly:
+    """ceil(p/k) or floor(p/k) for positive integer k, simplified where exact."""
+    if k == 1:
+        return p
+    c = p.constant()
+    if c is not None:
+        return Poly.const(_ROUNDING[kind](c / k))
+    q = p.scale(Fraction(1, k))
+    if q.has_integer_coefficients() and p.has_integer_coefficients():
+        return q
+    name = p.single_atom()
+    if name is not None and name in _DERIVED and _DERIVED[name][0] == kind:
+        # ceil(ceil(x/a)/b) == ceil(x/(a*b)) for positive integers, and likewise floor.
+        _, inner, a = _DERIVED[name]
+        return _rounded_div(kind, inner, a * k)
+    return _derived(kind, p, k)
+
+
 def ceil_div(p: Poly, k: int) -> Poly:
-    """ceil(p/k) for positive integer k, simplified where exact."""
-    if k == 1:
-        return p
-    c = p.constant()
-    if c is not None:
-        return Poly.const(ceil(c / k))
-    q = p.scale(Fraction(1, k))
-    if q.has_integer_coefficients() and p.has_integer_coefficients():
-        return q
-    name = p.single_atom()
-    if name is not None and name in _DERIVED and _DERIVED[name][0] == "ceil":
-        # ceil(ceil(x/a)/b) == ceil(x/(a*b)) for positive integers.
-        _, inner, a = _DERIVED[name]
-        return ceil_div(inner, a * k)
-    return _derived("ceil", p, k)
+    """ceil(p/k) for positive integer k."""
+    return _rounded_div("ceil", p, k)
 
 
-@lru_cache(maxsize=1 << 12)
 def floor_div(p: Poly, k: int) -> Poly:
-    """floor(p/k) for positive integer k, simplified where exact."""
-    if k == 1:
-        return p
-    c = p.constant()
-    if c is not None:
-        return Poly.const(floor(c / k))
-    q = p.scale(Fraction(1, k))
-    if q.has_integer_coefficients() and p.has_integer_coefficients():
-        return q
-    name = p.single_atom()
-    if name is not None and name in _DERIVED and _DERIVED[name][0] == "floor":
-        _, inner, a = _DERIVED[name]
-        return floor_div(inner, a * k)
-    return _derived("floor", p, k)
+    """floor(p/k) for positive integer k."""
+    return _rounded_div("floor", p, k)
 
 
 def assume_exact(p: Poly) -> tuple[Poly, list[tuple[Poly, int]]]:

@@ -1,7 +1,7 @@
 """NAD402: an activation feeding straight into another activation."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.engine import Finding, consecutive_pairs, rule
 from nader.dsl.diagnostics import Label, Severity, define_code
 from nader.dsl.ops import Group, Op
 from nader.dsl.span import Span
@@ -47,13 +47,8 @@ def _why(first: Op, second: Op) -> str:
 
 @rule(CONSECUTIVE_ACTIVATION)
 def check(block, ctx):
-    seen = set()
-    for s, t, _, _ in block.wires():
-        a, b = ctx.op(s), ctx.op(t)
-        if (s, t) in seen or a not in Group.ACTIVATION or b not in Group.ACTIVATION:
-            continue
-        seen.add((s, t))
-        first, second = ctx.nodes[s], ctx.nodes[t]
+    for s, t, first, second in consecutive_pairs(block, ctx, Group.ACTIVATION):
+        a, b = first.op, second.op
         yield Finding(
             Span.on_line(second.span.line, second.op_span),
             f"`{second.op_name}` (node {t}) directly follows `{first.op_name}` (node {s}): {_why(a, b)}",

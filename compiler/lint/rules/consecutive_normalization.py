@@ -1,7 +1,7 @@
 """NAD401: a normalization feeding straight into another normalization."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.engine import Finding, consecutive_pairs, rule
 from nader.dsl.diagnostics import Label, Severity, define_code
 from nader.dsl.ops import Group
 from nader.dsl.span import Span
@@ -37,12 +37,7 @@ CONSECUTIVE_NORMALIZATION = define_code(
 
 @rule(CONSECUTIVE_NORMALIZATION)
 def check(block, ctx):
-    seen = set()
-    for s, t, edge, index in block.wires():
-        if (s, t) in seen or ctx.op(s) not in Group.NORMALIZATION or ctx.op(t) not in Group.NORMALIZATION:
-            continue
-        seen.add((s, t))
-        first, second = ctx.nodes[s], ctx.nodes[t]
+    for s, t, first, second in consecutive_pairs(block, ctx, Group.NORMALIZATION):
         yield Finding(
             Span.on_line(second.span.line, second.op_span),
             f"`{second.op_name}` (node {t}) directly follows `{first.op_name}` (node {s})",
