@@ -12,6 +12,10 @@ import click
 
 LAZY_COMMANDS = {
     "eval": "nader.runtime.cli:eval_command",
+    "run": "nader.search.cli:run_command",
+    "status": "nader.search.cli:status_command",
+    "best": "nader.search.cli:best_command",
+    "export": "nader.search.cli:export_command",
 }
 
 
