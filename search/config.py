@@ -132,7 +132,7 @@ class SearchConfig:
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
-        from nader.runtime.presets import get_preset
+        from nader.runtime.presets import check_options, resolve
 
         from .strategies import get_strategy
 
@@ -144,8 +144,9 @@ class SearchConfig:
             raise ConfigError(f"unknown executor {self.executor!r}; choose one of: {', '.join(EXECUTORS)}")
         if self.proxy not in PROXIES:
             raise ConfigError(f"unknown proxy {self.proxy!r}; choose one of: {', '.join(PROXIES)}")
-        get_preset(self.preset)
-        get_strategy(self.strategy).resolve_options(self.strategy_options)
+        check_options(self.job_options())
+        resolve(self.preset, self.job_options())
+        self.strategy_options = get_strategy(self.strategy).resolve_options(self.strategy_options)
         for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -82,9 +82,11 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
     of identity, RunLocked when another process holds the run directory, KeyboardInterrupt
     after a clean stop.
     """
-    given = merge(*[_layer(x) for x in layers])
     given_layers = [_layer(x) for x in layers]
+    given = merge(*given_layers)
     run_dir = Path(given.run_dir or given.default_run_dir())
+    if given.root_text is not None or not (run_dir / "runs.sqlite").exists():
+        given.check()  # before anything is created; a resume may take its root from the run directory
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     lock = RunLock(run_dir).acquire()
