@@ -173,6 +173,10 @@ def test_node_ids_may_be_names_and_fresh_ids_collide_with_none():
                     edges=tuple(replace(e, sources=tuple(rename[s] for s in e.sources), target=rename[e.target])
                                 for e in parent.edges))
     assert Rewrite(named).fresh_id() == 11  # "10" is taken by a name
+    as_text = replace(parent, nodes=tuple(replace(n, id=str(n.id)) for n in parent.nodes),
+                      edges=tuple(replace(e, sources=tuple(map(str, e.sources)), target=str(e.target))
+                                  for e in parent.edges))
+    assert Rewrite(as_text).fresh_id() == "9"  # a front end keeping ids as text gets text
     for name, op in OPERATORS.items():
         sites = op.candidates(named)
         assert sites, name

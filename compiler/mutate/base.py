@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import textwrap
 from collections import Counter
-from functools import cached_property
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Hashable, Optional
+from functools import cached_property
+from typing import Any, ClassVar, Optional
 
 from nader.compiler.passes.canonical import canonical_hash, node_label
 from nader.compiler.passes.shapes import Shape
@@ -179,7 +179,7 @@ class MutationOperator:
             raise MutationError(f"the parent block `{block.name}` does not verify: {first_error(facts.report)}")
         try:
             mutant = self.rewrite(facts, dict(site.args))
-        except (KeyError, IndexError, TypeError) as error:  # arguments naming nodes the block lacks
+        except (KeyError, TypeError, ValueError) as error:  # arguments naming nodes the block lacks, or ill-typed
             raise CannotApply(f"{site} does not fit block `{block.name}`: {error!r}") from None
         report = verify_block(mutant, role=facts.role)
         if not report.ok:

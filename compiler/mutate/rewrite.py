@@ -6,7 +6,7 @@ another (`redirect`), change a node in place (`replace`, `set_args`), delete
 nodes (`remove`, `prune`) and take the result with `block()`; the formatter
 prints it. Node ids are treated as opaque labels (ints or names): new nodes
 get integer ids that no existing id spells, so a new `10` never collides with
-a node named `"10"`. Edge lines keep their place and their comments, so the
+a node named `"10"` (and are strings where every existing id is one). Edge lines keep their place and their comments, so the
 operand order of `concat` and `multiply` is never disturbed.
 """
 from __future__ import annotations
@@ -96,15 +96,18 @@ class Rewrite:
         taken |= {_id_text(i) for e in block.edges for i in (*e.sources, e.target)}
         self._taken = taken
         self._next = 1 + max((int(t) for t in taken if t.isdigit()), default=-1)
+        # Where every id is a string (a front end that keeps ids as text), new ids are text too.
+        self._as_text = bool(block.nodes) and all(isinstance(n.id, str) for n in block.nodes)
 
     # -- ids and lookups ---------------------------------------------------------------
-    def fresh_id(self) -> int:
+    def fresh_id(self) -> NodeId:
+        """An integer id that no existing id spells (as text where all ids are text)."""
         while str(self._next) in self._taken:
             self._next += 1
         new = self._next
         self._taken.add(str(new))
         self._next += 1
-        return new
+        return str(new) if self._as_text else new
 
     def node(self, node_id: NodeId) -> Node:
         for n in self.nodes:
@@ -119,7 +122,7 @@ class Rewrite:
         return [e.target for e in self.edges for s in e.sources if s == node_id]
 
     # -- edits ---------------------------------------------------------------------------
-    def add(self, op: Op, inputs: Iterable[NodeId], *positional: ArgValue, **keywords: ArgValue) -> int:
+    def add(self, op: Op, inputs: Iterable[NodeId], *positional: ArgValue, **keywords: ArgValue) -> NodeId:
         """A new node fed by `inputs` (one edge line each, in operand order); returns its id."""
         new = self.fresh_id()
         self.nodes.append(make_node(new, op, *positional, **keywords))
