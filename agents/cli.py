@@ -12,6 +12,7 @@ import click
 
 LAZY_COMMANDS = {
     "eval": "nader.runtime.cli:eval_command",
+    "read": "nader.agents.reader.cli:read_command",
 }
 
 
