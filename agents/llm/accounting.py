@@ -37,7 +37,7 @@ class Tally:
     def as_dict(self) -> dict:
         return {"calls": self.calls, "recorded_calls": self.recorded_calls, "failed_calls": self.failed_calls,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens, "cost_usd": round(self.cost_usd, 6),
+                "total_tokens": self.total_tokens, "cost_usd": self.cost_usd,
                 "unpriced_calls": self.unpriced_calls}
 
 
