@@ -100,6 +100,8 @@ def test_wheel_contents(wheel):
     tops = {n.split("/")[0] for n in names}
     assert tops == {"nader", "nader_toolchain-0.1.0.dist-info"}, tops
     assert "nader/grammar/nad.lark" in names
+    prompts = sorted(p.name for p in (REPO_ROOT / "agents" / "prompts").glob("*.j2"))
+    assert prompts and all(f"nader/agents/prompts/{name}" in names for name in prompts), "prompt templates"
     for package in SETUPTOOLS["packages"]:
         assert package.replace(".", "/") + "/__init__.py" in names, package
     top_level = zipfile.ZipFile(wheel).read("nader_toolchain-0.1.0.dist-info/top_level.txt").decode().split()
