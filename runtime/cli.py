@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-DATASET_CHOICES = ("digits", "cifar10", "cifar100", "imagenet16-120")
+DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
 
 def _parse_seeds(ctx, param, value):
@@ -84,9 +84,12 @@ def render_table(results) -> str:
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("arch", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="ARCH.nad")
 @click.option("--dataset", type=click.Choice(DATASET_CHOICES, case_sensitive=False), default="digits",
-              show_default=True, help="Dataset; all but digits are read from --data-dir.")
+              show_default=True,
+              help="Dataset, by NAS-Bench-201's names: cifar10-valid trains on 25k and validates on the other "
+                   "25k; cifar10 trains on all 50k and reports test. All but digits are read from --data-dir.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
-              help="Folder with the dataset files and NAS-Bench-201 split files [env NADER_DATA_DIR].")
+              help="Folder with the dataset folder (e.g. cifar-10-batches-py); NAS-Bench-201's split files are "
+                   "bundled, a copy here overrides them [env NADER_DATA_DIR].")
 @click.option("--preset", default="quick", show_default=True, callback=_check_preset,
               help="Training preset: nb201 (200 epochs), nb201-12, nb201-N, quick.")
 @click.option("--seeds", callback=_parse_seeds, default=None, help="Comma-separated seeds [default: the preset's].")

@@ -351,7 +351,8 @@ class Trainer:
         if last is not None:
             outcome.train_loss, outcome.train_acc = last["train_loss"], last["train_acc"]
         if status == "ok":
-            if last is not None and last.get("valid_acc") is not None and last["epoch"] == p.epochs:
+            # test_acc, not valid_acc: NB201's `cifar10` setting has no validation split
+            if last is not None and last.get("test_acc") is not None and last["epoch"] == p.epochs:
                 outcome.valid_acc, outcome.valid_loss = last["valid_acc"], last["valid_loss"]
                 outcome.test_acc, outcome.test_loss = last["test_acc"], last["test_loss"]
             else:  # finished before (resumed from the last checkpoint): evaluate the restored model
