@@ -97,7 +97,7 @@ def render_table(results) -> str:
               default="inprocess", show_default=True)
 @click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT); default a local instance.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Pool workers / local Ray CPUs [default: one per GPU, else 1].")
+              help="Pool workers (on GPUs: at most this many in all) / local Ray CPUs [default: 1 on CPU].")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (SQLite store + checkpoints); rerunning with it resumes. Default: temporary.")
 @click.option("--skeleton", default="nb201", show_default=True)
@@ -110,14 +110,17 @@ def render_table(results) -> str:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per job.")
 @click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile the network.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per job (pool executor).")
+@click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
+              help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
+                   "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, timeout, builder):
+                 batch_size, chance_epochs, device, threads, compile_, timeout, trials_per_gpu, builder):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                    batch_size, chance_epochs, device, threads, compile_, timeout, builder)
+                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
@@ -142,7 +145,7 @@ def _terminate_like_interrupt() -> None:
 
 
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-         batch_size, chance_epochs, device, threads, compile_, timeout, builder) -> int:
+         batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
@@ -190,7 +193,8 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                 click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
                 return 2
         progress = Progress(jobs, stream=sys.stderr)
-        ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout)
+        ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout,
+                           trials_per_gpu=trials_per_gpu)
         try:
             results = evaluate(jobs, ex, run_dir=run_dir, on_result=progress.result, on_event=progress.event,
                                on_cached=progress.cached)
