@@ -52,13 +52,47 @@ def example_base() -> Block:
     return load_parent(EXAMPLE_TEXT)[1].base
 
 
-# -- the bundled example -------------------------------------------------------------------
+# Half-width convolutions, a concat, a channels-last LayerNorm and an SE-style gate.
+MIXED_BLOCK = """\
+##Mixed##
+0:input
+1:output
+2:Conv2d(out_channels=C/2,kernel_size=1)
+3:Conv2d(out_channels=C/2,kernel_size=3)
+4:concat
+5:permute(0,2,3,1)
+6:LN
+7:permute(0,3,1,2)
+8:GELU
+9:mean(dim=(2,3))
+10:Conv2d(out_channels=C,kernel_size=1)
+11:Sigmoid
+12:Mul
+0->2
+0->3
+3,2->4
+4->5
+5->6
+6->7
+7->8
+8->9
+9->10
+10->11
+8,11->12
+12->1
+"""
+
+
+# -- the bundled example and a fixture -------------------------------------------------------
 
 @pytest.mark.parametrize("name", list(OPERATORS))
-def test_every_site_on_the_example_gives_a_valid_different_block(name):
-    op, parent = OPERATORS[name], example_base()
+@pytest.mark.parametrize("fixture", ["example", "mixed"])
+def test_every_site_gives_a_valid_different_block(fixture, name):
+    op = OPERATORS[name]
+    parent = example_base() if fixture == "example" else one_block(MIXED_BLOCK)
     sites = op.candidates(parent)
-    assert sites, f"{name} finds no site in the ResNet basic block"
+    if fixture == "example":
+        assert sites, f"{name} finds no site in the ResNet basic block"
     for site in sites:
         assert_valid_mutant(parent, op.apply(parent, site), Role.BASE)
 
@@ -98,22 +132,8 @@ def test_a_chain_of_mutations_stays_valid():
 
 # -- what the rewrites do --------------------------------------------------------------------
 
-CONCAT_BLOCK = """\
-##Split##
-0:input
-1:output
-2:Conv2d(out_channels=C/2,kernel_size=1)
-3:Conv2d(out_channels=C/2,kernel_size=3)
-4:concat
-0->2
-0->3
-3,2->4
-4->1
-"""
-
-
 def test_inserting_after_a_concat_operand_keeps_the_operand_order():
-    parent = one_block(CONCAT_BLOCK)
+    parent = one_block(MIXED_BLOCK)
     op = OPERATORS["insert-se"]
     mutant = op.apply(parent, next(s for s in op.candidates(parent) if s.args["node"] == 2))
     gated = mutant.inputs_of(4)
@@ -121,10 +141,12 @@ def test_inserting_after_a_concat_operand_keeps_the_operand_order():
     assert mutant.node(gated[1]).op_name == "Mul" and 2 in mutant.inputs_of(gated[1])
 
 
-@pytest.mark.parametrize("name,first,back", [("swap-normalization", "LN", "BN"),
-                                             ("swap-activation", "GELU", "ReLU")])
-def test_swapping_there_and_back_restores_the_block(name, first, back):
-    op, parent = OPERATORS[name], example_base()
+@pytest.mark.parametrize("name,first,back,fixture", [("swap-normalization", "LN", "BN", "example"),
+                                                     ("swap-normalization", "BN", "LN", "mixed"),
+                                                     ("swap-activation", "GELU", "ReLU", "example")])
+def test_swapping_there_and_back_restores_the_block(name, first, back, fixture):
+    op = OPERATORS[name]
+    parent = example_base() if fixture == "example" else one_block(MIXED_BLOCK)
     site = next(s for s in op.candidates(parent) if s.args["to"] == first)
     there = op.apply(parent, site)
     (back_site,) = [s for s in op.candidates(there) if s.args["to"] == back]  # only the node just swapped
