@@ -12,6 +12,7 @@ import click
 
 LAZY_COMMANDS = {
     "eval": "nader.runtime.cli:eval_command",
+    "kb": "nader.agents.knowledge.cli:kb_group",
     "read": "nader.agents.reader.cli:read_command",
 }
 

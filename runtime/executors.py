@@ -19,6 +19,7 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 from .errors import ConfigError
+from .gpu_slots import DeviceSlots, MemoryReport, cuda_device_count
 from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
 
 ResultCb = Optional[Callable[[Result], None]]
@@ -143,24 +144,23 @@ class _Worker:
             pass
 
 
-def default_devices(workers: Optional[int] = None) -> List[Optional[str]]:
-    """One worker per GPU when there are several; else `workers` CPU workers (default 1)."""
-    try:
-        import torch
-
-        n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # pragma: no cover
-        n_gpu = 0
-    if n_gpu > 1:
-        devs = [f"cuda:{i}" for i in range(n_gpu)]
-        return devs[:workers] if workers else devs
-    if n_gpu == 1:
-        return ["cuda:0"] * (workers or 1)
+def default_devices(workers: Optional[int] = None, n_gpu: Optional[int] = None) -> List[Optional[str]]:
+    """Every GPU when there are any (the pool decides how many workers each gets); else
+    `workers` CPU workers (default 1)."""
+    n_gpu = cuda_device_count() if n_gpu is None else n_gpu
+    if n_gpu:
+        return [f"cuda:{i}" for i in range(n_gpu)]
     return ["cpu"] * max(1, workers or 1)
 
 
 class PoolExecutor(Executor):
     """A pool of long-lived worker processes (spawn context).
+
+    On GPUs it runs several trials per device, one worker each (:mod:`.gpu_slots`):
+    ``trials_per_device`` fixes K; by default (None) each GPU starts one worker, whose first
+    epoch reports the trial's memory peak and the device's free memory, and the pool then grows
+    to the K that memory and the CPU cores allow. ``workers`` caps the total. On the CPU
+    ``workers`` processes share the cores, as before.
 
     A worker that dies (``os._exit``, SIGKILL, a segfault, the OOM killer) fails only the job it
     was running, with the reason, and is replaced. ``timeout`` (seconds per job) kills and fails
@@ -171,12 +171,24 @@ class PoolExecutor(Executor):
     name = "pool"
 
     def __init__(self, workers: Optional[int] = None, devices: Optional[Sequence[Optional[str]]] = None,
-                 threads: Optional[int] = None, timeout: Optional[float] = None):
+                 threads: Optional[int] = None, timeout: Optional[float] = None,
+                 trials_per_device: Optional[int] = None, cpus: Optional[int] = None):
         if workers is not None and workers < 1:
             raise ConfigError("workers must be at least 1")
-        self.devices = list(devices) if devices else default_devices(workers)
-        cpus = os.cpu_count() or 1
-        self.threads = threads or max(1, cpus // len(self.devices))
+        if trials_per_device is not None and trials_per_device < 1:
+            raise ConfigError("trials per GPU must be at least 1")
+        cpus = cpus or os.cpu_count() or 1
+        base = list(devices) if devices else default_devices(workers)
+        gpus = list(dict.fromkeys(d for d in base if d and str(d).startswith("cuda")))
+        self.slots: Optional[DeviceSlots] = None
+        if gpus and len(gpus) == len(base):  # one entry per GPU: the pool packs trials onto them
+            self.slots = DeviceSlots(gpus, trials_per_device, cpus=cpus, max_workers=workers)
+            self.devices = self.slots.initial()
+            # a GPU trial spends its CPU time launching kernels: one torch thread each
+            self.threads = threads or 1
+        else:  # CPU workers, or an explicit list with one entry per worker
+            self.devices = base
+            self.threads = threads or max(1, cpus // len(self.devices))
         self.timeout = timeout
         self.ctx = mp.get_context("spawn")
 
@@ -202,8 +214,22 @@ class PoolExecutor(Executor):
             else:
                 w.index = None
 
+        def grow(device, payload) -> None:
+            """A worker's memory report may let its GPU take more trials."""
+            report = MemoryReport.from_event(payload) if self.slots is not None else None
+            if report is None:
+                return
+            running = sum(1 for x in workers if x.device == device)
+            for _ in range(self.slots.observe(device, report, running)):
+                if not pending:
+                    break
+                nw = _Worker(self.ctx, device, self.threads)
+                workers.append(nw)
+                assign(nw)
+
         def handle(w: _Worker, kind: str, payload) -> None:
             if kind == "event":
+                grow(w.device, payload)
                 if on_event:
                     on_event(payload)
             elif kind == "result" and w.index is not None:
@@ -223,7 +249,8 @@ class PoolExecutor(Executor):
             return True
 
         try:
-            for dev in self.devices[: max(1, min(len(self.devices), len(jobs)))]:
+            start = self.slots.initial() if self.slots is not None else self.devices  # grown by earlier maps
+            for dev in start[: max(1, min(len(start), len(jobs)))]:
                 if not pending:
                     break
                 w = _Worker(self.ctx, dev, self.threads)
@@ -429,13 +456,17 @@ class RayExecutor(Executor):
 
 
 def make_executor(kind: str = "inprocess", *, workers: Optional[int] = None, address: Optional[str] = None,
-                  device: Optional[str] = None, timeout: Optional[float] = None) -> Executor:
+                  device: Optional[str] = None, timeout: Optional[float] = None,
+                  trials_per_gpu: Optional[int] = None) -> Executor:
     kind = (kind or "inprocess").lower()
     if kind in ("inprocess", "in-process", "local"):
         return InProcessExecutor(device=device)
     if kind == "pool":
-        devices = [device] * (workers or 1) if device else None
-        return PoolExecutor(workers=workers, devices=devices, timeout=timeout)
+        if device and device.startswith("cuda"):
+            devices = [device if ":" in device else "cuda:0"]  # one GPU: the pool packs trials onto it
+        else:
+            devices = [device] * (workers or 1) if device else None
+        return PoolExecutor(workers=workers, devices=devices, timeout=timeout, trials_per_device=trials_per_gpu)
     if kind == "ray":
         return RayExecutor(address=address, num_cpus=workers if not address else None)
     raise ConfigError(f"unknown executor {kind!r}; choose inprocess, pool or ray")

@@ -1,0 +1,1 @@
+"""The search loop of `nader-search`: the modification tree, strategies, evaluators and reports."""
