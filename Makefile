@@ -3,6 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BROWSER_STAMP := $(VENV)/.browser
 
 .PHONY: demo test bench clean
 
@@ -16,10 +17,18 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
-test: $(STAMP)
+# The report's browser tests use Debian's chromium. Best effort: where it cannot be installed
+# (not root, no apt, no network) those tests skip and say so.
+$(BROWSER_STAMP): | $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1; } \
+		|| echo "chromium not installed: the report's browser tests will skip"
+	touch $(BROWSER_STAMP)
+
+test: $(STAMP) $(BROWSER_STAMP)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(BROWSER_STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

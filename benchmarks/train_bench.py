@@ -27,6 +27,11 @@ asserted; the target is a ratio >= 1.0.
     python benchmarks/train_bench.py                   # CPU (and CUDA when present), eager and compiled
     python benchmarks/train_bench.py --modes eager     # skip torch.compile
     python benchmarks/train_bench.py --device cuda --images 51200
+    python benchmarks/train_bench.py --trials-per-gpu 6 # fix K instead of choosing it
+
+With CUDA it also reports trials per GPU-hour at the nb201-12 preset for K = 1 and for the K
+that the pool executor chooses, and the projected wall time of the 200-epoch protocol for one
+network (benchmarks/gpu_trials.py); without CUDA it says "no CUDA device" for those figures.
 """
 from __future__ import annotations
 
@@ -330,6 +335,12 @@ def main(argv=None) -> int:
     ap.add_argument("--compile", action="store_true", help="same as --modes compile")
     ap.add_argument("--data-dir", default=None, help="use CIFAR-10 from this folder instead of synthetic images")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--trials-per-gpu", type=int, default=None,
+                    help="K for the trials-per-GPU-hour figures [default: what the pool executor chooses]")
+    ap.add_argument("--trial-epochs", type=int, default=3,
+                    help="epochs measured per trial for the trials-per-GPU-hour projection (first is warm-up)")
+    ap.add_argument("--no-trials", action="store_true", help="skip the trials-per-GPU-hour figures")
+    ap.add_argument("--trial-compile", action="store_true", help="torch.compile each trial's network")
     args, _unknown = ap.parse_known_args(argv)  # run_all.py may pass options meant for other benchmarks
 
     devices = []
@@ -368,9 +379,39 @@ def main(argv=None) -> int:
                   f"{res['threads']} threads, loader workers {res['loader_workers']}, amp {res['amp']}, "
                   f"baseline channels_last {res['channels_last']}, runtime channels_last {res['runtime_channels_last']} "
                   f"(auto: on for CPU and CUDA), compile {res['compile']}")
+    if not args.no_trials and args.device != "cpu":
+        trials = trial_figures(args)
+        if trials is not None:
+            results.append(trials)
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps(results, indent=2, default=str))
     return 0
+
+
+def trial_figures(args):
+    """Trials per GPU-hour (K = 1 and the chosen K) and the 200-epoch projection, on CUDA only."""
+    if not torch.cuda.is_available():
+        print("trials [cuda]: no CUDA device; trials per GPU-hour and the 200-epoch projection not measured")
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gpu_trials import trials_report
+
+    try:
+        rep = trials_report("cuda:0", RESNET_NAD, args.data_dir, epochs=max(2, args.trial_epochs),
+                            k=args.trials_per_gpu, compile_=args.trial_compile)
+    except Exception as exc:
+        print(f"trials [cuda]: could not run: {type(exc).__name__}: {str(exc)[:300]}")
+        return None
+    if not args.json:
+        print(f"trials [cuda, nb201-12, cifar10-valid]: K=1 {rep['trials_per_hour_k1']:.0f} trials/GPU-hour "
+              f"({rep['trial_12_s_k1']:.0f} s a trial); K={rep['k']} ({rep['k_source']}) "
+              f"{rep['trials_per_hour_k']:.0f} trials/GPU-hour ({rep['trial_12_s_k']:.0f} s a trial); "
+              f"200-epoch protocol, one network: {rep['protocol_200_s'] / 60:.1f} min projected "
+              f"(target <= 5 min; NB201's records 30-84 min)")
+        print(f"    projected from {rep['measured_epochs']} measured epochs per trial (the first is warm-up); "
+              f"steady epoch at K=1 {rep['steady_epoch_s_k1']:.2f} s; trial memory peak "
+              f"{(rep['peak_bytes'] or 0) / 2**30:.2f} GiB reserved")
+    return {"trials": rep}
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-DATASET_CHOICES = ("digits", "cifar10", "cifar100", "imagenet16-120")
+DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
 
 def _parse_seeds(ctx, param, value):
@@ -84,9 +84,12 @@ def render_table(results) -> str:
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("arch", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="ARCH.nad")
 @click.option("--dataset", type=click.Choice(DATASET_CHOICES, case_sensitive=False), default="digits",
-              show_default=True, help="Dataset; all but digits are read from --data-dir.")
+              show_default=True,
+              help="Dataset, by NAS-Bench-201's names: cifar10-valid trains on 25k and validates on the other "
+                   "25k; cifar10 trains on all 50k and reports test. All but digits are read from --data-dir.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
-              help="Folder with the dataset files and NAS-Bench-201 split files [env NADER_DATA_DIR].")
+              help="Folder with the dataset folder (e.g. cifar-10-batches-py); NAS-Bench-201's split files are "
+                   "bundled, a copy here overrides them [env NADER_DATA_DIR].")
 @click.option("--preset", default="quick", show_default=True, callback=_check_preset,
               help="Training preset: nb201 (200 epochs), nb201-12, nb201-N, quick.")
 @click.option("--seeds", callback=_parse_seeds, default=None, help="Comma-separated seeds [default: the preset's].")
@@ -94,7 +97,7 @@ def render_table(results) -> str:
               default="inprocess", show_default=True)
 @click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT); default a local instance.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Pool workers / local Ray CPUs [default: one per GPU, else 1].")
+              help="Pool workers (on GPUs: at most this many in all) / local Ray CPUs [default: 1 on CPU].")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
               help="Run directory (SQLite store + checkpoints); rerunning with it resumes. Default: temporary.")
 @click.option("--skeleton", default="nb201", show_default=True)
@@ -107,14 +110,17 @@ def render_table(results) -> str:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per job.")
 @click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile the network.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per job (pool executor).")
+@click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
+              help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
+                   "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, timeout, builder):
+                 batch_size, chance_epochs, device, threads, compile_, timeout, trials_per_gpu, builder):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                    batch_size, chance_epochs, device, threads, compile_, timeout, builder)
+                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
@@ -139,7 +145,7 @@ def _terminate_like_interrupt() -> None:
 
 
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-         batch_size, chance_epochs, device, threads, compile_, timeout, builder) -> int:
+         batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
@@ -187,7 +193,8 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                 click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
                 return 2
         progress = Progress(jobs, stream=sys.stderr)
-        ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout)
+        ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout,
+                           trials_per_gpu=trials_per_gpu)
         try:
             results = evaluate(jobs, ex, run_dir=run_dir, on_result=progress.result, on_event=progress.event,
                                on_cached=progress.cached)

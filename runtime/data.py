@@ -4,10 +4,12 @@ Every dataset becomes a :class:`DatasetBundle`: three splits (train / valid / te
 ``uint8`` tensor of shape ``N×3×H×W`` plus ``int64`` labels, and the facts the input pipeline
 needs (mean/std in 0..255 units, crop padding, whether horizontal flips are allowed).
 
-Splits follow NAS-Bench-201:
+Splits follow NAS-Bench-201, whose dataset names they keep:
 
-* ``cifar10``: train = the ``train`` half of the CIFAR-10 train set (``cifar-split.txt``),
-  valid = its ``valid`` half, test = the CIFAR-10 test set (NB201's ``cifar10-valid`` setting).
+* ``cifar10-valid``: train = the ``train`` half of the CIFAR-10 train set (``cifar-split.txt``),
+  valid = its ``valid`` half, test = the CIFAR-10 test set.
+* ``cifar10``: train = the whole CIFAR-10 train set (50,000), valid = none (empty; NB201 has no
+  validation split in this setting), test = the CIFAR-10 test set.
 * ``cifar100``: train = the CIFAR-100 train set; valid / test = the ``xvalid`` / ``xtest`` halves
   of the test set (``cifar100-test-split.txt``).
 * ``imagenet16-120``: train = ImageNet16 training images of classes 1..120 (labels mapped to
@@ -17,6 +19,9 @@ Splits follow NAS-Bench-201:
   grey replicated to 3 channels and upsampled to 16×16 with ``torch.nn.functional.interpolate``
   (bilinear, ``align_corners=False``, computed in float64 and rounded; deterministic), split
   60/20/20 by a fixed NumPy ``PCG64(0)`` permutation.
+
+The split files ship with the package (:mod:`.splits`); a file of the same name in the data
+directory (or DATA/splits/, or the dataset folder) overrides the bundled copy.
 
 Pickles are read with a restricted unpickler that only reconstructs NumPy arrays and plain
 containers, so a data file cannot run code.
@@ -35,6 +40,7 @@ import numpy as np
 import torch
 
 from .errors import DatasetError
+from .splits import bundled_split
 
 # --------------------------------------------------------------------------- registry
 
@@ -49,6 +55,11 @@ class DatasetSpec:
     mean: tuple  # per channel, 0..255 units; None = computed from the training split
     std: tuple
     needs_files: bool = True
+    network_dataset: str = ""  # the name network builders receive (image size, classes); "" = name
+
+    def __post_init__(self):
+        if not self.network_dataset:
+            object.__setattr__(self, "network_dataset", self.name)
 
 
 _C10_MEAN, _C10_STD = (125.3, 123.0, 113.9), (63.0, 62.1, 66.7)
@@ -57,26 +68,25 @@ _IN16_MEAN, _IN16_STD = (122.68, 116.66, 104.01), (63.22, 61.26, 65.09)
 
 DATASETS = {
     "digits": DatasetSpec("digits", 10, 16, 2, False, None, None, needs_files=False),
+    "cifar10-valid": DatasetSpec("cifar10-valid", 10, 32, 4, True, _C10_MEAN, _C10_STD, network_dataset="cifar10"),
     "cifar10": DatasetSpec("cifar10", 10, 32, 4, True, _C10_MEAN, _C10_STD),
     "cifar100": DatasetSpec("cifar100", 100, 32, 4, True, _C100_MEAN, _C100_STD),
     "imagenet16-120": DatasetSpec("imagenet16-120", 120, 16, 2, True, _IN16_MEAN, _IN16_STD),
 }
 _ALIASES = {
-    "cifar-10": "cifar10", "cifar10-valid": "cifar10", "cifar-100": "cifar100",
+    "cifar-10": "cifar10", "cifar10valid": "cifar10-valid", "cifar-10-valid": "cifar10-valid", "cifar-100": "cifar100",
     "imagenet16": "imagenet16-120", "imagenet16_120": "imagenet16-120",
     "imagenet-16-120": "imagenet16-120", "imagenet16120": "imagenet16-120",
 }
 
 LAYOUT = """\
 Expected layout under the data directory (nothing is downloaded):
-  cifar10:        cifar-10-batches-py/{data_batch_1..5, test_batch, batches.meta}
-                  + cifar-split.txt
-  cifar100:       cifar-100-python/{train, test, meta}
-                  + cifar100-test-split.txt
-  imagenet16-120: ImageNet16/{train_data_batch_1..10, val_data}
-                  + imagenet-16-120-test-split.txt
-  Split files (NAS-Bench-201's) may sit in the data directory itself, in DATA/splits/,
-  or in the dataset folder. `digits` needs no files."""
+  cifar10, cifar10-valid: cifar-10-batches-py/{data_batch_1..5, test_batch}
+  cifar100:               cifar-100-python/{train, test}
+  imagenet16-120:         ImageNet16/{train_data_batch_1..10, val_data}
+  NAS-Bench-201's split files ship with the package; a cifar-split.txt,
+  cifar100-test-split.txt or imagenet-16-120-test-split.txt in the data directory, in
+  DATA/splits/ or in the dataset folder replaces the bundled one. `digits` needs no files."""
 
 
 def canonical_name(name: str) -> str:
@@ -219,20 +229,40 @@ def read_split_file(path: Path, keys: Sequence[str], what: str = "split file") -
     return out
 
 
-def _find_split(data_dir: Path, folder: Optional[Path], filename: str) -> Path:
+def _find_split(data_dir: Path, folder: Optional[Path], filename: str) -> Optional[Path]:
+    """The user's copy of a split file, or None (the bundled copy is used)."""
     candidates = [data_dir / filename, data_dir / "splits" / filename]
     if folder is not None:
         candidates += [folder / filename, folder.parent / "splits" / filename]
     for c in candidates:
         if c.is_file():
             return c
-    return candidates[0]
+    return None
 
 
-def _take(images: np.ndarray, labels: np.ndarray, idx: np.ndarray, path: Path, what: str) -> Split:
+def load_split(data_dir: Path, folder: Optional[Path], filename: str, keys: Sequence[str], what: str) -> tuple:
+    """``({key: indices}, source)`` from the user's split file when there is one, else the bundled copy."""
+    path = _find_split(data_dir, folder, filename)
+    if path is not None:
+        return read_split_file(path, keys, what), str(path)
+    lists = bundled_split(filename)
+    return {k: np.asarray(lists[k], dtype=np.int64) for k in keys}, f"the bundled NAS-Bench-201 {filename}"
+
+
+def _take(images: np.ndarray, labels: np.ndarray, idx: np.ndarray, source: str, what: str) -> Split:
     if idx.size and (idx.min() < 0 or idx.max() >= labels.shape[0]):
-        raise DatasetError(f"{what}: split {path} indexes beyond the {labels.shape[0]} images available\n{LAYOUT}")
+        raise DatasetError(f"{what}: {source} indexes image {int(idx.max())}, but only {labels.shape[0]} are "
+                           f"available: the dataset folder is incomplete, or put a split file for this data in "
+                           f"the data directory\n{LAYOUT}")
     return Split(torch.from_numpy(np.ascontiguousarray(images[idx])), torch.from_numpy(labels[idx].copy()))
+
+
+def _whole(images: np.ndarray, labels: np.ndarray) -> Split:
+    return Split(torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(np.ascontiguousarray(labels)))
+
+
+def _empty(side: int) -> Split:
+    return Split(torch.empty((0, 3, side, side), dtype=torch.uint8), torch.empty((0,), dtype=torch.int64))
 
 
 def _find_folder(data_dir: Path, names: Sequence[str], marker: str) -> Path:
@@ -260,9 +290,8 @@ def _check_dir(data_dir: Optional[os.PathLike], what: str) -> Path:
 # --------------------------------------------------------------------------- loaders
 
 
-def load_cifar10(data_dir) -> DatasetBundle:
-    what = "cifar10"
-    root = _check_dir(data_dir, what)
+def _read_cifar10(root: Path, what: str) -> tuple:
+    """(folder, train images, train labels, test images, test labels) of cifar-10-batches-py."""
     folder = _find_folder(root, ["cifar-10-batches-py"], "data_batch_1")
     imgs, labs = [], []
     for i in range(1, 6):
@@ -278,13 +307,30 @@ def load_cifar10(data_dir) -> DatasetBundle:
     train_x, train_y = np.concatenate(imgs), np.concatenate(labs)
     _check_range(train_y, 0, 9, folder, what)
     _check_range(test_y, 0, 9, p, what)
-    sp = _find_split(root, folder, "cifar-split.txt")
-    s = read_split_file(sp, ("train", "valid"), what)
-    spec = DATASETS["cifar10"]
-    return DatasetBundle("cifar10", 10, 32, spec.pad, spec.flip, spec.mean, spec.std,
-                         train=_take(train_x, train_y, s["train"], sp, what),
-                         valid=_take(train_x, train_y, s["valid"], sp, what),
-                         test=Split(torch.from_numpy(np.ascontiguousarray(test_x)), torch.from_numpy(test_y)),
+    return folder, train_x, train_y, test_x, test_y
+
+
+def load_cifar10_valid(data_dir) -> DatasetBundle:
+    """NB201's ``cifar10-valid``: train on the ``train`` half, validate on the ``valid`` half."""
+    what = "cifar10-valid"
+    root = _check_dir(data_dir, what)
+    folder, train_x, train_y, test_x, test_y = _read_cifar10(root, what)
+    s, src = load_split(root, folder, "cifar-split.txt", ("train", "valid"), what)
+    spec = DATASETS[what]
+    return DatasetBundle(what, 10, 32, spec.pad, spec.flip, spec.mean, spec.std,
+                         train=_take(train_x, train_y, s["train"], src, what),
+                         valid=_take(train_x, train_y, s["valid"], src, what),
+                         test=_whole(test_x, test_y), source=str(folder))
+
+
+def load_cifar10(data_dir) -> DatasetBundle:
+    """NB201's ``cifar10``: train on all 50,000 training images, report the test set; no valid split."""
+    what = "cifar10"
+    root = _check_dir(data_dir, what)
+    folder, train_x, train_y, test_x, test_y = _read_cifar10(root, what)
+    spec = DATASETS[what]
+    return DatasetBundle(what, 10, 32, spec.pad, spec.flip, spec.mean, spec.std,
+                         train=_whole(train_x, train_y), valid=_empty(32), test=_whole(test_x, test_y),
                          source=str(folder))
 
 
@@ -302,13 +348,12 @@ def load_cifar100(data_dir) -> DatasetBundle:
     test_x = _images(d, p, what, 32)
     test_y = _labels(d, "fine_labels", test_x.shape[0], p, what)
     _check_range(test_y, 0, 99, p, what)
-    sp = _find_split(root, folder, "cifar100-test-split.txt")
-    s = read_split_file(sp, ("xvalid", "xtest"), what)
+    s, src = load_split(root, folder, "cifar100-test-split.txt", ("xvalid", "xtest"), what)
     spec = DATASETS["cifar100"]
     return DatasetBundle("cifar100", 100, 32, spec.pad, spec.flip, spec.mean, spec.std,
-                         train=Split(torch.from_numpy(np.ascontiguousarray(train_x)), torch.from_numpy(train_y)),
-                         valid=_take(test_x, test_y, s["xvalid"], sp, what),
-                         test=_take(test_x, test_y, s["xtest"], sp, what),
+                         train=_whole(train_x, train_y),
+                         valid=_take(test_x, test_y, s["xvalid"], src, what),
+                         test=_take(test_x, test_y, s["xtest"], src, what),
                          source=str(folder))
 
 
@@ -329,13 +374,12 @@ def load_imagenet16_120(data_dir) -> DatasetBundle:
     train_x = np.concatenate([x for x, _ in parts])
     train_y = np.concatenate([y for _, y in parts])
     val_x, val_y = _in16_part(folder / "val_data", what)
-    sp = _find_split(root, folder, "imagenet-16-120-test-split.txt")
-    s = read_split_file(sp, ("xvalid", "xtest"), what)
+    s, src = load_split(root, folder, "imagenet-16-120-test-split.txt", ("xvalid", "xtest"), what)
     spec = DATASETS["imagenet16-120"]
     return DatasetBundle("imagenet16-120", 120, 16, spec.pad, spec.flip, spec.mean, spec.std,
-                         train=Split(torch.from_numpy(np.ascontiguousarray(train_x)), torch.from_numpy(train_y)),
-                         valid=_take(val_x, val_y, s["xvalid"], sp, what),
-                         test=_take(val_x, val_y, s["xtest"], sp, what),
+                         train=_whole(train_x, train_y),
+                         valid=_take(val_x, val_y, s["xvalid"], src, what),
+                         test=_take(val_x, val_y, s["xtest"], src, what),
                          source=str(folder))
 
 
@@ -369,6 +413,7 @@ def load_digits_bundle(size: int = 16) -> DatasetBundle:
 
 
 _LOADERS = {
+    "cifar10-valid": load_cifar10_valid,
     "cifar10": load_cifar10,
     "cifar100": load_cifar100,
     "imagenet16-120": load_imagenet16_120,
@@ -393,24 +438,22 @@ def load_dataset(name: str, data_dir=None) -> DatasetBundle:
 
 
 def check_dataset(name: str, data_dir=None) -> None:
-    """Cheap up-front check that a dataset's files are present (no decoding)."""
+    """Cheap up-front check that a dataset's files are present (no decoding; a split file of the
+    user's overrides the bundled copy, so none is required)."""
     key = canonical_name(name)
     if key == "digits":
         return
     what = key
     root = _check_dir(data_dir, what)
-    if key == "cifar10":
+    if key in ("cifar10", "cifar10-valid"):
         folder = _find_folder(root, ["cifar-10-batches-py"], "data_batch_1")
         files = [folder / f"data_batch_{i}" for i in range(1, 6)] + [folder / "test_batch"]
-        split = _find_split(root, folder, "cifar-split.txt")
     elif key == "cifar100":
         folder = _find_folder(root, ["cifar-100-python"], "train")
         files = [folder / "train", folder / "test"]
-        split = _find_split(root, folder, "cifar100-test-split.txt")
     else:
         folder = _find_folder(root, ["ImageNet16", "imagenet16", "ImageNet16-120"], "train_data_batch_1")
         files = [folder / f"train_data_batch_{i}" for i in range(1, 11)] + [folder / "val_data"]
-        split = _find_split(root, folder, "imagenet-16-120-test-split.txt")
-    for f in files + [split]:
+    for f in files:
         if not f.is_file():
             raise DatasetError(f"{what}: missing file {f}\n{LAYOUT}")

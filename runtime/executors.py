@@ -63,13 +63,17 @@ class _InProcessDispatch(Dispatch):
 
 
 def make_executor(kind: str = "inprocess", *, workers: Optional[int] = None, address: Optional[str] = None,
-                  device: Optional[str] = None, timeout: Optional[float] = None) -> Executor:
+                  device: Optional[str] = None, timeout: Optional[float] = None,
+                  trials_per_gpu: Optional[int] = None) -> Executor:
     kind = (kind or "inprocess").lower()
     if kind in ("inprocess", "in-process", "local"):
         return InProcessExecutor(device=device)
     if kind == "pool":
-        devices = [device] * (workers or 1) if device else None
-        return PoolExecutor(workers=workers, devices=devices, timeout=timeout)
+        if device and device.startswith("cuda"):
+            devices = [device if ":" in device else "cuda:0"]  # one GPU: the pool packs trials onto it
+        else:
+            devices = [device] * (workers or 1) if device else None
+        return PoolExecutor(workers=workers, devices=devices, timeout=timeout, trials_per_device=trials_per_gpu)
     if kind == "ray":
         return RayExecutor(address=address, num_cpus=workers if not address else None)
     raise ConfigError(f"unknown executor {kind!r}; choose inprocess, pool or ray")

@@ -236,7 +236,7 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
         import torch
 
         from . import presets
-        from .data import canonical_name, load_dataset
+        from .data import canonical_name, dataset_spec, load_dataset
         from .trainer import Trainer, resolve_device
 
         presets.check_options(job.options)
@@ -265,7 +265,8 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
             kwargs["widths"] = list(job.widths)
         if job.depths is not None:
             kwargs["depths"] = list(job.depths)
-        built = build(job.arch, job.skeleton, dataset, **kwargs)
+        # both CIFAR-10 settings build the same network: the builder gets "cifar10"
+        built = build(job.arch, job.skeleton, dataset_spec(dataset).network_dataset, **kwargs)
         model, info = built if isinstance(built, tuple) else (built, {})
         info = dict(info or {})
         if not isinstance(model, torch.nn.Module):

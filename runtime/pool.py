@@ -11,6 +11,7 @@ from typing import List, Optional, Sequence
 
 from .dispatch import Dispatch, EventCb, Executor
 from .errors import ConfigError
+from .gpu_slots import DeviceSlots, MemoryReport, cuda_device_count
 from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
 
 
@@ -88,24 +89,23 @@ class _Worker:
             pass
 
 
-def default_devices(workers: Optional[int] = None) -> List[Optional[str]]:
-    """One worker per GPU when there are several; else `workers` CPU workers (default 1)."""
-    try:
-        import torch
-
-        n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # pragma: no cover
-        n_gpu = 0
-    if n_gpu > 1:
-        devs = [f"cuda:{i}" for i in range(n_gpu)]
-        return devs[:workers] if workers else devs
-    if n_gpu == 1:
-        return ["cuda:0"] * (workers or 1)
+def default_devices(workers: Optional[int] = None, n_gpu: Optional[int] = None) -> List[Optional[str]]:
+    """Every GPU when there are any (the pool decides how many workers each gets); else
+    `workers` CPU workers (default 1)."""
+    n_gpu = cuda_device_count() if n_gpu is None else n_gpu
+    if n_gpu:
+        return [f"cuda:{i}" for i in range(n_gpu)]
     return ["cpu"] * max(1, workers or 1)
 
 
 class PoolExecutor(Executor):
     """A pool of long-lived worker processes (spawn context).
+
+    On GPUs it runs several trials per device, one worker each (:mod:`.gpu_slots`):
+    ``trials_per_device`` fixes K; by default (None) each GPU starts one worker, whose first
+    epoch reports the trial's memory peak and the device's free memory, and the pool then grows
+    to the K that memory and the CPU cores allow. ``workers`` caps the total. On the CPU
+    ``workers`` processes share the cores, as before.
 
     A worker that dies (``os._exit``, SIGKILL, a segfault, the OOM killer) fails only the job it
     was running, with the reason, and is replaced. ``timeout`` (seconds per job) kills and fails
@@ -116,12 +116,23 @@ class PoolExecutor(Executor):
     name = "pool"
 
     def __init__(self, workers: Optional[int] = None, devices: Optional[Sequence[Optional[str]]] = None,
-                 threads: Optional[int] = None, timeout: Optional[float] = None):
+                 threads: Optional[int] = None, timeout: Optional[float] = None,
+                 trials_per_device: Optional[int] = None, cpus: Optional[int] = None):
         if workers is not None and workers < 1:
             raise ConfigError("workers must be at least 1")
-        self.devices = list(devices) if devices else default_devices(workers)
-        cpus = os.cpu_count() or 1
-        self.threads = threads or max(1, cpus // len(self.devices))
+        if trials_per_device is not None and trials_per_device < 1:
+            raise ConfigError("trials per GPU must be at least 1")
+        cpus = cpus or os.cpu_count() or 1
+        base = list(devices) if devices else default_devices(workers)
+        gpus = list(dict.fromkeys(d for d in base if d and str(d).startswith("cuda")))
+        self.slots: Optional[DeviceSlots] = None
+        if gpus and len(gpus) == len(base):  # one entry per GPU: the pool packs trials onto them
+            self.slots = DeviceSlots(gpus, trials_per_device, cpus=cpus, max_workers=workers)
+            self.devices = self.slots.initial()
+            self.threads = threads or 1  # a GPU trial spends its CPU time launching kernels
+        else:  # CPU workers, or an explicit list with one entry per worker
+            self.devices = base
+            self.threads = threads or max(1, cpus // len(self.devices))
         self.timeout = timeout
         self.ctx = mp.get_context("spawn")
 
@@ -136,7 +147,9 @@ class _PoolDispatch(Dispatch):
         super().__init__()
         self.pool = pool
         self.on_event = on_event
-        self.capacity = len(pool.devices)
+        # device slots, one per worker; grown when a GPU's memory report allows more trials
+        self.devices = pool.slots.initial() if pool.slots is not None else list(pool.devices)
+        self.capacity = len(self.devices)
         self.queue: collections.deque = collections.deque()  # (ticket, job) not yet running
         self.workers: List[_Worker] = []
         self.done: List[tuple] = []  # finished, not yet returned by wait
@@ -152,7 +165,7 @@ class _PoolDispatch(Dispatch):
 
     def _free_device(self):
         used = collections.Counter(w.device for w in self.workers)
-        for dev in self.pool.devices:
+        for dev in self.devices:
             if used[dev] > 0:
                 used[dev] -= 1
             else:
@@ -188,10 +201,23 @@ class _PoolDispatch(Dispatch):
 
     def _handle(self, w: _Worker, kind: str, payload) -> None:
         if kind == "event":
+            self._grow(w.device, payload)
             if self.on_event:
                 self.on_event(payload)
         elif kind == "result" and w.task is not None:
             self._finish(w, Result.from_dict(payload))
+
+    def _grow(self, device, payload) -> None:
+        """A worker's memory report may let its GPU take more trials."""
+        report = MemoryReport.from_event(payload) if self.pool.slots is not None else None
+        if report is None:
+            return
+        running = sum(1 for x in self.workers if x.device == device)
+        extra = self.pool.slots.observe(device, report, running)
+        if extra:
+            self.devices += [device] * extra
+            self.capacity = len(self.devices)
+            self._fill()
 
     def _drain(self, w: _Worker) -> bool:
         """Read every message waiting; False when the pipe is closed."""

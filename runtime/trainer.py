@@ -142,6 +142,16 @@ def _amp_dtype(device: torch.device, mode: str) -> Optional[torch.dtype]:
     return torch.float16
 
 
+def _cuda_memory(device: torch.device) -> dict:
+    """This process's allocator peak and the device's free memory, for the pool's choice of
+    trials per GPU (runtime/gpu_slots.py); nothing on the CPU."""
+    if device.type != "cuda":
+        return {}
+    free, total = torch.cuda.mem_get_info(device)
+    return {"cuda_peak_bytes": int(torch.cuda.max_memory_reserved(device)), "cuda_free_bytes": int(free),
+            "cuda_total_bytes": int(total)}
+
+
 def lr_at(step: int, total: int, preset: Preset, steps_per_epoch: int) -> float:
     """Linear warm-up (optional) then cosine decay from `lr` to `lr_min`, per iteration."""
     warm = preset.warmup_epochs * steps_per_epoch
@@ -268,7 +278,9 @@ class Trainer:
         compiled = None
         if p.compile:
             try:
-                compiled = torch.compile(model)
+                # static shapes: an epoch's smaller last batch gets its own graph instead of turning
+                # every kernel dynamic
+                compiled = torch.compile(model, dynamic=False)
             except Exception as exc:  # no working backend here: train eagerly
                 notes.append(f"torch.compile unavailable ({type(exc).__name__}: {str(exc)[:200]}); trained eagerly")
         self._emit({"type": "start", "epochs": p.epochs, "resumed_from": start})
@@ -339,7 +351,7 @@ class Trainer:
             now = elapsed + (time.perf_counter() - t_begin)
             if status == "ok" and (epoch % max(1, p.checkpoint_every) == 0 or epoch == p.epochs):
                 self._save(epoch, opt, scaler, history, now)
-            self._emit({"type": "epoch", "epochs": p.epochs, **m.to_dict()})
+            self._emit({"type": "epoch", "epochs": p.epochs, **m.to_dict(), **_cuda_memory(dev)})
             if status != "ok":
                 break
 
@@ -351,7 +363,8 @@ class Trainer:
         if last is not None:
             outcome.train_loss, outcome.train_acc = last["train_loss"], last["train_acc"]
         if status == "ok":
-            if last is not None and last.get("valid_acc") is not None and last["epoch"] == p.epochs:
+            # test_acc, not valid_acc: NB201's `cifar10` setting has no validation split
+            if last is not None and last.get("test_acc") is not None and last["epoch"] == p.epochs:
                 outcome.valid_acc, outcome.valid_loss = last["valid_acc"], last["valid_loss"]
                 outcome.test_acc, outcome.test_loss = last["test_acc"], last["test_loss"]
             else:  # finished before (resumed from the last checkpoint): evaluate the restored model

@@ -185,15 +185,15 @@ def _run(config_file, fmt, force, flags):
 
 
 def _summary_text(s) -> str:
-    from . import report
+    from . import records
 
     lines = [f"stopped: {s.stop.message} ({s.seconds:.1f} s{', resumed' if s.resumed else ''})",
-             report.summary_line(s.counts)]
+             records.summary_line(s.counts)]
     b = s.best
     if b:
-        lines.append(f"best: #{b['arch_id']} (parent #{b['parent_id']}, {report._change(b)}) valid "
-                     f"{report._num(b['valid_acc'], '.2f')}%, test {report._num(b['test_acc'], '.2f')}%, "
-                     f"{report.human(b['params'])} params, {report.human(b['flops'])} FLOPs")
+        lines.append(f"best: #{b['arch_id']} (parent #{b['parent_id']}, {records._change(b)}) valid "
+                     f"{records._num(b['valid_acc'], '.2f')}%, test {records._num(b['test_acc'], '.2f')}%, "
+                     f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
         lines.append("no architecture trained successfully")
     lines.append(f"run directory: {s.run_dir} (nader-search status|best|export {s.run_dir})")
@@ -229,11 +229,11 @@ def _write(text: str, output) -> None:
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 def status_command(run_dir, fmt):
     """Show a search's modification tree: every architecture under its parent."""
-    from . import report
+    from . import records
 
     conn = _open(run_dir)
     try:
-        recs = report.records(conn, with_text=False)
+        recs = records.records(conn, with_text=False)
         sessions = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
         sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in sessions]
         cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
@@ -248,8 +248,8 @@ def status_command(run_dir, fmt):
     state = last or ("running or killed" if sessions else "not started")
     click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {cfg.get('root', '?')}; "
                f"{len(sessions)} session(s), last: {state}")
-    click.echo(report.summary_line(report.counts_of(recs)))
-    click.echo(report.status_table(recs))
+    click.echo(records.summary_line(records.counts_of(recs)))
+    click.echo(records.status_table(recs))
 
 
 @click.command("best", context_settings={"help_option_names": ["-h", "--help"]})
@@ -259,17 +259,17 @@ def status_command(run_dir, fmt):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
 def best_command(run_dir, fmt, output):
     """Print the best architecture (highest validation accuracy), ready for nadc."""
-    from . import report
+    from . import records
 
     conn = _open(run_dir)
     try:
-        rec = report.best(conn)
+        rec = records.best(conn)
     finally:
         conn.close()
     if rec is None:
         click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
         sys.exit(1)
-    _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else report.best_text(rec), output)
+    _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
 
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
@@ -278,12 +278,12 @@ def best_command(run_dir, fmt, output):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
 def export_command(run_dir, fmt, output):
     """Export every architecture's record (one row each; per-seed results included)."""
-    from . import report
+    from . import records
 
     conn = _open(run_dir)
     try:
-        recs = report.records(conn)
+        recs = records.records(conn)
     finally:
         conn.close()
-    _write(report.export_json(recs) if fmt == "json" else report.export_csv(recs), output)
+    _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)
 

@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Union
 
 from nader.runtime.errors import ConfigError
 
-from . import report
+from . import records
 from .config import SearchConfig, differences, merge
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck
@@ -151,7 +151,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         raise
     _close(evaluator, executor, abort=False)
     store.end_session(session, stop.code, loop.tree.trials())
-    return SearchSummary(str(run_dir), stop, loop.tree.trials(), report.counts(store.conn), report.best(store.conn),
+    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), records.best(store.conn),
                          time.monotonic() - t0, resumed, warnings)
 
 

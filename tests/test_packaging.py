@@ -100,6 +100,9 @@ def test_wheel_contents(wheel):
     tops = {n.split("/")[0] for n in names}
     assert tops == {"nader", "nader_toolchain-0.1.0.dist-info"}, tops
     assert "nader/grammar/nad.lark" in names
+    prompts = sorted(p.name for p in (REPO_ROOT / "agents" / "prompts").glob("*.j2"))
+    assert prompts and all(f"nader/agents/prompts/{name}" in names for name in prompts), "prompt templates"
+    assert "nader/runtime/nb201_splits.json" in names  # NAS-Bench-201's split files
     for package in SETUPTOOLS["packages"]:
         assert package.replace(".", "/") + "/__init__.py" in names, package
     top_level = zipfile.ZipFile(wheel).read("nader_toolchain-0.1.0.dist-info/top_level.txt").decode().split()
@@ -153,6 +156,8 @@ def test_installed_package_imports_and_parses(installed, tmp_path):
         assert r.ok and r.diagnostics == [], r.diagnostics
         assert [n.op_name for n in r.program.blocks[0].nodes] == ["input", "output", "Conv2d"]
         assert "torch" not in sys.modules
+        from nader.runtime.splits import bundled_split
+        assert [len(v) for v in bundled_split("cifar-split.txt").values()] == [25000, 25000]
         print("OK")
         print("\\n".join(sorted(p.name for p in site.iterdir())))
     """, cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""Drawings of blocks: Graphviz DOT text (`--emit dot`) and SVG through Graphviz (`--emit svg`).
+"""Drawings of blocks: Graphviz DOT text (`--emit dot`) and SVG by our own layout (`--emit svg`).
 
 Nodes show their id, operation and parameters as written (as NADER's pictures do); edges
 carry the inferred symbolic shape of the tensor they move, e.g. `(B,C,H,W)`; edges into
@@ -7,13 +7,13 @@ operations whose operand order matters (`concat`, `multiply`, `Add`, `Mul`) are 
 reports an error on are outlined in red with the diagnostic code. Blocks that fail
 verification are still drawn, with the shapes that could be inferred.
 
-The DOT text is written here, with every identifier and label quoted and escaped; nothing
-depends on Graphviz except `--emit svg`, which runs the `dot` program when it is installed.
+The DOT text is written here, with every identifier and label quoted and escaped; render it
+with Graphviz (`dot -Tsvg`) for its layout. `--emit svg` needs no Graphviz: `svg.py` lays the
+same labels out itself.
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
+import re
 from typing import Optional
 
 from nader.compiler.passes.shapes import shape_str
@@ -183,28 +183,24 @@ def emit_dot(parsed, options) -> str:
     return program_dot(_reports(parsed, options), parsed.program.path)
 
 
-DOT_TIMEOUT_S = 120
-
-
-def render_svg(dot_text: str, dot_program: Optional[str] = None) -> str:
-    """SVG from DOT text through Graphviz's `dot`; raises EmitError when it is missing or fails."""
-    from nader.compiler.commands.compile import EmitError
-
-    program = dot_program or shutil.which("dot")
-    if program is None:
-        raise EmitError("--emit svg needs Graphviz's `dot` program, which is not on PATH: install graphviz "
-                        "(e.g. `apt-get install graphviz` or `brew install graphviz`), or use --emit dot")
-    try:
-        done = subprocess.run([program, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True,
-                              timeout=DOT_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as error:
-        raise EmitError(f"running Graphviz `dot` failed: {error}") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
-        raise EmitError(f"Graphviz `dot` failed: {message}")
-    return done.stdout.decode("utf-8", "replace")
-
-
 def emit_svg(parsed, options) -> str:
-    """`nadc FILE --emit svg`: the DOT drawing rendered by Graphviz."""
-    return render_svg(emit_dot(parsed, options))
+    """`nadc FILE --emit svg`: every block drawn by our own layout (`svg.py`), stacked in one document."""
+    from .svg import block_svg
+
+    drawings = [block_svg(report) for report in _reports(parsed, options)]
+    return stack_svgs(drawings)
+
+
+def stack_svgs(drawings: list[str], gap: int = 16) -> str:
+    """One SVG document holding standalone `<svg>` drawings one below the other."""
+    sizes = [(float(re.search(r'width="([\d.]+)"', d)[1]), float(re.search(r'height="([\d.]+)"', d)[1]))
+             for d in drawings]
+    width = max((w for w, _ in sizes), default=0.0)
+    height = sum(h for _, h in sizes) + gap * max(len(sizes) - 1, 0)
+    body, y = [], 0.0
+    for drawing, (_, h) in zip(drawings, sizes):
+        body.append(f'<g transform="translate(0,{y:.0f})">{drawing}</g>')
+        y += h + gap
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}">\n'
+            + "\n".join(body) + "\n</svg>\n")

@@ -97,8 +97,9 @@ def write_split(path: Path, parts: dict) -> Path:
     return path
 
 
-def write_cifar10(root: Path, per_batch: int = 20, n_test: int = 30, seed: int = 0) -> dict:
-    """cifar-10-batches-py/ with 5 train batches + test batch (py2-style bytes keys) and cifar-split.txt."""
+def write_cifar10(root: Path, per_batch: int = 20, n_test: int = 30, seed: int = 0, split: bool = True) -> dict:
+    """cifar-10-batches-py/ with 5 train batches + test batch (py2-style bytes keys) and, with `split`,
+    a cifar-split.txt of its own (the bundled one indexes the real 50,000 images)."""
     rng = np.random.default_rng(seed)
     d = root / "cifar-10-batches-py"
     d.mkdir(parents=True, exist_ok=True)
@@ -119,7 +120,8 @@ def write_cifar10(root: Path, per_batch: int = 20, n_test: int = 30, seed: int =
     n = 5 * per_batch
     perm = rng.permutation(n)
     train_idx, valid_idx = sorted(perm[: n // 2].tolist()), sorted(perm[n // 2:].tolist())
-    write_split(root / "cifar-split.txt", {"train": train_idx, "valid": valid_idx})
+    if split:
+        write_split(root / "cifar-split.txt", {"train": train_idx, "valid": valid_idx})
     return {"train_x": np.concatenate(train_x), "train_y": np.array(train_y), "test_x": tx, "test_y": np.array(ty),
             "train_idx": train_idx, "valid_idx": valid_idx}
 
@@ -166,3 +168,27 @@ def write_imagenet16(root: Path, per_batch: int = 12, n_val: int = 40, seed: int
     write_split(root / "imagenet-16-120-test-split.txt", {"xvalid": xv, "xtest": xt})
     return {"train_x": np.concatenate(xs), "train_y": np.array(ys), "val_x": vx, "val_y": np.array(vy),
             "xvalid": xv, "xtest": xt}
+
+
+def write_full_size_cifar10(root: Path, n_test: int = 20) -> Path:
+    """cifar-10-batches-py/ with the real 50,000 training images' count (10,000 per batch, the
+    standard format) and no split file. Image i is zero except for its first two bytes, which hold
+    i (little-endian), and its label is i % 10, so a test can tell which images a split picked."""
+    d = root / "cifar-10-batches-py"
+    d.mkdir(parents=True, exist_ok=True)
+    for b in range(5):
+        idx = np.arange(b * 10_000, (b + 1) * 10_000)
+        x = np.zeros((10_000, 3072), np.uint8)
+        x[:, 0], x[:, 1] = idx & 0xFF, idx >> 8
+        with open(d / f"data_batch_{b + 1}", "wb") as f:
+            pickle.dump({b"data": x, b"labels": (idx % 10).tolist()}, f, protocol=2)
+    with open(d / "test_batch", "wb") as f:
+        pickle.dump({b"data": np.full((n_test, 3072), 7, np.uint8), b"labels": [i % 10 for i in range(n_test)]},
+                    f, protocol=2)
+    return d
+
+
+def image_ids(images) -> list:
+    """The indices written by write_full_size_cifar10 back from uint8 N×3×32×32 images."""
+    first = images[:, 0, 0, :2].to(dtype=torch.int64)  # bytes 0 and 1 of the CHW image
+    return (first[:, 0] + 256 * first[:, 1]).tolist()

@@ -41,3 +41,33 @@ def test_per_sample_dataset(tb):
     ds = tb.PerSampleCIFAR(imgs, np.arange(4))
     x, y = ds[2]
     assert x.shape == (3, 32, 32) and x.dtype == torch.float32 and y == 2
+
+
+@pytest.fixture(scope="module")
+def gt():
+    spec = importlib.util.spec_from_file_location("gpu_trials", BENCH.parent / "gpu_trials.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_trial_projection_from_measured_epochs(gt):
+    from nader.runtime.jobs import Result
+
+    r = Result(job_id="x", seed=1, status="ok", seconds=12.0,
+               history=[{"seconds": 5.0}, {"seconds": 2.0}, {"seconds": 3.0}])
+    # set-up 2 + first epoch 5 + 11 steady epochs of 2 + evaluation 1 (last epoch less a steady one)
+    assert gt._project(r, 12) == pytest.approx(30.0)
+    assert gt._project(r, 200) == pytest.approx(2 + 5 + 199 * 2 + 1)
+    assert gt._project(Result(job_id="x", seed=1, status="failed", history=[]), 12) is None
+
+
+def test_trials_report_runs_the_pool_on_the_cpu(gt, tb):
+    """The trials-per-GPU-hour machinery end to end on the CPU (figures not asserted: only that
+    each K ran its trials through the pool and the projections are built from them)."""
+    rep = gt.trials_report("cpu", tb.RESNET_NAD, dataset="cifar10", synthetic_per_batch=4, epochs=2,
+                           widths=(8, 16, 32), depths=(1, 1, 1), k=2, extra_options={"threads": 1})
+    assert rep["k"] == 2 and rep["k_source"] == "given"
+    assert rep["trial_12_s_k1"] > 11 * rep["steady_epoch_s_k1"] > 0
+    assert rep["protocol_200_s"] > rep["trial_12_s_k1"]
+    assert rep["trials_per_hour_k"] == pytest.approx(2 * 3600 / rep["trial_12_s_k"])

@@ -26,9 +26,9 @@ def _as_chw(flat, side):
     return torch.from_numpy(flat.reshape(-1, 3, side, side))
 
 
-def test_cifar10_nb201_splits(tmp_path):
-    ref = H.write_cifar10(tmp_path)
-    b = D.load_dataset("cifar10", tmp_path)
+def test_cifar10_valid_reads_the_users_split_file(tmp_path):
+    ref = H.write_cifar10(tmp_path)  # its own cifar-split.txt overrides the bundled one
+    b = D.load_dataset("cifar10-valid", tmp_path)
     assert (b.num_classes, b.input_size, b.pad, b.flip) == (10, 32, 4, True)
     assert b.train.images.dtype == torch.uint8 and b.train.images.shape == (50, 3, 32, 32)
     # train/valid are the split file's halves of the train set, in the file's order
@@ -40,13 +40,26 @@ def test_cifar10_nb201_splits(tmp_path):
     assert torch.equal(b.test.images, _as_chw(ref["test_x"], 32))
     assert b.test.labels.tolist() == ref["test_y"].tolist()
     assert b.mean == pytest.approx((125.3, 123.0, 113.9))
+    assert b.name == "cifar10-valid"
+
+
+def test_cifar10_trains_on_all_50k_and_reports_test_without_split_files(tmp_path):
+    ref = H.write_cifar10(tmp_path, split=False)
+    b = D.load_dataset("cifar10", tmp_path)
+    assert b.name == "cifar10" and b.num_classes == 10
+    assert torch.equal(b.train.images, _as_chw(ref["train_x"], 32))  # every training image, in file order
+    assert b.train.labels.tolist() == ref["train_y"].tolist()
+    assert len(b.valid) == 0 and b.valid.images.shape[1:] == (3, 32, 32)
+    assert torch.equal(b.test.images, _as_chw(ref["test_x"], 32))
+    D.check_dataset("cifar10", tmp_path)
+    D.check_dataset("cifar10-valid", tmp_path)  # the bundled split file stands in
 
 
 def test_cifar10_accepts_dataset_folder_and_splits_subfolder(tmp_path):
     H.write_cifar10(tmp_path)
     (tmp_path / "splits").mkdir()
     os.replace(tmp_path / "cifar-split.txt", tmp_path / "splits" / "cifar-split.txt")
-    b = D.load_dataset("cifar10", tmp_path)
+    b = D.load_dataset("cifar10-valid", tmp_path)
     assert len(b.train) == 50 and len(b.valid) == 50
 
 
@@ -96,8 +109,9 @@ def test_missing_data_dir_and_missing_split(tmp_path):
         D.load_dataset("cifar100", None)
     H.write_cifar10(tmp_path)
     (tmp_path / "cifar-split.txt").unlink()
-    with pytest.raises(DatasetError, match="cifar-split.txt"):
-        D.load_dataset("cifar10", tmp_path)
+    # the bundled split indexes the real 50,000 images: a 100-image folder is incomplete
+    with pytest.raises(DatasetError, match=r"bundled NAS-Bench-201 cifar-split.txt indexes image \d+, but only 100"):
+        D.load_dataset("cifar10-valid", tmp_path)
 
 
 def test_corrupt_pickle_and_wrong_shape(tmp_path):
@@ -134,19 +148,21 @@ def test_bad_split_files(tmp_path):
     sp = tmp_path / "cifar-split.txt"
     sp.write_text("{not json")
     with pytest.raises(DatasetError, match="not a NAS-Bench-201 split file"):
-        D.load_dataset("cifar10", tmp_path)
+        D.load_dataset("cifar10-valid", tmp_path)
     sp.write_text(json.dumps({"train": ["int", ["0", "x"]], "valid": ["int", ["1"]]}))
     with pytest.raises(DatasetError, match="well-formed 'train'"):
-        D.load_dataset("cifar10", tmp_path)
+        D.load_dataset("cifar10-valid", tmp_path)
     sp.write_text(json.dumps({"train": ["int", ["0", "99999"]], "valid": ["int", ["1"]]}))
-    with pytest.raises(DatasetError, match="indexes beyond"):
-        D.load_dataset("cifar10", tmp_path)
+    with pytest.raises(DatasetError, match="indexes image 99999, but only 100"):
+        D.load_dataset("cifar10-valid", tmp_path)
 
 
 def test_unknown_dataset():
     with pytest.raises(DatasetError, match="unknown dataset"):
         D.load_dataset("mnist")
     assert D.canonical_name("CIFAR-10") == "cifar10"
+    assert D.canonical_name("cifar10-valid") == "cifar10-valid"
+    assert D.dataset_spec("cifar10-valid").network_dataset == "cifar10"
     assert D.canonical_name("ImageNet16-120") == "imagenet16-120"
 
 

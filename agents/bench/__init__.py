@@ -1,0 +1,1 @@
+"""Benchmarks of the agents, with their data (written for this project)."""

@@ -1,0 +1,146 @@
+"""`nader-search kb`: import, search and inspect a knowledge base of design ideas.
+
+Exit status: 0 done, 2 usage or data error (one line on stderr, no traceback;
+``NADER_DEBUG=1`` shows tracebacks).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import click
+
+_KB_OPTION = click.option("--kb", "kb_path", required=True, type=click.Path(file_okay=False),
+                          envvar="NADER_KB", help="Knowledge base directory [env NADER_KB].")
+_FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
+                              show_default=True)
+_BATCH = 512
+
+
+def _fail(message: str) -> None:
+    click.echo(f"nader-search kb: {message}", err=True)
+    sys.exit(2)
+
+
+def _guarded(action):
+    """Run `action`; known errors become one line and exit 2."""
+    from .embedders import EmbedderUnavailable
+    from .pool import PoolFormatError
+    from .store import KnowledgeBaseError
+
+    try:
+        return action()
+    except (KnowledgeBaseError, EmbedderUnavailable, PoolFormatError, ValueError, OSError) as exc:
+        if os.environ.get("NADER_DEBUG"):
+            raise
+        _fail(str(exc))
+
+
+@click.group("kb", context_settings={"help_option_names": ["-h", "--help"]})
+def kb_group():
+    """Knowledge base of design ideas: faiss index + SQLite, FairNAD attribute tags (docs/knowledge.md)."""
+
+
+@kb_group.command("import")
+@click.argument("pool_file", metavar="FILE", type=click.Path(dir_okay=False))
+@_KB_OPTION
+@_FORMAT_OPTION
+def import_command(pool_file, kb_path, fmt):
+    """Import NADER's idea pool FILE (JSON list of {id, paper_id, inspiration}) into --kb.
+
+    Untagged ideas are tagged by keyword rules; near-duplicates are merged. Importing the same
+    file again adds nothing.
+    """
+    from .pool import read_pool
+    from .store import KnowledgeBase
+
+    def run():
+        ideas = read_pool(pool_file)
+        start = time.perf_counter()
+        with KnowledgeBase.open(kb_path) as kb:
+            before = kb.stats()
+            added = 0
+            for offset in range(0, len(ideas), _BATCH):
+                added += kb.add_ideas(ideas[offset:offset + _BATCH])
+                if sys.stderr.isatty():
+                    click.echo(f"\r{min(offset + _BATCH, len(ideas))}/{len(ideas)} ideas", err=True, nl=False)
+            if sys.stderr.isatty():
+                click.echo("", err=True)
+            after = kb.stats()
+        report = {"file": str(pool_file), "read": len(ideas), "added": added,
+                  "merged": after["merged_duplicates"] - before["merged_duplicates"],
+                  "tagged_by_keywords": after["tagged_by"].get("keyword-rules", 0)
+                  - before["tagged_by"].get("keyword-rules", 0),
+                  "untagged": after["untagged"] - before["untagged"],
+                  "ideas": after["ideas"], "seconds": round(time.perf_counter() - start, 2)}
+        if fmt == "json":
+            click.echo(json.dumps(report, indent=2))
+        else:
+            click.echo(f"{report['file']}: {report['read']} ideas read, {report['added']} added, "
+                       f"{report['merged']} merged as near-duplicates; of those added, "
+                       f"{report['tagged_by_keywords']} tagged by keyword rules, {report['untagged']} untagged; "
+                       f"{report['ideas']} ideas in {kb_path} ({report['seconds']:.1f} s)")
+
+    _guarded(run)
+
+
+@kb_group.command("search")
+@click.argument("query")
+@_KB_OPTION
+@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many ideas.")
+@click.option("--granularity", default=None, help="Only ideas of this granularity.")
+@click.option("--main-category", default=None, help="Only ideas of this main category.")
+@_FORMAT_OPTION
+def search_command(query, kb_path, k, granularity, main_category, fmt):
+    """The ideas of --kb most similar to QUERY, best first (cosine similarity)."""
+    from .store import KnowledgeBase
+
+    def run():
+        if not os.path.isdir(kb_path):
+            _fail(f"no knowledge base at {kb_path} (create one with: nader-search kb import FILE --kb {kb_path})")
+        filters = {key: value for key, value in (("granularity", granularity), ("main_category", main_category))
+                   if value is not None}
+        with KnowledgeBase.open(kb_path) as kb:
+            hits = kb.search(query, k=k, filters=filters or None)
+        if fmt == "json":
+            click.echo(json.dumps([{"rank": rank, "score": round(score, 4), **idea.as_dict()}
+                                   for rank, (idea, score) in enumerate(hits, 1)], indent=2))
+            return
+        if not hits:
+            click.echo("no ideas")
+        for rank, (idea, score) in enumerate(hits, 1):
+            path = " / ".join(t for t in (idea.granularity, idea.main_category, idea.sub_category) if t) or "untagged"
+            click.echo(f"{rank}. {score:.3f}  [{path}]  (paper {idea.paper_id}, idea {idea.id})\n   {idea.text}")
+
+    _guarded(run)
+
+
+@kb_group.command("stats")
+@_KB_OPTION
+@_FORMAT_OPTION
+def stats_command(kb_path, fmt):
+    """Counts of --kb: ideas, papers, merged duplicates, ideas per attribute."""
+    from .store import KnowledgeBase
+
+    def run():
+        if not os.path.isdir(kb_path):
+            _fail(f"no knowledge base at {kb_path}")
+        with KnowledgeBase.open(kb_path) as kb:
+            stats = kb.stats()
+        if fmt == "json":
+            click.echo(json.dumps(stats, indent=2))
+            return
+        click.echo(f"{stats['path']}: {stats['ideas']} ideas from {stats['papers']} papers, "
+                   f"{stats['merged_duplicates']} near-duplicates merged; embeddings {stats['embedder']} "
+                   f"(dimension {stats['dimension']})")
+        click.echo(f"tagged: {stats['ideas'] - stats['untagged']} "
+                   f"({', '.join(f'{n} by {who}' for who, n in stats['tagged_by'].items()) or 'none'}), "
+                   f"untagged: {stats['untagged']}")
+        for granularity, n in stats["granularity"].items():
+            click.echo(f"  {granularity}: {n}")
+        for main, n in stats["main_category"].items():
+            click.echo(f"    {main}: {n}")
+
+    _guarded(run)

@@ -1,0 +1,350 @@
+"""The one LLM client of the product: chat and embeddings against any OpenAI-compatible endpoint.
+
+    client = LLMClient.from_config(load_config(path), store=RUN_DIR, role="proposer")
+    reply = await client.chat(messages, role="proposer", arch_id="a17", json=True)
+    reply = client.chat_sync(messages)              # the same from synchronous code
+    vectors = await client.embed(["idea one", "idea two"])
+    client.usage.as_dict()                         # tokens and dollars, total / per role / per arch
+
+A call is answered, in this order, by: the recorded run being replayed (replay mode; a miss
+raises ReplayMiss), the run's own record (an identical earlier request: free), or the endpoint
+(at most `max_concurrency` at once, `request_timeout` per attempt, `deadline` per call, retries
+with jittered exponential back-off, the circuit breaker, the caps). Every call is recorded.
+"""
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+import random
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from .accounting import Ledger, Tally, Usage
+from .breaker import CircuitBreaker
+from .config import LLMConfig
+from .errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected
+from .prices import find_price
+from .profiles import match_profile, request_params
+from .record import CallStore, canonical_json, decode_vectors, encode_vectors, request_key
+from .transport import OpenAITransport, Transient
+
+EMBED_BATCH = 128  # inputs per embeddings request
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    text: str
+    finish_reason: Optional[str]
+    prompt_tokens: Optional[int]
+    completion_tokens: Optional[int]
+    cost_usd: Optional[float]
+    latency_s: float
+    source: str        # endpoint | cache | replay
+    call_id: Optional[int]
+    model: str
+
+    @property
+    def truncated(self) -> bool:
+        """The reply hit the completion-token limit and is cut off."""
+        return self.finish_reason == "length"
+
+
+def estimate_tokens(text: str) -> int:
+    """A generous token count for cap checks (about 4 characters a token in English; 3 here)."""
+    return len(text) // 3 + 1
+
+
+class LLMClient:
+    def __init__(self, config: LLMConfig, *, store: Optional[CallStore] = None, replay: Optional[CallStore] = None,
+                 role: Optional[str] = None, rng: Optional[random.Random] = None):
+        if replay is None and not config.base_url:
+            raise LLMConfigError(
+                "no LLM endpoint configured: set base_url in the [llm] section of the config file or pass"
+                " --llm-base-url (e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for vLLM)")
+        if replay is None and not config.model:
+            raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
+        self.config = config
+        self.store = store
+        self.replay = replay
+        self.role = role or "default"
+        self._rng = rng or random.Random()
+        self._profiles = config.profiles
+        self._breaker = CircuitBreaker(config.breaker_failures)
+        prior = store.spent() if store is not None else None
+        self.ledger = Ledger(max_cost_usd=config.max_cost_usd, max_total_tokens=config.max_total_tokens, prior=prior)
+        if config.max_cost_usd is not None and replay is None:
+            for model in filter(None, (config.model, config.embedding_model)):
+                if find_price(model, config.prices) is None:
+                    raise LLMConfigError(
+                        f"max_cost_usd is set but model {model!r} has no price: add [llm.prices.\"{model}\"]"
+                        " with input and output in USD per million tokens (0 for a local model)")
+        self._transport = OpenAITransport(config.base_url, config.resolved_key()) if config.base_url else None
+        self._occurrences: dict[str, int] = {}
+        self._occ_lock = threading.Lock()
+        self._semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = \
+            weakref.WeakKeyDictionary()
+        self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
+        self._thread: Optional[threading.Thread] = None
+        self._thread_lock = threading.Lock()
+        if store is not None:
+            store.set_meta("llm_config", canonical_json(describe_config(config)))
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, *, store: Union[None, str, Path, CallStore] = None,
+                    replay: Union[None, str, Path, CallStore] = None, role: Optional[str] = None) -> "LLMClient":
+        """`store`: the run directory (or an open CallStore) where calls are recorded; `replay`: a
+        recorded run directory that answers every call instead of an endpoint."""
+        if store is not None and not isinstance(store, CallStore):
+            store = CallStore(store)
+        if replay is not None and not isinstance(replay, CallStore):
+            replay = CallStore(replay, read_only=True)
+        return cls(config, store=store, replay=replay, role=role)
+
+    @property
+    def usage(self) -> Usage:
+        """What this client's calls used (this session); `ledger.prior` holds the run's earlier sessions."""
+        return self.ledger.usage
+
+    # ------------------------------------------------------------------ chat
+    async def chat(self, messages: Sequence[dict], *, role: Optional[str] = None, arch_id: Optional[str] = None,
+                   prompt: Optional[str] = None, json: bool = False, schema: Optional[dict] = None,
+                   max_tokens: Optional[int] = None, temperature: Optional[float] = None,
+                   model: Optional[str] = None) -> ChatReply:
+        """One chat completion. `json`/`schema` ask for JSON output where the model supports it
+        (the caller still parses the text); `prompt` names the template, for the record."""
+        model = model or self.config.model
+        if model is None:
+            raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
+        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        profile = match_profile(model, self._profiles)
+        max_tokens = max_tokens or self.config.max_tokens
+        params = request_params(profile, max_tokens=max_tokens,
+                                temperature=self.config.temperature if temperature is None else temperature,
+                                reasoning_effort=self.config.reasoning_effort, json_schema=schema, want_json=json)
+        request = {"kind": "chat", "model": model, "messages": messages, "params": params}
+        prompt_estimate = sum(estimate_tokens(m["content"]) + 4 for m in messages)
+
+        async def attempt(timeout: float):
+            raw = await self._transport.chat(model, messages, params, timeout)
+            reply = {"text": raw.text, "finish_reason": raw.finish_reason}
+            prompt_tokens = raw.prompt_tokens if raw.prompt_tokens is not None else prompt_estimate
+            completion = raw.completion_tokens if raw.completion_tokens is not None else estimate_tokens(raw.text)
+            return reply, prompt_tokens, completion
+
+        reply, row = await self._call(request, role or self.role, arch_id, prompt, attempt,
+                                      worst_tokens=(prompt_estimate, max_tokens))
+        return ChatReply(reply["text"], reply.get("finish_reason"), row["prompt_tokens"], row["completion_tokens"],
+                         row["cost_usd"], row["latency_s"], row["source"], row["call_id"], model)
+
+    def reject(self, reply: ChatReply, reason: str) -> None:
+        """Mark `reply` as unusable (e.g. not the JSON asked for): this run asks again rather than
+        reuse it, while a replay still reproduces it."""
+        if self.store is not None and reply.call_id is not None:
+            self.store.reject(reply.call_id, reason)
+
+    @property
+    def embedding_model(self) -> Optional[str]:
+        return self.config.embedding_model
+
+    def chat_sync(self, messages: Sequence[dict], **kwargs) -> ChatReply:
+        """`chat` from synchronous code (runs on the client's own event-loop thread)."""
+        return self._run_sync(self.chat(messages, **kwargs))
+
+    # ------------------------------------------------------------------ embeddings
+    async def embed(self, texts: Sequence[str], *, role: str = "embed", arch_id: Optional[str] = None) -> list[list[float]]:
+        """Embeddings of `texts` from the endpoint's embeddings API (`embedding_model`), in order,
+        as float32 values (what the record keeps)."""
+        model = self.config.embedding_model
+        if model is None:
+            raise LLMConfigError("no embedding model configured: set embedding_model in [llm] or pass --embedding-model")
+        texts = [str(t) for t in texts]
+        batches = [texts[i:i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+        done = await asyncio.gather(*(self._embed_batch(model, batch, role, arch_id) for batch in batches))
+        return [vector for batch in done for vector in batch]
+
+    def embed_sync(self, texts: Sequence[str], **kwargs) -> list[list[float]]:
+        return self._run_sync(self.embed(texts, **kwargs))
+
+    async def _embed_batch(self, model: str, texts: list[str], role: str, arch_id) -> list[list[float]]:
+        request = {"kind": "embed", "model": model, "input": texts, "params": {}}
+        prompt_estimate = sum(estimate_tokens(t) for t in texts)
+
+        async def attempt(timeout: float):
+            vectors, prompt_tokens = await self._transport.embed(model, texts, timeout)
+            return encode_vectors(vectors), (prompt_tokens if prompt_tokens is not None else prompt_estimate), 0
+
+        reply, _ = await self._call(request, role, arch_id, None, attempt, worst_tokens=(prompt_estimate, 0))
+        return decode_vectors(reply)
+
+    # ------------------------------------------------------------------ the call path
+    def _next_occurrence(self, key: str) -> int:
+        with self._occ_lock:
+            n = self._occurrences.get(key, 0)
+            self._occurrences[key] = n + 1
+            return n
+
+    def _record(self, **fields) -> Optional[int]:
+        return self.store.put(**fields) if self.store is not None else None
+
+    async def _call(self, request: dict, role: str, arch_id, prompt, attempt, *, worst_tokens: tuple[int, int]):
+        key = request_key(request)
+        occurrence = self._next_occurrence(key)
+        common = dict(key=key, occurrence=occurrence, request=request, role=role, arch_id=arch_id, prompt=prompt)
+        started = time.perf_counter()
+
+        for source, record in (("replay", self.replay), ("cache", self.store)):
+            if record is None:
+                continue
+            found = record.answer(key, occurrence, replaying=source == "replay")
+            if found is None:
+                if source == "replay":
+                    raise ReplayMiss(self._miss_message(request, role, occurrence))
+                continue
+            reply = jsonlib.loads(found[1])
+            latency = time.perf_counter() - started
+            row = dict(prompt_tokens=found[2], completion_tokens=found[3], cost_usd=0.0, latency_s=latency,
+                       source=source)
+            row["call_id"] = self._record(**common, reply=reply, status="ok", source=source,
+                                          prompt_tokens=found[2], completion_tokens=found[3], cost_usd=0.0,
+                                          latency_s=latency, attempts=0)
+            self.ledger.settle(None, Tally(recorded_calls=1), role, arch_id)
+            return reply, row
+
+        self._breaker.check()
+        price = find_price(request["model"], self.config.prices)
+        prompt_est, completion_max = worst_tokens
+        reservation = self.ledger.reserve(prompt_est + completion_max,
+                                          price.cost(prompt_est, completion_max) if price else 0.0)
+        attempts = 0
+        try:
+            async with self._semaphore():
+                started = time.perf_counter()
+                deadline = started + self.config.deadline
+                last_error = "no attempt made"
+                retried: list[str] = []  # why earlier attempts failed, kept in the record
+                while True:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        last_error += f" (deadline of {self.config.deadline:g} s passed)"
+                        break
+                    attempts += 1
+                    try:
+                        reply, prompt_tokens, completion_tokens = await attempt(min(self.config.request_timeout,
+                                                                                    remaining))
+                    except Transient as exc:
+                        last_error = str(exc)
+                        retried.append(last_error)
+                        if attempts > self.config.max_retries:
+                            break
+                        delay = self._backoff(attempts - 1, exc.retry_after)
+                        if time.perf_counter() + delay >= deadline:
+                            last_error += f" (deadline of {self.config.deadline:g} s leaves no time to retry)"
+                            break
+                        await asyncio.sleep(delay)
+                        continue
+                    latency = time.perf_counter() - started
+                    cost = price.cost(prompt_tokens, completion_tokens) if price else None
+                    self.ledger.settle(reservation, Tally(calls=1, prompt_tokens=prompt_tokens,
+                                                          completion_tokens=completion_tokens, cost_usd=cost or 0.0,
+                                                          unpriced_calls=int(price is None)), role, arch_id)
+                    reservation = None
+                    self._breaker.success()
+                    call_id = self._record(**common, reply=reply, status="ok", source="endpoint",
+                                           error=("retried after: " + "; ".join(retried)) if retried else None,
+                                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                           cost_usd=cost, latency_s=latency, attempts=attempts)
+                    return reply, dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                       cost_usd=cost, latency_s=latency, source="endpoint", call_id=call_id)
+        except RequestRejected as exc:
+            self._fail(common, role, arch_id, str(exc), started, attempts)
+            raise
+        finally:
+            self.ledger.release(reservation)
+        message = f"{request['kind']} call to {self.config.base_url} failed after {attempts} attempt(s): {last_error}"
+        down = self._breaker.failure(self.config.base_url, last_error)
+        self._fail(common, role, arch_id, message + (f"; {down}" if down else ""), started, attempts)
+        if down is not None:
+            raise down
+        raise CallFailed(message)
+
+    def _fail(self, common: dict, role: str, arch_id, error: str, started: float, attempts: int) -> None:
+        self.ledger.settle(None, Tally(failed_calls=1), role, arch_id)
+        self._record(**common, reply=None, status="failed", source="endpoint", error=error,
+                     latency_s=time.perf_counter() - started, attempts=attempts)
+
+    def _backoff(self, retry: int, retry_after: Optional[float]) -> float:
+        """Full jitter: uniform(0, min(max, base * 2**retry)); a server's Retry-After is a floor."""
+        delay = self._rng.uniform(0.0, min(self.config.backoff_max, self.config.backoff_base * (2 ** retry)))
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.config.backoff_max))
+        return delay
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.config.max_concurrency)
+        return semaphore
+
+    def _miss_message(self, request: dict, role: str, occurrence: int) -> str:
+        nth = f" (identical request number {occurrence + 1})" if occurrence else ""
+        head = (f"replay miss: the recorded run {self.replay.run_dir} has no {request['kind']} call for role"
+                f" {role!r}, model {request['model']!r}, with this request{nth}")
+        recorded = self.replay.similar_requests(request["kind"], role)
+        if not recorded:
+            return head + f"; it recorded no {request['kind']} call for that role"
+        differences = [_differences(request, other) for other in recorded]
+        nearest = min(differences, key=len)
+        return head + f"; the nearest of its {len(recorded)} such calls differs in: {', '.join(nearest[:5]) or 'occurrence count'}"
+
+    # ------------------------------------------------------------------ sync support and closing
+    def _run_sync(self, coroutine):
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread_loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._thread_loop.run_forever, name="nader-llm", daemon=True)
+                self._thread.start()
+            loop = self._thread_loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+    async def aclose(self) -> None:
+        """Close the connections opened from the running event loop."""
+        if self._transport is not None:
+            await self._transport.aclose()
+
+    def close(self) -> None:
+        """Close the sync loop's connections and thread, and the record."""
+        if self._thread is not None:
+            asyncio.run_coroutine_threadsafe(self.aclose(), self._thread_loop).result()
+            self._thread_loop.call_soon_threadsafe(self._thread_loop.stop)
+            self._thread.join()
+            self._thread_loop.close()
+            self._thread = self._thread_loop = None
+        for record in (self.store, self.replay):
+            if record is not None:
+                record.close()
+
+
+def _differences(a: dict, b: dict, path: str = "") -> list[str]:
+    """Where two JSON values differ, as paths (`params.temperature`, `messages[1].content`)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        found = []
+        for k in sorted(set(a) | set(b)):
+            found += _differences(a.get(k), b.get(k), f"{path}.{k}" if path else k)
+        return found
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path or "value"]
+
+
+def describe_config(config: LLMConfig) -> dict:
+    """The configuration as recorded in the run (never the key)."""
+    skip = {"api_key", "profiles", "prices"}
+    described = {k: v for k, v in vars(config).items() if k not in skip}
+    described["profiles"] = [vars(p) for p in config.profiles]
+    described["prices"] = [vars(p) for p in config.prices]
+    return described

@@ -1,0 +1,36 @@
+"""Strict parsing of JSON replies.
+
+A reply is accepted when, after an optional leading `<think>...</think>` block (reasoning models
+served by vLLM or Ollama print one), it is exactly one JSON object, bare or inside one Markdown
+code fence. Anything else (prose around it, two objects, a cut-off object) is a `ReplyFormatError`
+whose message says what is wrong; callers send that message back once and ask again.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
+_FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(.*)\n```$", re.S)
+
+
+class ReplyFormatError(ValueError):
+    """The reply is not the JSON the prompt asked for."""
+
+
+def parse_json_object(text: str, *, truncated: bool = False) -> dict:
+    body = _THINK.sub("", text, count=1).strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body:
+        raise ReplyFormatError("the reply is empty; answer with one JSON object")
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        cut = " (the reply was cut off at the token limit: answer more briefly)" if truncated else ""
+        raise ReplyFormatError(f"the reply is not one JSON object: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                               f"{cut}; answer with the JSON object only, no text around it") from None
+    if not isinstance(value, dict):
+        raise ReplyFormatError(f"the reply is JSON but a {type(value).__name__}, not an object")
+    return value

@@ -1,0 +1,1 @@
+"""One mutation operator per module; `nader.compiler.mutate.table` lists them in `OPERATORS`."""

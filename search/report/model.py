@@ -1,0 +1,48 @@
+"""What a report shows, independent of where it was read from.
+
+`Arch` is one architecture of the modification tree; `Run` the search's settings and totals.
+`search.report.load` fills them from a run directory; tests build them directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+FAILED_STATUSES = ("invalid", "over-budget", "failed", "diverged")
+
+
+@dataclass
+class Arch:
+    id: str
+    parent: Optional[str]
+    status: str  # proposed | invalid | duplicate | over-budget | screened-out | training | ok | diverged | failed
+    text: str = ""
+    change: dict = field(default_factory=dict)  # {"operator", "args"} or {"plan", "idea", ...}
+    valid_acc: Optional[float] = None  # percent, mean over seeds
+    test_acc: Optional[float] = None
+    params: Optional[int] = None
+    flops: Optional[int] = None
+    diagnostics: list = field(default_factory=list)  # [{"code", "message", "line"}]
+    error_kind: Optional[str] = None  # training failure kind: oom, killed, timeout, nan, ...
+    error: Optional[str] = None
+    duplicate_of: Optional[str] = None
+    created: Optional[float] = None  # unix seconds
+    finished: Optional[float] = None
+    seconds: Optional[float] = None  # training wall time
+    tokens: int = 0
+    cost: float = 0.0
+    llm_rounds: Optional[int] = None
+
+    @property
+    def trained(self) -> bool:
+        return self.status == "ok" and self.valid_acc is not None
+
+
+@dataclass
+class Run:
+    name: str
+    dataset: str = ""
+    preset: str = ""
+    strategy: str = ""
+    started: Optional[float] = None
+    config: dict = field(default_factory=dict)

@@ -1,0 +1,148 @@
+"""Render a search as one self-contained HTML file (inline CSS, JS and SVG; no other host).
+
+The page is a jinja2 template with autoescaping. The architectures travel to the page's script
+as one JSON document inside `<script type="application/json">`, written by jinja2's `tojson`
+(which escapes `<`, `>`, `&` and `'`), and the script puts every untrusted string into the page
+with `textContent`, never as markup. Block drawings come from the compiler's own SVG backend and
+are shown as `<img>` data URLs, in which a browser never runs scripts.
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import time
+from importlib import resources
+from typing import Iterable, Optional
+
+import jinja2
+
+from .model import FAILED_STATUSES, Arch, Run
+
+TOP_N = 10
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("nader.search.report", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True)
+
+
+def _static(name: str) -> str:
+    return resources.files("nader.search.report").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
+    """Ids of the points no other point beats: higher accuracy at no greater cost, ordered by cost."""
+    best = float("-inf")
+    front = []
+    for ident, cost, acc in sorted(points, key=lambda p: (p[1], -p[2])):
+        if acc > best:
+            front.append(ident)
+            best = acc
+    return front
+
+
+def _best_so_far(archs: list[Arch], start: Optional[float]) -> list[dict]:
+    """One point per finished trial, in finishing order: the best validation accuracy so far."""
+    done = sorted((a for a in archs if a.trained and a.finished is not None), key=lambda a: a.finished)
+    best, out = None, []
+    t0 = start if start is not None else (min(a.created or a.finished for a in done) if done else 0.0)
+    for index, a in enumerate(done, 1):
+        if best is None or a.valid_acc > best.valid_acc:
+            best = a
+        out.append({"trial": index, "seconds": round(a.finished - t0, 3), "valid": best.valid_acc,
+                    "id": best.id})
+    return out
+
+
+def _drawings(text: str) -> list[str]:
+    """Data URLs of the SVG drawings of an architecture's blocks (empty when it does not parse)."""
+    from nader.compiler.backends.svg import block_svg
+    from nader.compiler.passes.verify import verify_block
+    from nader.dsl.parser import parse
+
+    try:
+        blocks = parse(text).program.blocks
+        svgs = [block_svg(verify_block(b)) for b in blocks]
+    except Exception:  # a drawing is an extra: a block that cannot be drawn is shown as text only
+        return []
+    return ["data:image/svg+xml;base64," + base64.b64encode(s.encode("utf-8")).decode("ascii") for s in svgs]
+
+
+def _diff(parent: Optional[Arch], arch: Arch) -> str:
+    if parent is None or not parent.text:
+        return ""
+    from nader.compiler.commands.diff import _pair, render_text
+    from nader.compiler.passes.canonical import block_diff
+    from nader.dsl.parser import parse
+
+    try:
+        pairs, _, _ = _pair(parse(parent.text).program.blocks, parse(arch.text).program.blocks)
+        parts = [render_text(block_diff(a, b), f"#{parent.id}", f"#{arch.id}") for a, b in pairs]
+    except Exception:  # as above: the diff is an extra
+        return ""
+    return "\n".join(p for p in parts if p.strip())
+
+
+def _failures(archs: list[Arch]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    codes = collections.Counter()
+    kinds = collections.Counter()
+    for a in archs:
+        if a.status == "invalid":
+            for code in {d.get("code", "?") for d in a.diagnostics if d.get("severity", "error") == "error"}:
+                codes[code] += 1
+        elif a.status in ("failed", "diverged"):
+            kinds[a.error_kind or a.status] += 1
+        elif a.status == "over-budget":
+            kinds["over budget"] += 1
+    return codes.most_common(), kinds.most_common()
+
+
+def _arch_json(a: Arch) -> dict:
+    return {"id": a.id, "parent": a.parent, "status": a.status, "text": a.text, "change": a.change,
+            "valid": a.valid_acc, "test": a.test_acc, "params": a.params, "flops": a.flops,
+            "diagnostics": a.diagnostics, "error": a.error, "error_kind": a.error_kind,
+            "duplicate_of": a.duplicate_of, "seconds": a.seconds, "tokens": a.tokens, "cost": a.cost,
+            "llm_rounds": a.llm_rounds}
+
+
+def summary(run: Run, archs: list[Arch]) -> dict:
+    trained = [a for a in archs if a.trained]
+    best = max(trained, key=lambda a: a.valid_acc, default=None)
+    times = [t for a in archs for t in (a.created, a.finished) if t is not None]
+    start = run.started if run.started is not None else (min(times) if times else None)
+    return {
+        "statuses": collections.Counter(a.status for a in archs).most_common(),
+        "total": len(archs),
+        "best": best,
+        "elapsed": (max(times) - start) if times and start is not None else None,
+        "tokens": sum(a.tokens for a in archs),
+        "cost": sum(a.cost for a in archs),
+        "failed": sum(a.status in FAILED_STATUSES for a in archs),
+    }
+
+
+def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
+    """The report's HTML text."""
+    by_id = {a.id: a for a in archs}
+    trained = sorted((a for a in archs if a.trained), key=lambda a: -a.valid_acc)
+    top = [{"arch": a, "rank": k, "drawings": _drawings(a.text), "diff": _diff(by_id.get(a.parent), a)}
+           for k, a in enumerate(trained[:top_n], 1)]
+    facts = summary(run, archs)
+    data = {
+        "archs": [_arch_json(a) for a in archs],
+        "best_so_far": _best_so_far(archs, run.started),
+        "pareto_params": pareto_front((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
+        "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
+    }
+    codes, kinds = _failures(archs)
+    return _env().get_template("report.html.j2").render(
+        run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data,
+        generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
+        css=_static("report.css"), d3=_static("d3.min.js"), script=_static("report.js"))
+
+
+def data_json(run: Run, archs: list[Arch]) -> str:
+    """The data the page's script reads, as JSON (for tests and for tools)."""
+    return json.dumps({"archs": [_arch_json(a) for a in archs]}, sort_keys=True)

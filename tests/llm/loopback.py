@@ -1,0 +1,194 @@
+"""A loopback test double of an OpenAI-compatible server (tests only; never part of the product).
+
+`LoopbackServer` listens on 127.0.0.1 on a free port and speaks `POST /v1/chat/completions` and
+`POST /v1/embeddings`. Each request takes the next scripted action of its endpoint; when the
+script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
+Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
+connection (no reply until the server closes), a malformed JSON body, a body cut short, and a
+completion truncated at the token limit. Every request body is kept in `requests`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Optional
+
+
+@dataclass
+class Action:
+    kind: str                       # reply | status | hang | malformed | cut
+    text: str = ""
+    finish_reason: str = "stop"
+    status: int = 200
+    retry_after: Optional[float] = None
+    delay: float = 0.0              # seconds to wait before acting
+    usage: Optional[tuple[int, int]] = None
+    vectors: Optional[list] = None
+
+
+def reply(text: str, *, finish_reason: str = "stop", delay: float = 0.0, usage=None) -> Action:
+    return Action("reply", text=text, finish_reason=finish_reason, delay=delay, usage=usage)
+
+
+def truncated(text: str) -> Action:
+    return reply(text, finish_reason="length")
+
+
+def status(code: int, *, retry_after: Optional[float] = None, delay: float = 0.0) -> Action:
+    return Action("status", status=code, retry_after=retry_after, delay=delay)
+
+
+def slow(seconds: float, text: str = "slow") -> Action:
+    return reply(text, delay=seconds)
+
+
+def hang() -> Action:
+    return Action("hang")
+
+
+def malformed() -> Action:
+    return Action("malformed")
+
+
+def cut() -> Action:
+    return Action("cut")
+
+
+def vectors(values: list) -> Action:
+    return Action("reply", vectors=values)
+
+
+def fake_vector(text: str, dim: int = 8) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255.0 for b in digest[:dim]]
+
+
+@dataclass
+class LoopbackServer:
+    responder: Callable[[dict], Action] = field(default=lambda body: reply("ok"))
+    chat_script: list = field(default_factory=list)
+    embed_script: list = field(default_factory=list)
+    requests: list = field(default_factory=list)      # (path, body) of every request
+    dim: int = 8
+
+    def __post_init__(self):
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self.in_flight = 0
+        self.max_in_flight = 0          # the most requests the server held at once
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {"unparsed": raw.decode("utf-8", "replace")}
+                with server._lock:
+                    server.requests.append((self.path, body))
+                    script = server.embed_script if self.path.endswith("/embeddings") else server.chat_script
+                    action = script.pop(0) if script else None
+                if action is None:
+                    action = (vectors([fake_vector(t, server.dim) for t in _inputs(body)])
+                              if self.path.endswith("/embeddings") else server.responder(body))
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    server._act(self, action, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def chat_requests(self) -> list[dict]:
+        return [b for p, b in self.requests if p.endswith("/chat/completions")]
+
+    # -------------------------------------------------------------- acting
+    def _act(self, handler, action: Action, body: dict) -> None:
+        if action.delay and self._release.wait(action.delay):
+            return  # the server is closing
+        if action.kind == "hang":
+            self._release.wait()
+            handler.close_connection = True
+            return
+        if action.kind == "status":
+            payload = json.dumps({"error": {"message": f"scripted {action.status}", "type": "test"}}).encode()
+            headers = {"Retry-After": str(action.retry_after)} if action.retry_after is not None else {}
+            return _send(handler, action.status, payload, headers)
+        if action.kind == "malformed":
+            return _send(handler, 200, b'{"id": "chatcmpl-1", "choices": [{"message": ')
+        if action.kind == "cut":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", "4000")
+            handler.end_headers()
+            handler.wfile.write(b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [')
+            handler.wfile.flush()
+            handler.close_connection = True
+            return
+        if action.vectors is not None:
+            data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(action.vectors)]
+            tokens = sum(len(t.split()) for t in _inputs(body))
+            payload = {"object": "list", "data": data, "model": body.get("model"),
+                       "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+            return _send(handler, 200, json.dumps(payload).encode())
+        prompt_tokens, completion_tokens = action.usage or (
+            sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", [])), len(action.text) // 4 + 1)
+        payload = {
+            "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": action.finish_reason,
+                         "message": {"role": "assistant", "content": action.text}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+        _send(handler, 200, json.dumps(payload).encode())
+
+
+def _inputs(body: dict) -> list[str]:
+    value = body.get("input", [])
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _send(handler, code: int, payload: bytes, headers: Optional[dict] = None) -> None:
+    try:
+        handler.send_response(code)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            handler.send_header(k, v)
+        handler.end_headers()
+        handler.wfile.write(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client gave up (a timeout test)
