@@ -62,6 +62,7 @@ class SearchConfig:
     threads: Optional[int] = None  # torch threads per trial
     device: Optional[str] = None
     trial_timeout: Optional[float] = None  # seconds per trial (pool executor)
+    trials_per_gpu: Optional[int] = None  # pool on GPUs: trials side by side per device (default: measured)
     builder: Optional[str] = None  # "module:function" building networks (tests)
 
     # ------------------------------------------------------------------ derived values
@@ -147,7 +148,8 @@ class SearchConfig:
         check_options(self.job_options())
         resolve(self.preset, self.job_options())
         self.strategy_options = get_strategy(self.strategy).resolve_options(self.strategy_options)
-        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens"):
+        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
+                     "trials_per_gpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
@@ -216,6 +218,7 @@ KEYS = {
     "threads": ("threads", _typed("threads", int)),
     "device": ("device", _typed("device", str)),
     "trial-timeout": ("trial_timeout", _typed("trial-timeout", float)),
+    "trials-per-gpu": ("trials_per_gpu", _typed("trials-per-gpu", int)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

@@ -61,7 +61,7 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
 
     kind = "inprocess" if config.executor == "local" else config.executor
     executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
-                             timeout=config.trial_timeout)
+                             timeout=config.trial_timeout, trials_per_gpu=config.trials_per_gpu)
     try:
         evaluator = TrainingEvaluator(executor, store, skeleton=config.skeleton, dataset=config.dataset,
                                       preset=config.preset, depths=depths, data_dir=config.data_dir,

@@ -140,6 +140,16 @@ def test_usage_adds_up_and_read_only_access(tmp_path):
     store.insert([record(0), {**record(1, 0), "tokens_in": 100, "tokens_out": 20, "cost_usd": 0.5}])
     store.add_usage(1, 10, 5, 0.25)
     assert store.spent() == (135, 0.75)
+    # the LLM client's ledger counts when it holds more (calls that produced no architecture)
+    from nader.agents.llm.record import CallStore
+
+    calls = CallStore(tmp_path)
+    request = {"kind": "chat", "model": "m", "messages": [], "params": {}}
+    for i, source in enumerate(("endpoint", "endpoint", "cache")):
+        calls.put(key=f"k{i}", occurrence=0, request=request, role="proposer", arch_id=None, prompt=None,
+                  reply=None, status="ok", source=source, prompt_tokens=100, completion_tokens=50, cost_usd=0.5)
+    calls.close()
+    assert store.spent() == (300, 1.0)
     store.close()
     conn = open_readonly(tmp_path)
     with pytest.raises(sqlite3.OperationalError):
