@@ -286,3 +286,13 @@ def test_live_view_draws_only_on_a_terminal(tmp_path):
     assert first[1].split() == ["#0", "root", "seed", "777", "epoch", "1/2", "loss", first[1].split()[-1]]
     last = shown.frames[-1]
     assert "trials 2/2  best valid " in last[0] and "(#0)" in last[0] and "epoch 2/2" in last[1]
+
+
+def test_tree_strategy_with_pareto_selection_runs_end_to_end(tmp_path):
+    summary = run_search(settings(tmp_path / "run", strategy="tree", trials=3,
+                                  strategy_options={"selection": "pareto"}))
+    assert summary.trials == 3 and summary.stop.code == "trials"
+    conn = db(tmp_path / "run")
+    parents = [p for p, in conn.execute("SELECT parent_id FROM archs WHERE status='ok' AND arch_id > 0")]
+    ok = {a for a, in conn.execute("SELECT arch_id FROM archs WHERE status='ok'")}
+    assert parents and set(parents) <= ok  # a policy only picks trained parents
