@@ -155,8 +155,6 @@ def _run(config_file, fmt, force, flags):
             given["dataset"] = given["dataset"].lower()
         if "executor" in given:
             given["executor"] = given["executor"].lower()
-        if "strategy_options" in given and "strategy" not in given and "strategy" in toml:
-            given["strategy"] = toml["strategy"]
         for key in ("root", "data_dir", "run_dir"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
