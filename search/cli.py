@@ -158,6 +158,8 @@ def _run(config_file, fmt, force, flags):
         for key in ("root", "data_dir", "run_dir"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
+        if "data_dir" in given:  # part of each job's identity: the same folder from any directory
+            given["data_dir"] = str(Path(given["data_dir"]).resolve())
         progress = LiveProgress(stream=sys.stderr)
         summary = run_search(toml, given, force=force, observer=progress)
         progress.close()
