@@ -73,3 +73,7 @@ def main() -> int:
         subprocess.call([sys.executable, "-m", "nader.agents.cli", "status", run_dir])
         step("nader-search best: the best architecture, ready for nadc")
         return subprocess.call([sys.executable, "-m", "nader.agents.cli", "best", run_dir])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
