@@ -384,7 +384,12 @@ class KnowledgeBase:
             if not allowed:
                 return []
             params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
-        sims, ids = index.search(vector, min(k, index.ntotal), params=params)
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)  # one query: threads only add synchronisation (docs/knowledge.md)
+        try:
+            sims, ids = index.search(vector, min(k, index.ntotal), params=params)
+        finally:
+            faiss.omp_set_num_threads(threads)
         results = []
         for similarity, idea_id in zip(sims[0], ids[0]):
             if idea_id < 0:
