@@ -44,6 +44,7 @@ def test_bench_nad_recorded_then_replayed(scripted_bench, tmp_path):
     llm = ["--llm-base-url", scripted_bench.base_url, "--llm-model", "local-model", "--max-tokens-total", "10000000"]
     recorded = CliRunner().invoke(main, ["bench-nad", "--run-dir", str(run), "--only", ONLY, *llm])
     assert recorded.exit_code == 0, recorded.output
+    print("\n" + recorded.output)
     rows = _rows(recorded.output)
     assert set(rows) == {"full", "no-feedback", "no-experience", "no-feedback-no-experience"}
     n, exe, exe_fb, success = rows["full"][:4]
