@@ -110,9 +110,10 @@ class ExperienceBase:
                  detail, block, accuracy_change, lesson, self.embedder.name, vector.tobytes(), time.time()))
         return int(cur.lastrowid)
 
-    def has(self, arch_id, kind: str) -> bool:
-        row = self._conn.execute("SELECT 1 FROM experiences WHERE scope = ? AND arch_id = ? AND kind = ?",
-                                 (self.scope, str(arch_id), kind)).fetchone()
+    def has_training(self, arch_id) -> bool:
+        """Whether the architecture's training outcome is already recorded."""
+        row = self._conn.execute("SELECT 1 FROM experiences WHERE scope = ? AND arch_id = ? AND kind IN "
+                                 "('success', 'training-failure')", (self.scope, str(arch_id))).fetchone()
         return row is not None
 
     def all(self) -> List[Experience]:

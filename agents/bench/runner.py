@@ -99,7 +99,7 @@ def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_di
                 elif not success:
                     reflector.record("failure", request.text, f"The block verified but missed the request: {reason}",
                                      block=m.base_text, arch_id=arch_id)
-            tokens = sum(counting.take().values())
+            tokens = counting.take().total
             out.results.append(RequestResult(request.id, request.level, m.first_ok, m.ok, success, m.rounds, tokens,
                                              reason))
             if progress:
