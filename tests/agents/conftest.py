@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-for folder in ("llm", "knowledge"):
+for folder in ("llm", "knowledge", "search"):
     path = str(HERE.parent / folder)
     if path not in sys.path:
         sys.path.insert(0, path)

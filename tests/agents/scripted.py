@@ -3,7 +3,9 @@ agent's prompt from a script keyed by the plan (tests only).
 
 * Modifier prompts (implement and repair turns): `blocks[plan]` is the list of replies for
   rounds 1, 2, ...; the round is the number of assistant turns already in the conversation; the
-  last reply repeats. A plan missing from the script gets the block back unchanged.
+  last reply repeats. A plan missing from the script gets the block back unchanged, or with
+  `mutate=True` a graph-rewrite mutation of it (seeded by the block's text), preceded every
+  `broken_every`-th conversation by a block with an unknown operation (to exercise feedback).
 * Interface prompts: `interface` (the stem and downsample reply).
 * Proposer prompts: picks `idea` (default 1) and writes "apply idea N".
 * Reflector prompts: a fixed lesson naming the outcome kind.
@@ -22,9 +24,24 @@ def fenced(text: str) -> str:
     return f"Here is the block:\n```\n{text.strip()}\n```\n"
 
 
+def _mutant(block_text: str, plan: str) -> str:
+    import hashlib
+    import random
+
+    from nader.compiler.mutate import mutate_block
+    from nader.dsl.format import format_block
+    from nader.dsl.parser import parse
+
+    rng = random.Random(hashlib.sha256((block_text + plan).encode()).hexdigest())
+    mutant, _ = mutate_block(parse(block_text).program.blocks[0], rng)
+    return format_block(mutant)
+
+
 class ScriptedLLM:
-    def __init__(self, blocks=None, *, interface: str = "", idea: int = 1):
+    def __init__(self, blocks=None, *, interface: str = "", idea: int = 1, mutate: bool = False,
+                 broken_every: int = 0):
         self.blocks = dict(blocks or {})
+        self.mutate, self.broken_every, self.conversations = mutate, broken_every, 0
         self.interface = interface
         self.idea = idea
         self.seen = {"modifier": 0, "proposer": 0, "reflector": 0, "interface": 0}
@@ -41,8 +58,9 @@ class ScriptedLLM:
         if "propose exactly one" in system:
             self.seen["proposer"] += 1
             n = self.idea
-            ranking = [int(k) for k in re.findall(r"^(\d+)\. ", first_user, re.M)]
-            return reply(json.dumps({"ranking": ranking, "idea": n, "plan": f"apply idea {n} to the block"}))
+            ideas = dict(re.findall(r"^(\d+)\. (.*)$", first_user, re.M))
+            ranking = [int(k) for k in ideas]
+            return reply(json.dumps({"ranking": ranking, "idea": n, "plan": f"apply idea {n} to the block: {ideas[str(n)]}"}))
         if "halves H" in first_user:
             self.seen["interface"] += 1
             return reply(fenced(self.interface))
@@ -52,5 +70,11 @@ class ScriptedLLM:
         script = self.blocks.get(plan)
         if not script:
             block = re.search(r"```\n(.*?)\n```", first_user, re.S).group(1)
-            return reply(fenced(block))
+            if not self.mutate:
+                return reply(fenced(block))
+            if rounds == 0:
+                self.conversations += 1
+                if self.broken_every and self.conversations % self.broken_every == 0:
+                    return reply(fenced(block + "\n99:Frobnicate\n2->99"))
+            return reply(fenced(_mutant(block, plan)))
         return reply(fenced(script[min(rounds, len(script) - 1)]))

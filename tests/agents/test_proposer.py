@@ -45,7 +45,7 @@ def test_ranked_plan_from_retrieved_ideas(server, tmp_path, kb):
     prompt = server.chat_requests[0]["messages"][-1]["content"]
     shown = [line for line in prompt.splitlines() if line[:2] in ("1.", "2.", "3.")]
     assert len(shown) == 3 and '"ranking"' in prompt
-    assert plan.plan == "apply idea 2 to the block" and plan.idea == shown[1][3:]
+    assert plan.plan == f"apply idea 2 to the block: {shown[1][3:]}" and plan.idea == shown[1][3:]
     assert len(plan.ranking) == 3 and plan.prompt_tokens > 0
 
 
