@@ -15,6 +15,11 @@ LAZY_COMMANDS = {
     "eval": "nader.runtime.cli:eval_command",
     "kb": "nader.agents.knowledge.cli:kb_group",
     "read": "nader.agents.reader.cli:read_command",
+    "run": "nader.search.cli:run_command",
+    "status": "nader.search.cli:status_command",
+    "best": "nader.search.cli:best_command",
+    "export": "nader.search.cli:export_command",
+    "report": "nader.search.report.cli:report_command",
 }
 
 

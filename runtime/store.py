@@ -133,17 +133,22 @@ class RunStore:
 
     def put_result(self, r: Result) -> None:
         """Commit a job's result and its per-epoch history together (one transaction)."""
-        now = time.time()
         with self._tx() as c:
-            c.execute("INSERT OR REPLACE INTO results(job_id, status, seed, test_acc, valid_acc, train_loss, train_acc, "
-                      "params, flops, epochs, seconds, error, error_kind, record, finished) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                      (r.job_id, r.status, r.seed, r.test_acc, r.valid_acc, r.train_loss, r.train_acc, r.params,
-                       r.flops, r.epochs, r.seconds, r.error, r.error_kind, r.to_json(), now))
-            for h in r.history:
-                self._put_epoch(c, r.job_id, h, now)
-            c.execute("UPDATE jobs SET state=?, epochs_done=MAX(epochs_done, ?), updated=? WHERE job_id=?",
-                      (r.status, int(r.epochs or 0), now, r.job_id))
+            self._put_result(c, r, time.time())
+
+    @classmethod
+    def _put_result(cls, c, r: Result, now: float) -> None:
+        """The writes of put_result, inside a caller's transaction (the search commits a result
+        and its architecture's record together)."""
+        c.execute("INSERT OR REPLACE INTO results(job_id, status, seed, test_acc, valid_acc, train_loss, train_acc, "
+                  "params, flops, epochs, seconds, error, error_kind, record, finished) "
+                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                  (r.job_id, r.status, r.seed, r.test_acc, r.valid_acc, r.train_loss, r.train_acc, r.params,
+                   r.flops, r.epochs, r.seconds, r.error, r.error_kind, r.to_json(), now))
+        for h in r.history:
+            cls._put_epoch(c, r.job_id, h, now)
+        c.execute("UPDATE jobs SET state=?, epochs_done=MAX(epochs_done, ?), updated=? WHERE job_id=?",
+                  (r.status, int(r.epochs or 0), now, r.job_id))
 
     # ------------------------------------------------------------------ reads
     def result(self, job_id: str) -> Optional[Result]:

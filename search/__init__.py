@@ -1,1 +1,38 @@
-"""The search loop of `nader-search`: the modification tree, strategies, evaluators and reports."""
+"""The architecture search: the loop, its modification tree, strategies and prescreening.
+
+    from nader.search import run_search
+    summary = run_search({"root": "examples/resnet_basic.nad", "strategy": "rea", "trials": 8,
+                          "run_dir": "runs/demo"})
+    summary.best["text"]
+
+Layout: `config.py` (settings, TOML, resume identity), `session.py` (one invocation: lock, store,
+executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify, deduplicate,
+fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
+(training behind a small interface), `strategies/` (one per file), `selection/` (parent-selection
+policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run), `report/` (the HTML report),
+`progress.py`, `lock.py`, `cli.py`.
+See docs/search.md.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "run_search": "session", "SearchSummary": "session",
+    "SearchConfig": "config",
+    "SearchLoop": "loop", "Observer": "loop", "Stop": "loop",
+    "SearchStore": "store",
+    "Tree": "tree", "Node": "tree",
+    "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
+    "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies",
+    "POLICIES": "selection",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'nader.search' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)

@@ -76,10 +76,24 @@ def test_verify_json_has_one_object_per_block(nadc, tmp_path):
     assert result.code == 1
     objects = json.loads(result.stdout)
     assert [o["block"] for o in objects] == ["R", "Bad"]
-    assert set(objects[0]) == {"file", "block", "role", "ok", "diagnostics", "constraints", "shapes"}
+    assert set(objects[0]) == {"file", "block", "role", "ok", "diagnostics", "constraints"}
     assert objects[0]["ok"] and not objects[1]["ok"]
-    assert objects[0]["shapes"]["2"] == ["B", "C", "H", "W"]
     assert objects[1]["diagnostics"][0]["code"] == "NAD301"
+
+
+def test_verify_shapes_prints_every_node_shape_only_when_asked(nadc, tmp_path):
+    path = tmp_path / "x.nad"
+    path.write_text(RESNET.replace("##R##", "##R_downsample##").replace("out_channels=C,kernel_size=3",
+                                                                        "out_channels=dim,kernel_size=3,stride=2")
+                    .replace("0->4", "0->5\n5->4").replace("4:Add", "4:Add\n5:Conv2d(out_channels=dim,kernel_size=1,stride=2)"))
+    objects = json.loads(nadc(["verify", str(path), "--format", "json", "--shapes"]).stdout)
+    assert objects[0]["ok"], objects[0]["diagnostics"]
+    assert objects[0]["shapes"]["0"] == ["B", "C", "H", "W"]
+    assert objects[0]["shapes"]["2"] == ["B", "2*C", "ceil(H/2)", "ceil(W/2)"]
+    assert set(objects[0]["shapes"]) == {"0", "1", "2", "3", "4", "5"}
+    text = nadc(["verify", str(path), "--shapes"]).stdout
+    assert "  2: (B,2*C,ceil(H/2),ceil(W/2))" in text.splitlines()
+    assert "ceil(H/2)" not in nadc(["verify", str(path)]).stdout
 
 
 def test_verify_json_reports_unreadable_and_empty_files(nadc, tmp_path):

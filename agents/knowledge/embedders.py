@@ -85,7 +85,7 @@ def _load_local_model():
 
 
 class EndpointEmbedder:
-    """The endpoint's embeddings API through the LLM client (`client.embed(texts) -> list[list[float]]`).
+    """The endpoint's embeddings API through the LLM client (`client.embed_sync(texts) -> list[list[float]]`).
 
     `model` names the embedding model (stored with the index); it defaults to the client's
     `embedding_model` attribute. The dimension is learnt from the first reply unless given.
@@ -109,7 +109,7 @@ class EndpointEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        rows = self.client.embed(list(texts))
+        rows = self.client.embed_sync(list(texts))
         if len(rows) != len(texts):
             raise ValueError(f"the endpoint returned {len(rows)} embeddings for {len(texts)} texts")
         vectors = normalise_rows(rows)

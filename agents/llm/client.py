@@ -89,6 +89,7 @@ class LLMClient:
             weakref.WeakKeyDictionary()
         self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
+        self._thread_lock = threading.Lock()
         if store is not None:
             store.set_meta("llm_config", canonical_json(describe_config(config)))
 
@@ -302,11 +303,13 @@ class LLMClient:
 
     # ------------------------------------------------------------------ sync support and closing
     def _run_sync(self, coroutine):
-        if self._thread is None:
-            self._thread_loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._thread_loop.run_forever, name="nader-llm", daemon=True)
-            self._thread.start()
-        return asyncio.run_coroutine_threadsafe(coroutine, self._thread_loop).result()
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread_loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._thread_loop.run_forever, name="nader-llm", daemon=True)
+                self._thread.start()
+            loop = self._thread_loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
     async def aclose(self) -> None:
         """Close the connections opened from the running event loop."""

@@ -52,15 +52,16 @@ def read_command(papers, kb_path, run_dir, fmt, **llm):
 
 
 def _run(paths, kb_path, run_dir, fmt, llm) -> int:
+    from ..knowledge import (ATTRIBUTE_TREE, EmbedderUnavailable, EndpointEmbedder, Idea, KnowledgeBase,
+                             KnowledgeBaseError)
     from ..llm import LLMClient, LLMError
+    from ..llm.options import config_from_options
     from .papers import PaperError, read_papers
     from .reader import Reader
 
-    from ..knowledge import ATTRIBUTE_TREE, EmbedderUnavailable, Idea, KnowledgeBase, KnowledgeBaseError
-    from ..llm.options import config_from_options
-
+    expected = (LLMError, PaperError, KnowledgeBaseError, EmbedderUnavailable, OSError)
+    client = kb = None
     try:
-
         config = config_from_options(**llm)
         papers, seen = [], set()
         for path in paths:
@@ -68,26 +69,28 @@ def _run(paths, kb_path, run_dir, fmt, llm) -> int:
                 if paper.paper_id not in seen:
                     seen.add(paper.paper_id)
                     papers.append(paper)
-        kb = KnowledgeBase.open(kb_path)
         client = LLMClient.from_config(config, store=run_dir or kb_path, replay=llm.get("replay"), role="reader")
-    except (LLMError, PaperError, KnowledgeBaseError, EmbedderUnavailable, OSError) as exc:
+        # With an embedding model configured, the knowledge base embeds through the endpoint (the
+        # same client: recorded and replayable); otherwise with its own (the offline local model).
+        embedder = EndpointEmbedder(client) if config.embedding_model else None
+        kb = KnowledgeBase.open(kb_path, embedder=embedder)
+        reader = Reader(client, kb, tree=ATTRIBUTE_TREE, make_idea=Idea)
+
+        async def main():
+            try:
+                return await reader.read_all(papers)
+            finally:
+                await client.aclose()
+
+        outcomes, stopped = asyncio.run(main())
+    except expected as exc:
         if os.environ.get("NADER_DEBUG"):
             raise
         _fail(str(exc))
-
-    reader = Reader(client, kb, tree=ATTRIBUTE_TREE, make_idea=Idea)
-
-    async def main():
-        try:
-            return await reader.read_all(papers)
-        finally:
-            await client.aclose()
-
-    try:
-        outcomes, stopped = asyncio.run(main())
     finally:
-        client.close()
-        kb.close()
+        for resource in (client, kb):
+            if resource is not None:
+                resource.close()
     if fmt == "json":
         click.echo(json.dumps({"papers": [o.as_dict() for o in outcomes], "usage": client.usage.as_dict(),
                                "stopped": None if stopped is None else str(stopped)}, indent=2))

@@ -24,12 +24,13 @@ FREE_SYMBOLS = ("B", "C", "dim", "H", "W")
 class Poly:
     """A polynomial over atoms; `terms` maps monomials to non-zero Fractions."""
 
-    __slots__ = ("terms", "_hash", "_compiled")
+    __slots__ = ("terms", "_hash", "_compiled", "_text")
 
     def __init__(self, terms: Mapping[Mono, Fraction]):
         self.terms = {m: c for m, c in terms.items() if c != 0}
         self._hash = hash(frozenset(self.terms.items()))
         self._compiled = None
+        self._text = None
 
     # -- construction ----------------------------------------------------------
     @staticmethod
@@ -125,7 +126,10 @@ class Poly:
         return Fraction(total, denominator) if denominator != 1 else Fraction(int(total))
 
     def __str__(self) -> str:
-        return _format(self)
+        text = self._text
+        if text is None:  # formatted once: the same sizes recur in every shape and message
+            text = self._text = _format(self)
+        return text
 
     def __repr__(self) -> str:
         return f"Poly({self})"

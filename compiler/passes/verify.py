@@ -38,19 +38,25 @@ class BlockReport:
                 kept.append(str(c))
         return kept
 
-    def to_json(self) -> dict:
-        shapes = {}
-        if self.shapes is not None:
-            shapes = {str(i): [str(s) for s in shape] for i, shape in self.shapes.shapes.items()}
-        return {
+    def to_json(self, shapes: bool = False) -> dict:
+        """The report as `nadc verify --format json` prints it; each node's shape only when asked."""
+        obj = {
             "file": self.file,
             "block": self.block.name,
             "role": self.role.value,
             "ok": self.ok,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "constraints": self.constraints,
-            "shapes": shapes,
         }
+        if shapes:
+            obj["shapes"] = self.shape_texts()
+        return obj
+
+    def shape_texts(self) -> dict[str, list[str]]:
+        """Each node's shape as text, by node id (empty when shape inference did not run)."""
+        if self.shapes is None:
+            return {}
+        return {str(i): [str(s) for s in shape] for i, shape in self.shapes.shapes.items()}
 
 
 def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1, limits: Limits = Limits(),

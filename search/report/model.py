@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-FAILED_STATUSES = ("invalid", "over_budget", "failed", "diverged")
+FAILED_STATUSES = ("invalid", "over-budget", "failed", "diverged")
 
 
 @dataclass
 class Arch:
     id: str
     parent: Optional[str]
-    status: str  # proposed | invalid | duplicate | over_budget | training | ok | diverged | failed
+    status: str  # proposed | invalid | duplicate | over-budget | screened-out | training | ok | diverged | failed
     text: str = ""
     change: dict = field(default_factory=dict)  # {"operator", "args"} or {"plan", "idea", ...}
     valid_acc: Optional[float] = None  # percent, mean over seeds

@@ -94,7 +94,7 @@ def _failures(archs: list[Arch]) -> tuple[list[tuple[str, int]], list[tuple[str,
                 codes[code] += 1
         elif a.status in ("failed", "diverged"):
             kinds[a.error_kind or a.status] += 1
-        elif a.status == "over_budget":
+        elif a.status == "over-budget":
             kinds["over budget"] += 1
     return codes.most_common(), kinds.most_common()
 

@@ -4,7 +4,7 @@
 lower-cased word hashed to one of `dimension` slots), unit length. Texts sharing words are
 similar, texts sharing none are orthogonal - enough to exercise storage, merging, filtering
 and refusal without loading a model. `FakeEmbeddingClient` stands for the LLM client's
-`embed` (the loopback HTTP server of issue 12 point 6 tests the real client).
+`embed_sync` (the loopback HTTP server of issue 12 point 6 tests the real client).
 """
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ class HashingEmbedder:
 
 
 class FakeEmbeddingClient:
-    """Duck-types `nader.agents.llm.LLMClient.embed(texts) -> list[list[float]]`."""
+    """Duck-types `nader.agents.llm.LLMClient.embed_sync(texts) -> list[list[float]]`."""
 
     def __init__(self, dimension: int = 8, embedding_model: str | None = "text-embedding-test"):
         self.dimension = dimension
         self.embedding_model = embedding_model
         self.requests: list[list[str]] = []
 
-    def embed(self, texts):
+    def embed_sync(self, texts):
         self.requests.append(list(texts))
         return [[float(len(t) % 7 + 1)] + [float(i + 1) for i in range(self.dimension - 1)] for t in texts]

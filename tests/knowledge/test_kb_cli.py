@@ -129,3 +129,14 @@ def test_nader_pool_slice(tmp_path, compat_dir):
     hits = json.loads(invoke("kb", "search", pool[57]["inspiration"], "--kb", tmp_path / "kb",
                              "-k", "1", "--format", "json").stdout)
     assert hits[0]["text"] == pool[57]["inspiration"] and hits[0]["score"] > 0.99
+
+
+def test_help_imports_no_heavy_module():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom nader.agents.cli import main\n"
+            "assert CliRunner().invoke(main, ['kb', '--help']).exit_code == 0\n"
+            "print(sorted(m for m in ('numpy', 'torch', 'faiss', 'tokenizers') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -221,6 +221,6 @@ def test_endpoint_embedder_needs_a_model_name_and_checks_replies():
     with pytest.raises(EmbedderUnavailable, match="embedding model"):
         EndpointEmbedder(FakeEmbeddingClient(embedding_model=None))
     short = FakeEmbeddingClient()
-    short.embed = lambda texts: [[1.0, 0.0]]
+    short.embed_sync = lambda texts: [[1.0, 0.0]]
     with pytest.raises(ValueError, match="1 embeddings for 2 texts"):
         EndpointEmbedder(short, model="m").embed(["a", "b"])

@@ -8,7 +8,7 @@
   const accs = archs.map((a) => a.valid).filter((v) => v !== null && v !== undefined);
   const color = d3.scaleSequential(d3.interpolateViridis)
     .domain(accs.length ? [d3.min(accs), Math.max(d3.max(accs), d3.min(accs) + 1e-9)] : [0, 100]);
-  const BAD = new Set(["invalid", "failed", "diverged", "over_budget"]);
+  const BAD = new Set(["invalid", "failed", "diverged", "over-budget"]);
 
   function el(tag, text, cls) {
     const e = document.createElement(tag);

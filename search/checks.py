@@ -1,0 +1,115 @@
+"""Everything a proposed architecture goes through before it may train.
+
+1. **verify**: parse and verify the whole architecture for the skeleton (base, stem and
+   downsample blocks, or cells), as `build_network` would; failure: ``invalid`` with the
+   compiler's diagnostics.
+2. **deduplicate**: the architecture's canonical hash (its three blocks' canonical hashes, in
+   role order) against every valid architecture of the run, confirmed by an exact isomorphism
+   check of each block; a match: ``duplicate`` of the earlier one.
+3. **fit**: the analytic width fit (`nader.compiler.fit`) to the run's budget, on the same
+   network model `build_network` fits with, so the widths, parameters and FLOPs recorded are the
+   ones training builds; no width fits: ``over-budget``.
+
+The outcome carries what the tree records: status, hash, diagnostics, widths, params, FLOPs and
+the budget that binds.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from nader.compiler.fit import fit
+from nader.compiler.network import (Architecture, BuildError, dataset_info, load_architecture, network_model,
+                                    skeleton_info)
+from nader.compiler.passes.canonical import canonical_hash, equivalent
+from nader.compiler.passes.cost import CostError
+
+from .tree import Tree
+
+ARCH_HASH_VERSION = "nader-search-arch-1"
+PARTS = ("base", "stem", "downsample")
+
+
+@dataclass
+class Checked:
+    status: str  # "proposed" (passed every check) | "invalid" | "duplicate" | "over-budget"
+    hash: Optional[str] = None
+    duplicate_of: Optional[int] = None
+    diagnostics: Optional[dict] = None
+    widths: Optional[List[int]] = None
+    params: Optional[int] = None
+    flops: Optional[int] = None
+    binding: Optional[str] = None
+    arch: Any = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "proposed"
+
+    def columns(self) -> dict:
+        return {"status": self.status, "hash": self.hash, "duplicate_of": self.duplicate_of,
+                "diagnostics": self.diagnostics, "widths": self.widths, "params": self.params, "flops": self.flops,
+                "binding": self.binding}
+
+
+def arch_hash(arch: Architecture) -> str:
+    parts = "\n".join(f"{p}:{canonical_hash(arch.block(p))}" for p in PARTS)
+    return hashlib.sha256(f"{ARCH_HASH_VERSION}\n{parts}".encode()).hexdigest()
+
+
+def arch_hash_of_text(text: str, skeleton: str) -> Optional[str]:
+    try:
+        return arch_hash(load_architecture(text, skeleton))
+    except BuildError:
+        return None
+
+
+def _diagnostics(error: BuildError) -> dict:
+    return {"message": str(error),
+            "diagnostics": [{"code": d.code.code, "block": d.block, "line": d.span.line, "col": d.span.col,
+                             "message": d.message} for d in getattr(error, "diagnostics", [])[:10]]}
+
+
+def same_architecture(a: Architecture, b: Architecture) -> bool:
+    return all(equivalent(a.block(p), b.block(p)) for p in PARTS)
+
+
+class Checker:
+    """Runs the checks for one search (skeleton, dataset, depths and budget fixed)."""
+
+    def __init__(self, skeleton: str, dataset: str, depths, budget):
+        self.skeleton, self.dataset, self.depths, self.budget = skeleton, dataset, list(depths), budget
+        self._skeleton, self._data = skeleton_info(skeleton), dataset_info(dataset)
+        self._archs: dict = {}  # arch_id -> Architecture, for exact duplicate checks
+
+    def load(self, text: str):
+        return load_architecture(text, self.skeleton)
+
+    def check(self, text: Optional[str], tree: Tree, error: Optional[str] = None) -> Checked:
+        if text is None:
+            return Checked("invalid", diagnostics={"message": error or "nothing was proposed", "diagnostics": []})
+        try:
+            arch = self.load(text)
+        except BuildError as exc:
+            return Checked("invalid", diagnostics=_diagnostics(exc))
+        h = arch_hash(arch)
+        for other in tree.by_hash.get(h, ()):
+            if same_architecture(arch, self._arch(tree, other)):
+                return Checked("duplicate", hash=h, duplicate_of=other)
+        try:
+            model = network_model(arch, self._skeleton, self.depths, self._data.input_size, self._data.num_classes)
+            fitted = fit(model, self.budget)
+        except (BuildError, CostError) as exc:
+            return Checked("over-budget", hash=h, diagnostics={"message": str(exc), "diagnostics": []})
+        return Checked("proposed", hash=h, widths=list(fitted.widths), params=int(fitted.params),
+                       flops=int(fitted.flops), binding=fitted.binding_text, arch=arch)
+
+    def remember(self, arch_id: int, arch) -> None:
+        if arch is not None:
+            self._archs[arch_id] = arch
+
+    def _arch(self, tree: Tree, arch_id: int):
+        if arch_id not in self._archs:
+            self._archs[arch_id] = self.load(tree[arch_id].text)
+        return self._archs[arch_id]

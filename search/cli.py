@@ -1,0 +1,289 @@
+"""`nader-search run|status|best|export`: the search's command line.
+
+Exit status: 0 the search stopped normally with a trained architecture; 1 nothing trained
+successfully, or an internal error; 2 usage (bad option, unreadable file, missing dataset,
+changed settings without --force, run directory in use); 130 interrupted (run the same command
+again to resume). No traceback reaches the user; ``NADER_DEBUG=1`` prints them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from .config import DATASETS, EXECUTORS, PROXIES
+
+_SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def _count(ctx, param, value):
+    """Integers with an optional K/M/G suffix (1.5M, 0.2G)."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*", value)
+    if not m:
+        raise click.BadParameter("expected a number such as 1500000, 1.5M or 0.2G")
+    return int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
+
+
+def _duration(ctx, param, value):
+    """Seconds, or a number with s/m/h."""
+    if value is None:
+        return None
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", value)
+    if not m or float(m.group(1)) <= 0:
+        raise click.BadParameter("expected a positive duration such as 600, 90s, 10m or 2h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def _int_list(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        out = [int(s) for s in value.replace(" ", "").split(",") if s]
+    except ValueError:
+        raise click.BadParameter("expected comma-separated integers, e.g. 777,888,999") from None
+    if not out:
+        raise click.BadParameter("expected at least one integer")
+    return out
+
+
+def _options(ctx, param, values):
+    out = {}
+    for v in values or ():
+        key, sep, val = v.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}")
+        out[key.strip().replace("-", "_")] = val.strip()
+    return out or None
+
+
+def _strategy_epilog() -> str:
+    from .strategies import STRATEGIES
+
+    lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
+    for s in STRATEGIES.values():
+        opts = ", ".join(f"{k}={o.default}" for k, o in s.options.items()) or "no options"
+        lines.append(f"  {s.name}: {s.summary} [{opts}]")
+    return "\n".join(lines)
+
+
+@click.command("run", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+               epilog=_strategy_epilog())
+@click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
+@click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
+              help="The root architecture (.nad): the tree starts here.")
+@click.option("--strategy", default=None, help="random, rea or tree [default: rea].")
+@click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
+              help="A strategy option (repeatable), e.g. --option population=10.")
+@click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
+              help="[default: digits] All but digits are read from --data-dir.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
+              help="Folder with the dataset files [env NADER_DATA_DIR].")
+@click.option("--preset", default=None, help="Training preset: quick, nb201-12, nb201-N, nb201 [default: quick].")
+@click.option("--seeds", callback=_int_list, default=None, help="Seeds per architecture [default: the preset's].")
+@click.option("--skeleton", default=None, help="Network skeleton: nb201, imagenet, darts [default: nb201].")
+@click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
+@click.option("--trials", type=click.IntRange(min=1), default=None,
+              help="Architectures to train, the root included [default: 30].")
+@click.option("--time-limit", callback=_duration, default=None,
+              help="Start no trial after this long (600, 10m, 2h); running ones finish.")
+@click.option("--executor", type=click.Choice(EXECUTORS, case_sensitive=False), default=None,
+              help="Where trials train [default: local, in this process].")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Pool workers / local Ray CPUs.")
+@click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT).")
+@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
+              help="Run directory [default: runs/<root>-<strategy>-<dataset>-seed<seed>]; the same command resumes.")
+@click.option("--seed", type=int, default=None, help="Seed of the search's decisions [default: 0].")
+@click.option("--prescreen", type=click.IntRange(min=0), default=None,
+              help="Make K valid candidates per trial, train the best by a zero-cost proxy [default: 0, off].")
+@click.option("--proxy", type=click.Choice(PROXIES), default=None, help="Prescreening proxy [default: naswot].")
+@click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
+@click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
+@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Stop when the strategy has spent this many dollars (LLM strategies).")
+@click.option("--max-tokens", callback=_count, default=None, help="Stop after this many LLM tokens.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
+@click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
+@click.option("--trial-timeout", callback=_duration, default=None, help="Kill a trial after this long (pool).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
+@click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
+def run_command(config_file, fmt, force, **flags):
+    """Search for better architectures, starting from --from, and print the best one found.
+
+    Every option can also come from SEARCH.toml (same names; flags override it). Rerunning the
+    same command on the same --run-dir resumes the search where it stopped.
+    """
+    from nader.runtime.cli import _terminate_like_interrupt
+
+    _terminate_like_interrupt()
+    progress = None
+    code = 1
+    try:
+        progress, code = _run(config_file, fmt, force, flags)
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted; run the same command again to resume", err=True)
+        code = 130
+    finally:
+        if progress is not None:
+            progress.close()
+    sys.exit(code)
+
+
+def _run(config_file, fmt, force, flags):
+    from nader.runtime.errors import ConfigError, DatasetError, RuntimeToolError
+
+    from .config import read_toml
+    from .progress import LiveProgress
+    from .session import run_search
+
+    progress = None
+    try:
+        toml = read_toml(config_file) if config_file else {}
+        given = {k: v for k, v in flags.items() if v is not None}
+        if "dataset" in given:
+            given["dataset"] = given["dataset"].lower()
+        if "executor" in given:
+            given["executor"] = given["executor"].lower()
+        if "strategy_options" in given and "strategy" not in given and "strategy" in toml:
+            given["strategy"] = toml["strategy"]
+        for key in ("root", "data_dir", "run_dir"):
+            if key in given:
+                given[key] = str(Path(given[key]).expanduser())
+        progress = LiveProgress(stream=sys.stderr)
+        summary = run_search(toml, given, force=force, observer=progress)
+        progress.close()
+        for w in summary.warnings:
+            click.echo(f"warning: {w}", err=True)
+        if fmt == "json":
+            click.echo(json.dumps(summary.to_json(), indent=2))
+        else:
+            click.echo(_summary_text(summary))
+        return progress, 0 if summary.best is not None else 1
+    except (ConfigError, DatasetError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        return progress, 2
+    except RuntimeToolError as exc:  # RunLocked and the like
+        click.echo(f"error: {exc}", err=True)
+        return progress, 2
+    except (OSError, sqlite3.Error) as exc:
+        click.echo(f"error: {exc}", err=True)
+        return progress, 2
+    except Exception as exc:  # never a traceback for the user
+        if os.environ.get("NADER_DEBUG"):
+            traceback.print_exc()
+        click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
+        return progress, 1
+
+
+def _summary_text(s) -> str:
+    from . import records
+
+    lines = [f"stopped: {s.stop.message} ({s.seconds:.1f} s{', resumed' if s.resumed else ''})",
+             records.summary_line(s.counts)]
+    b = s.best
+    if b:
+        lines.append(f"best: #{b['arch_id']} (parent #{b['parent_id']}, {records._change(b)}) valid "
+                     f"{records._num(b['valid_acc'], '.2f')}%, test {records._num(b['test_acc'], '.2f')}%, "
+                     f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
+    else:
+        lines.append("no architecture trained successfully")
+    lines.append(f"run directory: {s.run_dir} (nader-search status|best|export {s.run_dir})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- reading commands
+
+
+def _open(run_dir):
+    from .store import open_readonly
+
+    try:
+        return open_readonly(run_dir)
+    except (FileNotFoundError, sqlite3.Error) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+def _write(text: str, output) -> None:
+    if output:
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            click.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command("status", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def status_command(run_dir, fmt):
+    """Show a search's modification tree: every architecture under its parent."""
+    from . import records
+
+    conn = _open(run_dir)
+    try:
+        recs = records.records(conn, with_text=False)
+        sessions = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
+        sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in sessions]
+        cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
+        cfg = json.loads(cfg[0]) if cfg else {}
+    finally:
+        conn.close()
+    if fmt == "json":
+        click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
+                               "archs": recs}, indent=2, default=str))
+        return
+    last = sessions[-1]["stop_reason"] if sessions else None
+    state = last or ("running or killed" if sessions else "not started")
+    click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {cfg.get('root', '?')}; "
+               f"{len(sessions)} session(s), last: {state}")
+    click.echo(records.summary_line(records.counts_of(recs)))
+    click.echo(records.status_table(recs))
+
+
+@click.command("best", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
+              help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
+def best_command(run_dir, fmt, output):
+    """Print the best architecture (highest validation accuracy), ready for nadc."""
+    from . import records
+
+    conn = _open(run_dir)
+    try:
+        rec = records.best(conn)
+    finally:
+        conn.close()
+    if rec is None:
+        click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
+        sys.exit(1)
+    _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+
+
+@click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
+@click.option("--format", "fmt", type=click.Choice(("csv", "json")), default="csv", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
+def export_command(run_dir, fmt, output):
+    """Export every architecture's record (one row each; per-seed results included)."""
+    from . import records
+
+    conn = _open(run_dir)
+    try:
+        recs = records.records(conn)
+    finally:
+        conn.close()
+    _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)
+

@@ -1,0 +1,288 @@
+"""A search's configuration: defaults, the run directory's stored settings, a TOML file, flags.
+
+Later sources override earlier ones: built-in defaults < the settings stored in the run
+directory (when resuming) < the TOML file < command-line flags. A TOML file uses the flags'
+names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
+``[strategy-options]`` table; relative paths in it are relative to the file::
+
+    from = "examples/resnet_basic.nad"
+    strategy = "rea"
+    trials = 30
+    [strategy-options]
+    population = 10
+
+The *identity* of a search (what a resume must not change) is everything that shapes the tree
+or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
+budget, prescreening, training options and the seed. Stop conditions (trials, time limit,
+dollar and token caps), the executor, workers, threads and the data directory's location may
+change between runs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from nader.runtime.errors import ConfigError
+
+DATASETS = ("digits", "cifar10", "cifar100", "imagenet16-120")
+EXECUTORS = ("local", "pool", "ray")
+PROXIES = ("naswot", "synflow")
+
+
+@dataclass
+class SearchConfig:
+    root: Optional[str] = None  # path of the root architecture (for messages)
+    root_text: Optional[str] = None
+    strategy: str = "rea"
+    strategy_options: Dict[str, Any] = field(default_factory=dict)
+    dataset: str = "digits"
+    data_dir: Optional[str] = None
+    preset: str = "quick"
+    seeds: Optional[List[int]] = None  # default: the preset's
+    skeleton: str = "nb201"
+    depths: Optional[List[int]] = None  # default: the skeleton's
+    trials: int = 30  # architectures sent to training, the root included
+    time_limit: Optional[float] = None  # seconds of this invocation; no new trial starts after it
+    executor: str = "local"
+    workers: Optional[int] = None
+    address: Optional[str] = None  # Ray cluster
+    run_dir: Optional[str] = None
+    seed: int = 0
+    prescreen: int = 0  # K > 1: score K valid candidates by a zero-cost proxy, train the best
+    proxy: str = "naswot"
+    max_params: Optional[int] = None  # default: the budget preset of the skeleton and dataset
+    max_flops: Optional[int] = None
+    max_cost: Optional[float] = None  # dollars (LLM strategies)
+    max_tokens: Optional[int] = None
+    epochs: Optional[int] = None  # overrides the preset's
+    train_options: Dict[str, Any] = field(default_factory=dict)  # other preset overrides
+    threads: Optional[int] = None  # torch threads per trial
+    device: Optional[str] = None
+    trial_timeout: Optional[float] = None  # seconds per trial (pool executor)
+    builder: Optional[str] = None  # "module:function" building networks (tests)
+
+    # ------------------------------------------------------------------ derived values
+    def resolved_seeds(self) -> List[int]:
+        from nader.runtime.presets import get_preset
+
+        return list(self.seeds) if self.seeds else list(get_preset(self.preset).seeds)
+
+    def budget(self):
+        """The params/FLOPs budget: the skeleton's and dataset's preset (NADER's: 1.5 M parameters,
+        0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding."""
+        from nader.compiler.fit import Budget, FitError, preset_budget
+        from nader.compiler.network import resolve_depths, skeleton_info
+
+        try:
+            base = preset_budget(self.skeleton, self.dataset, resolve_depths(skeleton_info(self.skeleton), self.depths))
+        except FitError:
+            base = Budget()
+        params = self.max_params if self.max_params is not None else base.params
+        flops = self.max_flops if self.max_flops is not None else base.flops
+        if params is None and flops is None:
+            raise ConfigError(f"no budget preset for the {self.skeleton} skeleton on {self.dataset}; "
+                              f"give --max-params or --max-flops")
+        label = base.label if (params, flops) == (base.params, base.flops) else "given"
+        return Budget(params, flops, label=label)
+
+    def job_options(self) -> dict:
+        opts = dict(self.train_options)
+        for key, value in (("epochs", self.epochs), ("threads", self.threads), ("device", self.device)):
+            if value is not None:
+                opts[key] = value
+        return opts
+
+    def default_run_dir(self) -> str:
+        stem = Path(self.root).stem if self.root else "search"
+        return str(Path("runs") / f"{stem}-{self.strategy}-{self.dataset}-seed{self.seed}")
+
+    def identity(self) -> dict:
+        """What a resumed run must share with the run it continues."""
+        from nader.compiler.network import resolve_depths, skeleton_info
+
+        from .checks import arch_hash_of_text
+        from .strategies import get_strategy
+
+        budget = self.budget()
+        opts = {k: v for k, v in self.job_options().items() if k not in ("threads", "device")}
+        return {
+            "root": arch_hash_of_text(self.root_text, self.skeleton) if self.root_text else None,
+            "strategy": self.strategy,
+            "strategy_options": get_strategy(self.strategy).resolve_options(self.strategy_options),
+            "dataset": self.dataset, "preset": self.preset, "seeds": self.resolved_seeds(),
+            "skeleton": self.skeleton, "depths": list(resolve_depths(skeleton_info(self.skeleton), self.depths)),
+            "budget": {"params": budget.params, "flops": budget.flops},
+            "prescreen": self.prescreen if self.prescreen > 1 else 0,
+            "proxy": self.proxy if self.prescreen > 1 else None,
+            "train_options": opts, "seed": self.seed, "builder": self.builder,
+        }
+
+    def to_record(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("run_dir", None)
+        return d
+
+    @classmethod
+    def from_record(cls, record: dict) -> "SearchConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in record.items() if k in known})
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> None:
+        from nader.runtime.presets import get_preset
+
+        from .strategies import get_strategy
+
+        if not self.root_text:
+            raise ConfigError("no root architecture: give --from ARCH.nad (or `from` in the TOML file)")
+        if self.dataset not in DATASETS:
+            raise ConfigError(f"unknown dataset {self.dataset!r}; choose one of: {', '.join(DATASETS)}")
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"unknown executor {self.executor!r}; choose one of: {', '.join(EXECUTORS)}")
+        if self.proxy not in PROXIES:
+            raise ConfigError(f"unknown proxy {self.proxy!r}; choose one of: {', '.join(PROXIES)}")
+        get_preset(self.preset)
+        get_strategy(self.strategy).resolve_options(self.strategy_options)
+        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
+        for name in ("time_limit", "trial_timeout", "max_cost"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
+        if self.prescreen < 0:
+            raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
+        self.budget()
+
+
+# ---------------------------------------------------------------------- TOML and merging
+
+
+def _int_list(name):
+    def parse(v):
+        if isinstance(v, str):
+            v = [p for p in v.replace(" ", "").split(",") if p]
+        if not isinstance(v, list) or not v or not all(isinstance(x, int) or str(x).lstrip("-").isdigit() for x in v):
+            raise ConfigError(f"{name}: expected a list of integers, got {v!r}")
+        return [int(x) for x in v]
+    return parse
+
+
+def _typed(name, kind):
+    def parse(v):
+        if kind is float and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if kind is int and isinstance(v, int) and not isinstance(v, bool):
+            return v
+        if kind is str and isinstance(v, str):
+            return v
+        if kind is dict and isinstance(v, dict):
+            return dict(v)
+        raise ConfigError(f"{name}: expected {kind.__name__}, got {v!r}")
+    return parse
+
+
+# TOML key -> (SearchConfig field, parser); flags use the same names
+KEYS = {
+    "from": ("root", _typed("from", str)),
+    "strategy": ("strategy", _typed("strategy", str)),
+    "strategy-options": ("strategy_options", _typed("strategy-options", dict)),
+    "dataset": ("dataset", _typed("dataset", str)),
+    "data-dir": ("data_dir", _typed("data-dir", str)),
+    "preset": ("preset", _typed("preset", str)),
+    "seeds": ("seeds", _int_list("seeds")),
+    "skeleton": ("skeleton", _typed("skeleton", str)),
+    "depths": ("depths", _int_list("depths")),
+    "trials": ("trials", _typed("trials", int)),
+    "time-limit": ("time_limit", _typed("time-limit", float)),
+    "executor": ("executor", _typed("executor", str)),
+    "workers": ("workers", _typed("workers", int)),
+    "address": ("address", _typed("address", str)),
+    "run-dir": ("run_dir", _typed("run-dir", str)),
+    "seed": ("seed", _typed("seed", int)),
+    "prescreen": ("prescreen", _typed("prescreen", int)),
+    "proxy": ("proxy", _typed("proxy", str)),
+    "max-params": ("max_params", _typed("max-params", int)),
+    "max-flops": ("max_flops", _typed("max-flops", int)),
+    "max-cost": ("max_cost", _typed("max-cost", float)),
+    "max-tokens": ("max_tokens", _typed("max-tokens", int)),
+    "epochs": ("epochs", _typed("epochs", int)),
+    "train": ("train_options", _typed("train", dict)),
+    "threads": ("threads", _typed("threads", int)),
+    "device": ("device", _typed("device", str)),
+    "trial-timeout": ("trial_timeout", _typed("trial-timeout", float)),
+}
+_PATH_KEYS = ("root", "data_dir", "run_dir")
+
+
+def read_toml(path) -> dict:
+    """The settings of a TOML file, as SearchConfig fields (paths made relative to the file)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    out = {}
+    for key, value in data.items():
+        name = key.replace("_", "-")
+        if name not in KEYS:
+            raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(KEYS)}")
+        attr, parse = KEYS[name]
+        out[attr] = parse(value)
+    for attr in _PATH_KEYS:
+        if attr in out and not Path(out[attr]).expanduser().is_absolute():
+            out[attr] = str((path.parent / Path(out[attr]).expanduser()))
+    return out
+
+
+def merge(*layers: Optional[dict]) -> SearchConfig:
+    """A config from layers of settings; later layers win. Strategy options merge key by key
+    while the strategy stays the same; a layer naming the root by path reads its text."""
+    values: dict = {}
+    for layer in layers:
+        if not layer:
+            continue
+        layer = {k: v for k, v in layer.items() if v is not None}
+        if "root" in layer and "root_text" not in layer:
+            layer["root_text"] = read_root(layer["root"])
+        if "strategy" in layer and layer["strategy"] != values.get("strategy"):
+            values.pop("strategy_options", None)
+        for key, value in layer.items():
+            if key == "strategy_options":
+                values[key] = {**values.get(key, {}), **value}
+            else:
+                values[key] = value
+    return SearchConfig.from_record(values)
+
+
+def read_root(path) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the root architecture {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def differences(stored: dict, current: dict) -> List[str]:
+    """`key: stored -> current` for every identity entry that differs."""
+    out = []
+    for key in sorted(set(stored) | set(current)):
+        a, b = stored.get(key), current.get(key)
+        if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+            out.append(f"{key}: {_short(a)} -> {_short(b)}")
+    return out
+
+
+def _short(v) -> str:
+    text = json.dumps(v, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."

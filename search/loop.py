@@ -1,0 +1,266 @@
+"""The search loop: choose a parent, propose, check, deduplicate, fit, train, record, repeat.
+
+Whenever the evaluator has a free worker, the loop asks the strategy for a parent, has it
+propose a candidate (K of them with prescreening), runs the checks (`checks.py`) and records
+every candidate in the tree, valid or not, one transaction each. A valid one is sent to the
+evaluator; each seed's result is committed with its architecture's record as it arrives and the
+strategy is told when an architecture is complete. Nothing is held only in memory: the tree in
+the store is the state, and a new loop on the same store carries on from it (`start`).
+
+Stop conditions, checked before each proposal (whichever comes first): the number of trials
+(architectures sent to training, the root included), the time limit (no new trial starts
+after it; running ones finish), the dollar and token caps (LLM strategies; spending is the sum
+recorded on the architectures), any extra check given by the caller, and a strategy that keeps
+producing rejected candidates. Ctrl-C stops at once: running trials keep their checkpoints and
+the next run resumes them.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+from nader.runtime.errors import ConfigError
+
+from .checks import Checked, Checker
+from .config import SearchConfig
+from .evaluator import Evaluator, SeedOutcome, Trial
+from .store import SearchStore
+from .strategies.base import Candidate, Strategy
+from .tree import FINAL, PENDING, Node, Tree
+
+ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again
+MAX_REJECTS_IN_ROW = 100  # rejected proposals in a row before the loop gives up
+MAX_ATTEMPTS = 2  # evaluations of an architecture that crashed (killed, out of memory, timeout)
+RETRYABLE = frozenset({"killed", "oom", "timeout"})
+
+
+@dataclass(frozen=True)
+class Stop:
+    code: str  # trials | time-limit | cost-limit | token-limit | rejects | stalled | interrupted | <extra>
+    message: str
+
+
+class Observer:
+    """Hooks for progress displays (all optional)."""
+
+    def started(self, loop: "SearchLoop") -> None: ...
+    def recorded(self, node: Node) -> None: ...  # a rejected or screened-out candidate
+    def submitted(self, node: Node) -> None: ...
+    def seed_done(self, outcome: SeedOutcome) -> None: ...
+    def finished(self, node: Node) -> None: ...
+    def event(self, event: dict) -> None: ...  # the trainer's start/epoch events
+
+
+StopCheck = Callable[["SearchLoop"], Optional[Stop]]
+
+
+class SearchLoop:
+    def __init__(self, config: SearchConfig, store: SearchStore, evaluator: Evaluator, strategy: Strategy, *,
+                 observer: Optional[Observer] = None, stop_checks: Sequence[StopCheck] = (),
+                 session: Optional[int] = None, prescreener=None, clock: Callable[[], float] = time.monotonic):
+        self.config, self.store, self.evaluator, self.strategy = config, store, evaluator, strategy
+        self.observer = observer or Observer()
+        self.stop_checks = list(stop_checks)
+        self.session = session
+        self.clock = clock
+        self.seeds = config.resolved_seeds()
+        from nader.compiler.network import resolve_depths, skeleton_info
+
+        self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
+        self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget())
+        self.prescreener = prescreener
+        self.tree = Tree()
+        self.rejects_in_row = 0
+        self.stop: Optional[Stop] = None
+        self.t0 = clock()
+
+    # ------------------------------------------------------------------ public
+    def run(self) -> Stop:
+        self.start()
+        self.observer.started(self)
+        try:
+            while True:
+                if self.stop is None:
+                    self.fill()
+                if self.evaluator.pending() == 0:
+                    if self.stop is None:
+                        self.stop = Stop("stalled", "no architecture to modify: the strategy waits for a trained "
+                                                    "architecture and none is training")
+                    break
+                for outcome in self.evaluator.wait():
+                    self.record(outcome)
+        except KeyboardInterrupt:
+            self.stop = Stop("interrupted", "interrupted; run the same command again to resume")
+            raise
+        return self.stop
+
+    def start(self) -> None:
+        """Load the tree; add the root to a new run; retry crashed architectures; replay finished
+        ones to the strategy; send every pending one to the evaluator."""
+        self.tree = Tree(self.store.nodes())
+        if self.tree.root is None:
+            self._add_root()
+        for node in list(self.tree):
+            if node.status == "failed" and node.attempts < MAX_ATTEMPTS:
+                seeds = self.store.seeds_done(node.arch_id)
+                failed = [s for s, (st, kind) in seeds.items() if st == "failed"]
+                if failed and all(seeds[s][1] in RETRYABLE for s in failed):
+                    self.store.retry(node.arch_id, failed)
+        self.tree = Tree(self.store.nodes())
+        for node in sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id)):
+            self.strategy.tell(node)
+        for node in self.tree:
+            if node.status in PENDING:
+                self._submit(node)
+
+    def fill(self) -> None:
+        """Propose until every worker is busy, a stop condition holds, or the strategy waits."""
+        while self.stop is None and self.evaluator.idle() > 0:
+            self.stop = self.limit()
+            if self.stop is not None:
+                return
+            parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
+            if parent is None:
+                return
+            node = self.propose_round(parent)
+            if node is not None:
+                self._submit(node)
+
+    def limit(self) -> Optional[Stop]:
+        c = self.config
+        if self.tree.trials() >= c.trials:
+            return Stop("trials", f"reached {c.trials} trials")
+        if c.time_limit is not None and self.clock() - self.t0 >= c.time_limit:
+            return Stop("time-limit", f"reached the time limit of {c.time_limit:g} s")
+        if c.max_cost is not None or c.max_tokens is not None:
+            tokens, dollars = self.store.spent()
+            if c.max_cost is not None and dollars >= c.max_cost:
+                return Stop("cost-limit", f"spent ${dollars:.4f} of the ${c.max_cost:g} cap")
+            if c.max_tokens is not None and tokens >= c.max_tokens:
+                return Stop("token-limit", f"used {tokens:,} tokens of the {c.max_tokens:,} cap")
+        if self.rejects_in_row >= MAX_REJECTS_IN_ROW:
+            return Stop("rejects", f"the last {self.rejects_in_row} proposals were all invalid, duplicates or "
+                                   f"over budget")
+        for check in self.stop_checks:
+            stop = check(self)
+            if stop is not None:
+                return stop
+        return None
+
+    def rng(self, purpose: str, arch_id: int) -> random.Random:
+        """The random source of one decision: a function of the run's seed and the architecture id
+        it is for, so the same seed makes the same decisions, before and after a resume."""
+        return random.Random(f"nader-search/{self.config.seed}/{purpose}/{arch_id}")
+
+    # ------------------------------------------------------------------ proposing
+    def propose_round(self, parent: Node) -> Optional[Node]:
+        """Candidates from `parent` until K are valid (K = 1 without prescreening), at most
+        ROUND_TRIES * K of them; every one is recorded; returns the one to train, if any (else
+        the loop asks the strategy again)."""
+        k = max(1, self.config.prescreen)
+        valid: List[tuple] = []
+        for _ in range(ROUND_TRIES * k):
+            if len(valid) >= k:
+                break
+            arch_id = self.tree.next_id
+            candidate = self.strategy.propose(parent, self.rng("propose", arch_id))
+            if candidate is None:  # nothing more from this parent for now
+                break
+            checked = self.checker.check(candidate.text, self.tree, candidate.error)
+            record = self._record(arch_id, parent, candidate, checked)
+            node = _node_of(record)
+            self.tree.add(node)
+            if not checked.ok:
+                self.store.insert([record])
+                self.rejects_in_row += 1
+                self.observer.recorded(node)
+                if self._round_over():
+                    break
+                continue
+            self.rejects_in_row = 0
+            self.checker.remember(arch_id, checked.arch)
+            valid.append((record, node))
+            if self._round_over():
+                break
+        if not valid:
+            return None
+        chosen = 0
+        if len(valid) > 1 and self.prescreener is not None:
+            scores = [self.prescreener.score(rec["text"], rec["widths"]) for rec, _ in valid]
+            chosen = max(range(len(valid)), key=lambda i: (scores[i], -i))
+            order = sorted(range(len(valid)), key=lambda i: (-scores[i], i))
+            for i, (rec, node) in enumerate(valid):
+                rec["prescreen"] = {"proxy": self.prescreener.proxy, "score": scores[i], "rank": order.index(i) + 1,
+                                    "round": [r["arch_id"] for r, _ in valid]}
+        for i, (rec, node) in enumerate(valid):
+            rec["status"] = node.status = "training" if i == chosen else "screened-out"
+        self.store.insert([rec for rec, _ in valid])
+        for i, (_rec, node) in enumerate(valid):
+            if i != chosen:
+                self.observer.recorded(node)
+        return valid[chosen][1]
+
+    def _round_over(self) -> bool:
+        """A stop condition other than the trial count (which this round's candidates are
+        already part of) ends a prescreening round early; its best valid candidate still trains."""
+        stop = self.limit()
+        return stop is not None and stop.code != "trials"
+
+    def _record(self, arch_id: int, parent: Optional[Node], cand: Candidate, checked: Checked) -> dict:
+        return {"arch_id": arch_id, "parent_id": parent.arch_id if parent else None,
+                "depth": parent.depth + 1 if parent else 0, "text": cand.text, "origin": cand.origin,
+                "operator": cand.operator, "change": cand.change or None, "tokens_in": cand.tokens_in,
+                "tokens_out": cand.tokens_out, "cost_usd": cand.cost_usd, "session": self.session,
+                **checked.columns()}
+
+    def _add_root(self) -> None:
+        c = self.config
+        checked = self.checker.check(c.root_text, self.tree)
+        if not checked.ok:
+            msg = (checked.diagnostics or {}).get("message", checked.status)
+            what = "does not fit the budget" if checked.status == "over-budget" else "is not a valid architecture"
+            raise ConfigError(f"the root architecture {c.root or ''} {what} for the {c.skeleton} skeleton: {msg}")
+        record = self._record(0, None, Candidate(c.root_text, origin="root"), checked)
+        record["status"] = "training"
+        self.store.insert([record])
+        self.tree.add(_node_of(record))
+
+    # ------------------------------------------------------------------ evaluating
+    def _submit(self, node: Node) -> None:
+        done = self.store.seeds_done(node.arch_id)
+        seeds = [s for s in self.seeds if s not in done]
+        if node.status != "training":
+            self.store.set_status(node.arch_id, "training")
+            node.status = "training"
+        if not seeds:  # every seed is recorded: only the aggregate is missing
+            finished = self.store.refresh(node.arch_id, len(self.seeds))
+            if finished is not None:
+                self._finish(finished)
+            return
+        self.evaluator.submit(Trial(node.arch_id, node.text, node.widths, seeds, label=f"#{node.arch_id}"))
+        self.observer.submitted(node)
+
+    def record(self, outcome: SeedOutcome) -> None:
+        node = self.store.record_seed(
+            outcome.arch_id, outcome.seed, status=outcome.status, valid_acc=outcome.valid_acc,
+            test_acc=outcome.test_acc, seconds=outcome.seconds, epochs=outcome.epochs, error=outcome.error,
+            error_kind=outcome.error_kind, job_id=outcome.job_id,
+            result=None if outcome.cached else outcome.result, seeds_total=len(self.seeds))
+        self.observer.seed_done(outcome)
+        if node is not None:
+            self._finish(node)
+
+    def _finish(self, node: Node) -> None:
+        self.tree.update(node)
+        self.strategy.tell(node)
+        self.observer.finished(node)
+
+
+def _node_of(record: dict) -> Node:
+    return Node(arch_id=record["arch_id"], parent_id=record["parent_id"], depth=record["depth"],
+                status=record["status"], text=record["text"], hash=record["hash"],
+                duplicate_of=record["duplicate_of"], origin=record["origin"], operator=record["operator"],
+                change=record["change"] or {}, widths=record["widths"], params=record["params"],
+                flops=record["flops"])

@@ -1,0 +1,145 @@
+"""Reading a run: every architecture's record, the best one, the tree as a table, exports.
+
+These read the database only (a read-only connection works while a search is running).
+The best architecture is the one with the highest mean *validation* accuracy among those that
+trained successfully (ties: fewer parameters, then the older); test accuracy is reported beside
+it and never used to choose.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import List, Optional
+
+COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
+           "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
+           "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
+_JSON_COLUMNS = ("change", "diagnostics", "widths", "prescreen")
+
+
+def records(conn, with_text: bool = True) -> List[dict]:
+    """Every architecture, in id order, with its per-seed results under "seeds"."""
+    cols = list(COLUMNS) + ["change", "diagnostics", "prescreen"] + (["text"] if with_text else [])
+    rows = conn.execute(f"SELECT {', '.join(cols)} FROM archs ORDER BY arch_id").fetchall()
+    out = []
+    for row in rows:
+        rec = dict(zip(cols, tuple(row)))
+        for key in _JSON_COLUMNS:
+            if rec.get(key):
+                rec[key] = json.loads(rec[key])
+        out.append(rec)
+    seeds = {}
+    for row in conn.execute("SELECT arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, "
+                            "error_kind FROM arch_seeds ORDER BY arch_id, seed"):
+        keys = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
+                "error_kind")
+        d = dict(zip(keys, tuple(row)))
+        seeds.setdefault(d.pop("arch_id"), []).append(d)
+    for rec in out:
+        rec["seeds"] = seeds.get(rec["arch_id"], [])
+    return out
+
+
+def best(conn) -> Optional[dict]:
+    row = conn.execute("SELECT arch_id FROM archs WHERE status='ok' AND valid_acc IS NOT NULL "
+                       "ORDER BY valid_acc DESC, COALESCE(params, 0), arch_id LIMIT 1").fetchone()
+    if row is None:
+        return None
+    return next(r for r in records(conn) if r["arch_id"] == row[0])
+
+
+def counts(conn) -> dict:
+    return {s: n for s, n in conn.execute("SELECT status, COUNT(*) FROM archs GROUP BY status ORDER BY status")}
+
+
+def counts_of(recs: List[dict]) -> dict:
+    out: dict = {}
+    for r in recs:
+        out[r["status"]] = out.get(r["status"], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _num(v, spec: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return format(v, spec)
+
+
+def human(n) -> str:
+    if n is None:
+        return "-"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{unit}"
+    return str(n)
+
+
+def _change(rec: dict) -> str:
+    if rec["origin"] == "root":
+        return "root"
+    if rec["status"] == "duplicate":
+        return f"{rec['operator'] or rec['origin']} (= #{rec['duplicate_of']})"
+    return rec["operator"] or rec["origin"]
+
+
+def tree_order(recs: List[dict]) -> List[dict]:
+    """Depth-first, children in id order: each architecture under its parent."""
+    kids = {}
+    for r in recs:
+        kids.setdefault(r["parent_id"], []).append(r)
+    out, stack = [], list(reversed(kids.get(None, [])))
+    while stack:
+        r = stack.pop()
+        out.append(r)
+        stack.extend(reversed(kids.get(r["arch_id"], [])))
+    seen = {r["arch_id"] for r in out}
+    return out + [r for r in recs if r["arch_id"] not in seen]
+
+
+def status_table(recs: List[dict]) -> str:
+    head = ["arch", "status", "change", "params", "flops", "valid", "test", "seconds"]
+    rows = []
+    for r in tree_order(recs):
+        rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], _change(r)[:32], human(r["params"]),
+                     human(r["flops"]), _num(r["valid_acc"], ".2f"), _num(r["test_acc"], ".2f"),
+                     _num(r["seconds"], ".1f")])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5
+    lines = ["  ".join(a(h, w) for a, h, w in zip(align, head, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(a(c, w) for a, c, w in zip(align, row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def summary_line(counts_: dict) -> str:
+    trained = sum(counts_.get(s, 0) for s in ("ok", "diverged", "failed", "training", "proposed"))
+    rest = ", ".join(f"{n} {s}" for s, n in sorted(counts_.items()) if n)
+    return f"{sum(counts_.values())} architectures, {trained} trials ({rest})"
+
+
+def best_text(rec: dict) -> str:
+    """The best architecture's text with a comment header (valid .nad, ready for nadc)."""
+    head = (f"# nader-search best: arch #{rec['arch_id']} (parent #{rec['parent_id']}, {_change(rec)}), "
+            f"valid {_num(rec['valid_acc'], '.2f')}%, test {_num(rec['test_acc'], '.2f')}%, "
+            f"{human(rec['params'])} params, {human(rec['flops'])} FLOPs, widths {rec['widths']}\n")
+    return head + rec["text"].rstrip("\n") + "\n"
+
+
+EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text"]
+
+
+def export_json(recs: List[dict]) -> str:
+    return json.dumps(recs, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def export_csv(recs: List[dict]) -> str:
+    """One row per architecture; structured fields (change, seeds, ...) as JSON text."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=EXPORT_FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in recs:
+        w.writerow({k: (json.dumps(r.get(k)) if isinstance(r.get(k), (dict, list)) else r.get(k))
+                    for k in EXPORT_FIELDS})
+    return buf.getvalue()

@@ -1,0 +1,70 @@
+"""`nader-search report RUN`: write the run's HTML report (and keep it fresh with --watch)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+
+def _stamp(run_dir: Path) -> tuple:
+    """Changes whenever the run's database does (its WAL file takes the writes first)."""
+    out = []
+    for name in ("runs.sqlite", "runs.sqlite-wal"):
+        try:
+            st = (run_dir / name).stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
+def write_report(run_dir: Path, output: Path, top: int) -> tuple[int, int]:
+    """Render and write atomically (a browser reloading never sees half a file); (archs, bytes)."""
+    from .load import load_run
+    from .render import render
+
+    run, archs = load_run(run_dir)
+    html = render(run, archs, top_n=top).encode("utf-8")
+    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
+    tmp.write_bytes(html)
+    os.replace(tmp, output)
+    return len(archs), len(html)
+
+
+@click.command("report")
+@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the HTML (default RUN/report.html).")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 200),
+              help="How many of the best architectures to show with drawings and diffs.")
+@click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=click.FloatRange(0.5),
+              metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
+def report_command(run_dir: Path, output, top: int, watch):
+    """Write a self-contained HTML report of the search in RUN: summary, modification tree,
+    curves, top architectures with drawings and diffs, failures. It needs no server and no
+    network; open it from disk."""
+    from .load import RunNotFound
+
+    output = output or run_dir / "report.html"
+    try:
+        n, size = write_report(run_dir, output, top)
+    except RunNotFound as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    click.echo(f"{output} ({n} architectures, {size / 1e6:.2f} MB)")
+    if watch is None:
+        return
+    last = _stamp(run_dir)
+    try:
+        while True:
+            time.sleep(watch)
+            now = _stamp(run_dir)
+            if now != last:
+                last = now
+                n, size = write_report(run_dir, output, top)
+                click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
+    except KeyboardInterrupt:
+        click.echo("stopped watching", err=True)

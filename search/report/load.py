@@ -1,0 +1,79 @@
+"""Read a run directory into the report's model (`Arch`, `Run`).
+
+Reads `RUN/runs.sqlite` through a read-only connection, so it works while a search is running:
+the tree (`archs`, with per-seed results from `arch_seeds`) and the configuration of the latest
+`nader-search run` session.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from nader.runtime.store import DB_NAME
+
+from .model import Arch, Run
+
+
+class RunNotFound(Exception):
+    """The directory holds no search (no database, or no tree in it)."""
+
+
+def _connect(run_dir: Path) -> sqlite3.Connection:
+    path = Path(run_dir) / DB_NAME
+    if not path.is_file():
+        raise RunNotFound(f"{run_dir}: no search here ({DB_NAME} is missing)")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "archs" not in tables:
+        conn.close()
+        raise RunNotFound(f"{run_dir}: the database holds no search tree (was it made by `nader-search eval`?)")
+    return conn
+
+
+def _diagnostics(value) -> list:
+    if not value:
+        return []
+    data = json.loads(value) if isinstance(value, str) else value
+    listed = data.get("diagnostics") if isinstance(data, dict) else data
+    out = [dict(d) for d in listed or [] if isinstance(d, dict)]
+    for d in out:
+        d.setdefault("severity", "error")
+    if not out and isinstance(data, dict) and data.get("message"):
+        out = [{"code": data.get("code", ""), "message": data["message"], "severity": "error"}]
+    return out
+
+
+def load_run(run_dir) -> tuple[Run, list[Arch]]:
+    from nader.search.records import records  # the tree's one reader
+
+    run_dir = Path(run_dir)
+    conn = _connect(run_dir)
+    try:
+        recs = records(conn)
+        session = conn.execute("SELECT started, config FROM search_sessions ORDER BY session DESC LIMIT 1").fetchone()
+        first = conn.execute("SELECT MIN(started) FROM search_sessions").fetchone()
+    finally:
+        conn.close()
+    config = json.loads(session[1]) if session and session[1] else {}
+    run = Run(name=run_dir.resolve().name, dataset=str(config.get("dataset", "")), preset=str(config.get("preset", "")),
+              strategy=str(config.get("strategy", "")), started=first[0] if first else None, config=config)
+    archs = []
+    for r in recs:
+        seeds = r.get("seeds") or []
+        failure = next((s for s in seeds if s.get("status") != "ok"), None)
+        change = r.get("change") or {}
+        if not isinstance(change, dict):
+            change = {"change": change}
+        if r.get("operator") and "operator" not in change:
+            change = {"operator": r["operator"], **change}
+        archs.append(Arch(
+            id=str(r["arch_id"]), parent=None if r["parent_id"] is None else str(r["parent_id"]), status=r["status"],
+            text=r.get("text") or "", change=change, valid_acc=r.get("valid_acc"), test_acc=r.get("test_acc"),
+            params=r.get("params"), flops=r.get("flops"), diagnostics=_diagnostics(r.get("diagnostics")),
+            error_kind=(failure or {}).get("error_kind"), error=(failure or {}).get("error"),
+            duplicate_of=None if r.get("duplicate_of") is None else str(r["duplicate_of"]),
+            created=r.get("created"), finished=r.get("finished"), seconds=r.get("seconds"),
+            tokens=int(r.get("tokens_in") or 0) + int(r.get("tokens_out") or 0), cost=float(r.get("cost_usd") or 0.0),
+            llm_rounds=change.get("rounds") if isinstance(change.get("rounds"), int) else None))
+    return run, archs

@@ -1,0 +1,160 @@
+"""`run_search`: one invocation of a search on a run directory, from settings to summary.
+
+It takes the run directory's lock (a second process refuses and touches nothing), opens the
+store, merges the settings stored there with the ones given (a resume may leave everything out),
+refuses a change of identity unless ``force``, records a session row, builds the executor,
+evaluator and strategy, runs the loop and closes everything, also on Ctrl-C.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+from nader.runtime.errors import ConfigError
+
+from . import records
+from .config import SearchConfig, differences, merge
+from .lock import RunLock
+from .loop import Observer, SearchLoop, Stop, StopCheck
+from .store import SearchStore
+from .strategies import get_strategy
+
+
+@dataclass
+class SearchSummary:
+    run_dir: str
+    stop: Stop
+    trials: int
+    counts: dict
+    best: Optional[dict]
+    seconds: float
+    resumed: bool
+    warnings: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        best = None
+        if self.best:
+            keys = ("arch_id", "parent_id", "depth", "operator", "change", "params", "flops", "widths", "valid_acc",
+                    "valid_std", "test_acc", "test_std", "seconds", "text")
+            best = {k: self.best.get(k) for k in keys}
+        return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
+                "trials": self.trials, "counts": self.counts, "resumed": self.resumed,
+                "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings}
+
+
+def _layer(x) -> dict:
+    if x is None:
+        return {}
+    if isinstance(x, SearchConfig):
+        return x.to_record() | ({"run_dir": x.run_dir} if x.run_dir else {})
+    return dict(x)
+
+
+def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
+    from nader.runtime.executors import make_executor
+
+    from .evaluator import TrainingEvaluator
+
+    kind = "inprocess" if config.executor == "local" else config.executor
+    executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
+                             timeout=config.trial_timeout)
+    try:
+        evaluator = TrainingEvaluator(executor, store, skeleton=config.skeleton, dataset=config.dataset,
+                                      preset=config.preset, depths=depths, data_dir=config.data_dir,
+                                      options=config.job_options(), builder=config.builder, on_event=on_event)
+    except BaseException:
+        executor.close()
+        raise
+    return executor, evaluator
+
+
+def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, observer: Optional[Observer] = None,
+               stop_checks: Sequence[StopCheck] = (), command: Optional[str] = None, strategy=None) -> SearchSummary:
+    """Run (or resume) a search. `layers` are settings (SearchConfig fields), later ones winning
+    over earlier ones and over the settings stored in the run directory.
+
+    `strategy` may be a Strategy instance to use instead of the configured one (its `name`
+    must match the configuration's strategy). Raises ConfigError for bad settings or a change
+    of identity, RunLocked when another process holds the run directory, KeyboardInterrupt
+    after a clean stop.
+    """
+    given = merge(*[_layer(x) for x in layers])
+    given_layers = [_layer(x) for x in layers]
+    run_dir = Path(given.run_dir or given.default_run_dir())
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    lock = RunLock(run_dir).acquire()
+    try:
+        store = SearchStore(run_dir)
+        try:
+            return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, t0)
+        finally:
+            store.close()
+    finally:
+        lock.release()
+
+
+def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, t0):
+    stored = store.config()
+    config = merge(stored, *given_layers)
+    config.run_dir = str(run_dir)
+    config.check()
+    warnings = []
+    resumed = stored is not None and bool(store.nodes())
+    if stored is not None:
+        changed = differences(SearchConfig.from_record(stored).identity(), config.identity())
+        if changed and not force:
+            raise ConfigError(f"{run_dir} holds a search with other settings ({'; '.join(changed)}); run it with "
+                              f"the same settings to resume, choose another --run-dir, or pass --force to continue "
+                              f"this tree with the new settings")
+        if changed:
+            warnings.append(f"continuing with changed settings: {'; '.join(changed)}")
+    if config.dataset != "digits" and not (config.executor == "ray" and config.address):
+        from nader.runtime.data import check_dataset
+
+        check_dataset(config.dataset, config.data_dir)
+    store.set_config(config.to_record())
+    if strategy is None:
+        strategy = get_strategy(config.strategy)(**config.strategy_options)
+    elif strategy.name != config.strategy:
+        raise ConfigError(f"the strategy object is {strategy.name!r} but the configuration says {config.strategy!r}")
+    prescreener = None
+    if config.prescreen > 1:
+        from .prescreen import Prescreener
+
+        prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
+                                  depths=config.depths, data_dir=config.data_dir, seed=config.seed)
+    obs = observer or Observer()
+    from nader.compiler.network import resolve_depths, skeleton_info
+
+    depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
+    trials_before = sum(1 for n in store.nodes() if n.status in ("training", "ok", "diverged", "failed"))
+    session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
+    executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
+    loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
+                      prescreener=prescreener)
+    try:
+        stop = loop.run()
+    except KeyboardInterrupt:
+        _close(evaluator, executor, abort=True)
+        store.end_session(session, "interrupted", loop.tree.trials())
+        raise
+    except BaseException:
+        _close(evaluator, executor, abort=True)
+        store.end_session(session, "error", loop.tree.trials())
+        raise
+    _close(evaluator, executor, abort=False)
+    store.end_session(session, stop.code, loop.tree.trials())
+    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), records.best(store.conn),
+                         time.monotonic() - t0, resumed, warnings)
+
+
+def _close(evaluator, executor, abort: bool) -> None:
+    try:
+        evaluator.close(abort=abort)
+    finally:
+        executor.close()

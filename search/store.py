@@ -1,0 +1,252 @@
+"""The modification tree, stored in the run directory's database beside the runtime's tables.
+
+``RUN/runs.sqlite`` holds the runtime's tables (meta, jobs, results, epochs; see
+``nader.runtime.store``) and these:
+
+``archs``          one row per architecture the search produced, valid or not (the tree)
+``arch_seeds``     one row per (architecture, seed) evaluation that finished
+``search_sessions`` one row per ``nader-search run`` invocation on the run directory
+
+Every change is one short transaction (WAL journal), so a killed process leaves the tree as it
+was after the last committed change: a row is either inserted with its check outcome or not at
+all, and a seed's result, the runtime's record of that job and the architecture's aggregate are
+committed together.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+from nader.runtime.jobs import Result
+from nader.runtime.store import DB_NAME, RunStore
+
+from .tree import Node
+
+SEARCH_SCHEMA_VERSION = "1"
+CONFIG_KEY = "search.config"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS archs (
+    arch_id INTEGER PRIMARY KEY,            -- 0 is the root; then in proposal order
+    parent_id INTEGER,                      -- NULL for the root
+    depth INTEGER NOT NULL,                 -- edges from the root
+    status TEXT NOT NULL,                   -- see nader.search.tree.STATUSES
+    text TEXT,                              -- the whole architecture (.nad); NULL if nothing was produced
+    hash TEXT,                              -- canonical hash of the architecture (valid ones)
+    duplicate_of INTEGER,                   -- status 'duplicate': the equal architecture
+    origin TEXT NOT NULL,                   -- root | mutation | llm | ...
+    operator TEXT,                          -- mutation operator, or a short label of the change
+    change TEXT,                            -- JSON: the change (operator arguments, LLM suggestion, ...)
+    diagnostics TEXT,                       -- JSON: why it is invalid / over budget / failed
+    widths TEXT, params INTEGER, flops INTEGER, binding TEXT,  -- fitted to the budget
+    prescreen TEXT,                         -- JSON: {"proxy", "score", "round", "rank"}
+    seeds_done INTEGER NOT NULL DEFAULT 0,
+    valid_acc REAL, test_acc REAL,          -- mean over ok seeds (percent)
+    valid_std REAL, test_std REAL,
+    seconds REAL,                           -- training wall time, summed over seeds
+    attempts INTEGER NOT NULL DEFAULT 1,    -- evaluations started (retries after a crash add one)
+    tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0,       -- what producing it cost (LLM strategies)
+    session INTEGER,                        -- the search_sessions row that proposed it
+    created REAL NOT NULL, started REAL, finished REAL, updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS archs_hash ON archs(hash);
+CREATE INDEX IF NOT EXISTS archs_parent ON archs(parent_id);
+CREATE TABLE IF NOT EXISTS arch_seeds (
+    arch_id INTEGER NOT NULL, seed INTEGER NOT NULL,
+    job_id TEXT,                            -- the runtime job (results/epochs tables); NULL for tabular evaluators
+    status TEXT NOT NULL,                   -- ok | diverged | failed
+    valid_acc REAL, test_acc REAL, seconds REAL, epochs INTEGER,
+    error TEXT, error_kind TEXT,
+    finished REAL NOT NULL,
+    PRIMARY KEY (arch_id, seed)
+);
+CREATE TABLE IF NOT EXISTS search_sessions (
+    session INTEGER PRIMARY KEY,
+    started REAL NOT NULL, ended REAL,
+    pid INTEGER, command TEXT,
+    config TEXT,                            -- JSON: the configuration this session ran with
+    stop_reason TEXT,                       -- NULL while running (or if the process was killed)
+    trials_before INTEGER, trials_after INTEGER
+);
+"""
+
+_NODE_COLUMNS = ("arch_id, parent_id, depth, status, text, hash, duplicate_of, origin, operator, change, "
+                 "widths, params, flops, valid_acc, finished, seeds_done, attempts")
+
+
+def _node(row) -> Node:
+    (arch_id, parent_id, depth, status, text, hsh, dup, origin, operator, change, widths, params, flops, valid_acc,
+     finished, seeds_done, attempts) = row
+    return Node(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
+                duplicate_of=dup, origin=origin, operator=operator, change=json.loads(change) if change else {},
+                widths=json.loads(widths) if widths else None, params=params, flops=flops, valid_acc=valid_acc, finished=finished, seeds_done=seeds_done,
+                attempts=attempts)
+
+
+def _mean_std(values: List[float]):
+    if not values:
+        return None, None
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, None
+    return m, (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+class SearchStore(RunStore):
+    """The run store with the search's tables. Open it only while holding the run's lock."""
+
+    def __init__(self, run_dir):
+        super().__init__(run_dir)
+        with self._lock:
+            self.conn.executescript(_SCHEMA)
+        with self._tx() as c:
+            c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('search.schema', ?)", (SEARCH_SCHEMA_VERSION,))
+
+    # ------------------------------------------------------------------ configuration and sessions
+    def config(self) -> Optional[dict]:
+        with self._lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (CONFIG_KEY,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_config(self, config: dict) -> None:
+        with self._tx() as c:
+            c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (CONFIG_KEY, json.dumps(config, sort_keys=True)))
+
+    def begin_session(self, config: dict, command: str, pid: int, trials: int) -> int:
+        with self._tx() as c:
+            cur = c.execute("INSERT INTO search_sessions(started, pid, command, config, trials_before) VALUES (?,?,?,?,?)",
+                            (time.time(), pid, command, json.dumps(config, sort_keys=True), trials))
+            return int(cur.lastrowid)
+
+    def end_session(self, session: int, reason: str, trials: int) -> None:
+        with self._tx() as c:
+            c.execute("UPDATE search_sessions SET ended=?, stop_reason=?, trials_after=? WHERE session=?",
+                      (time.time(), reason, trials, session))
+
+    # ------------------------------------------------------------------ the tree
+    def nodes(self) -> List[Node]:
+        with self._lock:
+            rows = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs ORDER BY arch_id").fetchall()
+        return [_node(r) for r in rows]
+
+    def node(self, arch_id: int) -> Node:
+        with self._lock:
+            row = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
+        return _node(row)
+
+    def insert(self, records: Iterable[dict]) -> None:
+        """Insert new architectures (dicts of archs columns), all in one transaction."""
+        now = time.time()
+        with self._tx() as c:
+            for rec in records:
+                row = dict(rec)
+                for key in ("change", "diagnostics", "widths", "prescreen"):
+                    if key in row and row[key] is not None and not isinstance(row[key], str):
+                        row[key] = json.dumps(row[key], sort_keys=True)
+                row.setdefault("created", now)
+                row.setdefault("updated", now)
+                if row.get("status") == "training":
+                    row.setdefault("started", now)
+                cols = ", ".join(row)
+                c.execute(f"INSERT INTO archs({cols}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+
+    def set_status(self, arch_id: int, status: str, **columns) -> None:
+        now = time.time()
+        sets = {"status": status, "updated": now, **columns}
+        if status == "training":
+            sets.setdefault("started", now)
+        with self._tx() as c:
+            c.execute(f"UPDATE archs SET {', '.join(f'{k}=?' for k in sets)} WHERE arch_id=?",
+                      (*sets.values(), arch_id))
+
+    def retry(self, arch_id: int, seeds: Iterable[int]) -> None:
+        """Make a failed architecture's seeds pending again (one more attempt)."""
+        now = time.time()
+        with self._tx() as c:
+            for seed in seeds:
+                c.execute("DELETE FROM arch_seeds WHERE arch_id=? AND seed=?", (arch_id, seed))
+            done = c.execute("SELECT COUNT(*) FROM arch_seeds WHERE arch_id=?", (arch_id,)).fetchone()[0]
+            c.execute("UPDATE archs SET status='training', attempts=attempts+1, seeds_done=?, finished=NULL, "
+                      "started=?, updated=? WHERE arch_id=?", (done, now, now, arch_id))
+
+    def add_usage(self, arch_id: int, tokens_in: int = 0, tokens_out: int = 0, cost_usd: float = 0.0) -> None:
+        """Add what producing or judging an architecture cost (the LLM layer calls this)."""
+        with self._tx() as c:
+            c.execute("UPDATE archs SET tokens_in=tokens_in+?, tokens_out=tokens_out+?, cost_usd=cost_usd+?, updated=? "
+                      "WHERE arch_id=?", (int(tokens_in), int(tokens_out), float(cost_usd), time.time(), arch_id))
+
+    def spent(self) -> tuple:
+        """(tokens in + out, dollars) over the whole run."""
+        with self._lock:
+            t, d = self.conn.execute("SELECT COALESCE(SUM(tokens_in + tokens_out), 0), COALESCE(SUM(cost_usd), 0) "
+                                     "FROM archs").fetchone()
+        return int(t), float(d)
+
+    # ------------------------------------------------------------------ evaluations
+    def seeds_done(self, arch_id: int) -> dict:
+        """seed -> status of the evaluations recorded for an architecture."""
+        with self._lock:
+            rows = self.conn.execute("SELECT seed, status, error_kind FROM arch_seeds WHERE arch_id=?",
+                                     (arch_id,)).fetchall()
+        return {s: (st, kind) for s, st, kind in rows}
+
+    def record_seed(self, arch_id: int, seed: int, *, status: str, valid_acc=None, test_acc=None, seconds=None,
+                    epochs=None, error=None, error_kind=None, job_id=None, result: Optional[Result] = None,
+                    seeds_total: int = 1) -> Optional[Node]:
+        """Commit one seed's outcome (with the runtime's result record, if any) and, when it is the
+        architecture's last seed, its aggregate and final status; returns the node when final."""
+        now = time.time()
+        with self._tx() as c:
+            if result is not None:
+                self._put_result(c, result, now)
+            c.execute("INSERT OR REPLACE INTO arch_seeds(arch_id, seed, job_id, status, valid_acc, test_acc, seconds, "
+                      "epochs, error, error_kind, finished) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                      (arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, error_kind, now))
+            final = self._aggregate(c, arch_id, seeds_total, now)
+        return self.node(arch_id) if final else None
+
+    def refresh(self, arch_id: int, seeds_total: int) -> Optional[Node]:
+        """Recompute an architecture's aggregate from its seeds; the node when every seed is done."""
+        with self._tx() as c:
+            final = self._aggregate(c, arch_id, seeds_total, time.time())
+        return self.node(arch_id) if final else None
+
+    @staticmethod
+    def _aggregate(c, arch_id: int, seeds_total: int, now: float) -> bool:
+        rows = c.execute("SELECT status, valid_acc, test_acc, seconds, error, error_kind, seed FROM arch_seeds "
+                         "WHERE arch_id=? ORDER BY seed", (arch_id,)).fetchall()
+        final = len(rows) >= seeds_total
+        ok = [r for r in rows if r[0] == "ok"]
+        valid, valid_std = _mean_std([r[1] for r in ok if r[1] is not None])
+        test, test_std = _mean_std([r[2] for r in ok if r[2] is not None])
+        sets = {"seeds_done": len(rows), "seconds": sum(r[3] or 0.0 for r in rows), "updated": now}
+        if final:
+            statuses = {r[0] for r in rows}
+            arch_status = "ok" if "ok" in statuses else "diverged" if "diverged" in statuses else "failed"
+            bad = [{"seed": r[6], "status": r[0], "error": r[4], "error_kind": r[5]} for r in rows if r[0] != "ok"]
+            sets.update(status=arch_status, valid_acc=valid, test_acc=test, valid_std=valid_std, test_std=test_std,
+                        finished=now, diagnostics=json.dumps(bad) if bad else None)
+        c.execute(f"UPDATE archs SET {', '.join(f'{k}=?' for k in sets)} WHERE arch_id=?", (*sets.values(), arch_id))
+        return final
+
+
+# ---------------------------------------------------------------------- reading a run (no lock)
+
+
+def open_readonly(run_dir) -> sqlite3.Connection:
+    """A read-only connection to a run's database (status/best/export while a search runs)."""
+    path = Path(run_dir) / DB_NAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a search run directory (no {DB_NAME})")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "archs" not in have:
+        conn.close()
+        raise FileNotFoundError(f"{run_dir} holds no search (no architectures table); `nader-search run` creates one")
+    return conn
+

@@ -1,0 +1,32 @@
+"""Search strategies, one per module, behind one interface (`base.Strategy`).
+
+| name | module | what it does |
+|---|---|---|
+| `random` | `random.py` | mutate a uniformly chosen node of the tree |
+| `rea` | `rea.py` | regularized evolution, asynchronous (population 20, sample 5 by default) |
+| `tree` | `tree.py` | a parent-selection policy (NADER's DFS/BFS mix, top-k, Pareto) picks the node to mutate |
+
+Add a strategy by writing a module with a `Strategy` subclass and listing it here.
+"""
+from __future__ import annotations
+
+from typing import Dict, Type
+
+from nader.runtime.errors import ConfigError
+
+from .base import Candidate, Option, Strategy, mutation_candidate
+from .random import RandomStrategy
+from .rea import REAStrategy
+from .tree import TreeStrategy
+
+STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy)}
+
+
+def get_strategy(name: str) -> Type[Strategy]:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ConfigError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}") from None
+
+
+__all__ = ["Candidate", "Option", "STRATEGIES", "Strategy", "get_strategy", "mutation_candidate"]

@@ -1,0 +1,128 @@
+"""Helpers for the search's tests: small real searches, fault injection, a scripted strategy.
+
+Searches here train the real networks built from block text, made small: one block per stage,
+one epoch on 256 digits, one torch thread.
+
+`faulty_builder` builds the network exactly as `build_network` does and then injects the fault
+named by a `# FAULT: KIND [PATH]` comment line in the architecture text (comments are kept in
+the text a job carries):
+
+    nan         the loss turns NaN after the first training step (the runtime calls it diverged)
+    oom         the forward pass raises MemoryError (the runtime's out-of-memory path)
+    kill PATH   the worker SIGKILLs itself at the second training step unless PATH exists; PATH
+                is created first, so the retry after a resume survives
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import torch.nn as nn
+
+from nader.compiler.network import build_network
+from nader.search.strategies.base import Candidate, Option, Strategy
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "resnet_basic.nad"
+ROOT_TEXT = EXAMPLE.read_text(encoding="utf-8")
+FAULTY = "search_helpers:faulty_builder"
+
+
+def settings(run_dir, **overrides) -> dict:
+    """A small, fast search on digits (SearchConfig fields)."""
+    base = {"root": str(EXAMPLE), "dataset": "digits", "preset": "quick", "depths": [1, 1, 1], "epochs": 1,
+            "train_options": {"train_limit": 256, "eval_limit": 128}, "threads": 1, "run_dir": str(run_dir),
+            "trials": 3, "strategy": "random"}
+    base.update(overrides)
+    return base
+
+
+class FaultyNet(nn.Module):
+    def __init__(self, net: nn.Module, kind: str, marker: str = ""):
+        super().__init__()
+        self.net, self.kind, self.marker = net, kind, marker
+        self.steps = 0
+
+    def forward(self, x):
+        if self.training:
+            self.steps += 1
+            if self.kind == "oom":
+                raise MemoryError("simulated allocation failure")
+            if self.kind == "kill" and self.steps >= 2 and not Path(self.marker).exists():
+                Path(self.marker).write_text("killed once\n")
+                os.kill(os.getpid(), signal.SIGKILL)
+        out = self.net(x)
+        if self.kind == "nan" and self.training and self.steps > 1:
+            out = out * float("nan")
+        return out
+
+
+def faulty_builder(arch_text, skeleton="nb201", dataset="cifar10", *, widths=None, depths=None):
+    model, info = build_network(arch_text, skeleton, dataset, widths=widths, depths=depths)
+    m = re.search(r"^# FAULT: (\w+)(?: (\S+))?", arch_text, re.M)
+    if m:
+        model = FaultyNet(model, m.group(1), m.group(2) or "")
+    return model, info
+
+
+def with_fault(text: str, kind: str, marker: str = "") -> str:
+    return f"# FAULT: {kind} {marker}".rstrip() + "\n" + text
+
+
+class ScriptedStrategy(Strategy):
+    """Proposes the texts of a JSON file in order, each from the root; then waits (test double
+    of a proposer whose output the test controls)."""
+
+    name = "scripted"
+    summary = "test double"
+    options = {"script": Option(str, "", "JSON list of architecture texts (null: nothing produced)"),
+               "cost": Option(float, 0.0, "dollars recorded per proposal")}
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.texts = json.loads(Path(self.settings["script"]).read_text()) if self.settings["script"] else []
+        self.told = []
+
+    def ask(self, tree, rng):
+        self._index = sum(1 for n in tree if n.parent_id is not None)
+        return tree.root if self._index < len(self.texts) else None
+
+    def propose(self, parent, rng):
+        index = self._index
+        if index >= len(self.texts):
+            return None
+        self._index += 1
+        text = self.texts[index]
+        cost = self.settings["cost"]
+        if text is None:
+            return Candidate(None, operator="scripted", error="the script has no text here", cost_usd=cost,
+                             tokens_in=10, tokens_out=5)
+        return Candidate(text, operator="scripted", change={"index": index}, cost_usd=cost, tokens_in=10,
+                         tokens_out=5)
+
+    _index = 0
+
+    def tell(self, node):
+        self.told.append(node.arch_id)
+
+
+def script(tmp_path, texts) -> str:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(texts))
+    return str(path)
+
+
+def tree_rows(run_dir, *, metrics=True) -> list:
+    """The tree as comparable rows (no timings)."""
+    import sqlite3
+
+    conn = sqlite3.connect(Path(run_dir) / "runs.sqlite")
+    cols = "arch_id, parent_id, status, hash, operator, change, params, flops, widths"
+    if metrics:
+        cols += ", valid_acc, test_acc"
+    rows = conn.execute(f"SELECT {cols} FROM archs ORDER BY arch_id").fetchall()
+    conn.close()
+    return rows
