@@ -124,7 +124,11 @@ class SearchLoop:
             parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
             if parent is None:
                 return
-            node = self.propose_round(parent)
+            try:
+                node = self.propose_round(parent)
+            except _llm_stops() as exc:  # the LLM client's own cap, a dead endpoint, a replay miss
+                self.stop = Stop("llm-stopped", f"{exc}; run the same command again to resume")
+                return
             if node is not None:
                 self._submit(node)
 
@@ -256,6 +260,12 @@ class SearchLoop:
         self.tree.update(node)
         self.strategy.tell(node)
         self.observer.finished(node)
+
+
+def _llm_stops() -> tuple:
+    from nader.agents.llm.errors import ReplayMiss, RunStopped
+
+    return (RunStopped, ReplayMiss)
 
 
 def _node_of(record: dict) -> Node:

@@ -45,6 +45,7 @@ class NaderStrategy(Strategy):
         "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
         "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
     }
+    session_options = frozenset({"llm_config", "llm_base_url", "llm_model", "replay"})
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -92,7 +93,7 @@ class NaderStrategy(Strategy):
         m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
         if team.reflector is not None:
             team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
-        change = {"plan": plan.plan, "idea": plan.idea, "idea_id": plan.idea_id, "llm_rounds": m.rounds,
+        change = {"plan": plan.plan, "idea": plan.idea, "idea_id": plan.idea_id, "rounds": m.rounds,
                   "first_ok": m.first_ok}
         return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
 

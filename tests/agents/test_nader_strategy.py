@@ -78,7 +78,7 @@ def test_search_with_the_agents_resumes_after_an_interruption(server, tmp_path, 
     for arch_id, parent, status, origin, change, tin, tout in rows:
         change = json.loads(change)
         assert change["plan"].startswith("apply idea") and change["idea"] in IDEAS
-        assert change["llm_rounds"] >= 1 and tin > 0 and tout > 0
+        assert change["rounds"] >= 1 and tin > 0 and tout > 0
         assert {"proposer", "modifier"} <= set(change["tokens"])
     # Ideas applied to the same parent are not proposed again.
     by_parent = {}
@@ -95,6 +95,13 @@ def test_search_with_the_agents_resumes_after_an_interruption(server, tmp_path, 
     assert {"proposer", "modifier", "reflector"} <= roles
     conn.close()
     assert experiences_before > 0 and calls_before > 0
+
+    # The report shows each architecture's plan, LLM rounds and tokens.
+    from nader.search.report.load import load_run
+
+    _, archs = load_run(run)
+    llm = [a for a in archs if a.id != "0" and a.status != "invalid"]
+    assert llm and all(a.change["plan"] and a.llm_rounds >= 1 and a.tokens > 0 for a in llm)
 
     # Running the finished search again makes no LLM call.
     calls = len(server.chat_requests)
@@ -132,7 +139,7 @@ def test_ablation_switches(server, tmp_path, kb_dir):
     conn = _db(run)
     assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'experiences'").fetchone()[0] == 0 or \
         conn.execute("SELECT COUNT(*) FROM experiences").fetchone()[0] == 0
-    rounds = [json.loads(c)["llm_rounds"] for c, in conn.execute("SELECT change FROM archs WHERE arch_id > 0")]
+    rounds = [json.loads(c)["rounds"] for c, in conn.execute("SELECT change FROM archs WHERE arch_id > 0")]
     assert rounds and all(r == 1 for r in rounds)
     conn.close()
     prompts = [b["messages"][-1]["content"] for b in server.chat_requests if "propose exactly one" in
