@@ -146,3 +146,36 @@ def test_ablation_switches(server, tmp_path, kb_dir):
                b["messages"][0]["content"]]
     assert prompts and all('"ranking"' not in p for p in prompts)
     assert not any("Lessons learnt" in b["messages"][-1]["content"] for b in server.chat_requests)
+
+
+def test_run_command_with_the_agents_and_tokens_by_agent(server, tmp_path, kb_dir):
+    from click.testing import CliRunner
+
+    from nader.agents.cli import main
+
+    server.responder = ScriptedLLM(mutate=True, broken_every=3)
+    run = tmp_path / "run"
+    args = ["run", "--from", str(settings(run)["root"]), "--dataset", "digits", "--preset", "quick",
+            "--depths", "1,1,1", "--epochs", "1", "--threads", "1", "--trials", "4", "--run-dir", str(run),
+            "--strategy", "nader", "--kb", str(kb_dir), "--llm-base-url", server.base_url, "--llm-model", "local-model"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    conn = _db(run)
+    changes = [json.loads(c) for c, in conn.execute("SELECT change FROM archs WHERE arch_id > 0")]
+    conn.close()
+    by_role = {}
+    for change in changes:
+        for role, tokens in change["tokens"].items():
+            by_role[role] = by_role.get(role, 0) + tokens
+    per_arch = {role: round(t / len(changes)) for role, t in sorted(by_role.items())}
+    print(f"\ntokens per architecture by agent ({len(changes)} architectures proposed): {per_arch}")
+    assert per_arch["proposer"] > 0 and per_arch["modifier"] > 0
+    # An ablation switch from the command line reaches the strategy.
+    again = CliRunner().invoke(main, [*args[:-8], "--run-dir", str(tmp_path / "ablated"), "--strategy", "nader",
+                                      "--kb", str(kb_dir), "--llm-base-url", server.base_url, "--llm-model", "m",
+                                      "--no-feedback", "--trials", "2"])
+    assert again.exit_code == 0, again.output
+    conn = _db(tmp_path / "ablated")
+    options = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'search.config'").fetchone()[0])
+    conn.close()
+    assert options["strategy_options"]["feedback"] is False
