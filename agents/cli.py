@@ -11,6 +11,7 @@ import importlib
 import click
 
 LAZY_COMMANDS = {
+    "bench-nad": "nader.agents.bench.cli:bench_nad_command",
     "eval": "nader.runtime.cli:eval_command",
     "kb": "nader.agents.knowledge.cli:kb_group",
     "read": "nader.agents.reader.cli:read_command",
