@@ -128,7 +128,7 @@ def test_llm_client_cap_is_a_clean_stop(server, tmp_path, kb_dir, monkeypatch):
     run = tmp_path / "run"
     cfg = _settings(run, server, kb_dir, trials=6, options={"llm_config": str(tmp_path / "nader.toml")})
     stopped = run_search(cfg)
-    assert stopped.stop.code == "llm-stopped" and "run the same command again" in stopped.stop.message
+    assert stopped.stop.code == "token-limit" and "run the same command again" in stopped.stop.message
 
 
 def test_ablation_switches(server, tmp_path, kb_dir):
