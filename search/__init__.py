@@ -1,0 +1,1 @@
+"""The search loop, its strategies, search spaces and evaluators (`nader-search`)."""
