@@ -148,6 +148,8 @@ def values_for(kind: ParamKind):
                          exprs(SIZE_SYMBOLS, max_leaves=3, with_floats=False))
     if kind is ParamKind.PROBABILITY:
         return st.one_of(st.just(Num(0)), st.floats(0, 0.9).map(lambda x: Num(abs(x))))
+    if kind is ParamKind.FLAG:
+        return st.sampled_from([0, 1]).map(Num)
     raise AssertionError(f"no strategy for {kind}")
 
 

@@ -939,6 +939,8 @@ def _lower_staged_network(g: Lowering, module, xs: list[str], path: str) -> str:
         h = lower_module(g, getattr(module, f"layer{i}"), [h], f"layer{i}")
         if i < module.num_stages:
             h = lower_module(g, getattr(module, f"downsample{i}"), [h], f"downsample{i}")
+    if getattr(module, "lastact", None) is not None:
+        h = lower_module(g, module.lastact, [h], "lastact")
     return _head(g, module, h)
 
 

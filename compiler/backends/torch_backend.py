@@ -21,6 +21,7 @@ from torch import nn
 from nader.dsl.expr import TupleValue, constant_int
 from nader.dsl.ir import Block, Node, NodeId, Role, id_token
 from nader.dsl.ops import Group, Op
+from nader.compiler.passes.cost import has_bias
 from nader.compiler.passes.shapes import evaluate_shape
 from nader.compiler.passes.symbolic import Poly, to_python
 from nader.compiler.passes.verify import BlockReport, verify_block
@@ -104,10 +105,12 @@ def _lower_conv(ctx: LowerContext) -> Lowered:
     in_c, out_c = x[1], out_shape[1]
     groups_expr = ctx.facts()["groups"]
     groups = int(groups_expr.evaluate(ctx.sizes))
+    bias = has_bias(n)
     module = lambda: nn.Conv2d(ctx.channels(in_c), ctx.channels(out_c), k, stride=s, padding=pad, dilation=d,
-                               groups=groups)
+                               groups=groups, bias=bias)
     ctor = (f"nn.Conv2d({_sym(in_c)}, {_sym(out_c)}, {_int_text(k)}, stride={_int_text(s)}, "
-            f"padding={_int_text(pad)}, dilation={_int_text(d)}, groups={_sym(groups_expr)})")
+            f"padding={_int_text(pad)}, dilation={_int_text(d)}, groups={_sym(groups_expr)}"
+            f"{'' if bias else ', bias=False'})")
     if crop:
         def call(m, env, a):
             return crop_same(m(require_4d(a, "Conv2d")), a.shape[2], a.shape[3], s[0], s[1])

@@ -354,6 +354,8 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     if kind is ParamKind.PROBABILITY:
         p = constant_number(value)
         return None if p is not None and 0 <= p < 1 else "a number in [0, 1)"
+    if kind is ParamKind.FLAG:
+        return None if constant_int(value) in (0, 1) else "0 or 1"
     # SIZE and SHAPE: integer expressions.
     if isinstance(value, TupleValue):
         return "a size expression, not a tuple"
