@@ -10,7 +10,8 @@ executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify,
 fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
 (training behind a small interface), `strategies/` (one per file), `selection/` (parent-selection
 policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run), `report/` (the HTML report),
-`progress.py`, `lock.py`, `cli.py`.
+`progress.py`, `lock.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `evaluators/`
+(tabular benchmarks).
 See docs/search.md.
 """
 from __future__ import annotations
