@@ -22,6 +22,15 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+# Test doubles shared between folders (the loopback LLM server and network guard in llm/, the
+# knowledge tests' hashing embedder, the search helpers) are importable from every test; one
+# conftest for the whole suite keeps `from conftest import ...` unambiguous.
+for _folder in ("llm", "knowledge", "search"):
+    _path = str(Path(__file__).resolve().parent / _folder)
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+
 def shared_dir() -> Optional[Path]:
     """The shared data folder holding `nader-compat/`, or None when absent.
 
