@@ -645,7 +645,7 @@ def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
         return True
     slots = [p.name for p in opdef.params if not p.variadic]
     positional = sum(1 for a in args if a.name is None)
-    return name in slots[:positional] or any(p.variadic and p.name == name for p in opdef.params) and positional > 0
+    return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
 
 
 def _classify_error(text: str, error: UnexpectedInput) -> Problem:
