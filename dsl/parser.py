@@ -1,22 +1,27 @@
 """The front end: text -> IR plus NAD1xx diagnostics.
 
 The Lark grammar in `grammar/nad.lark` defines the language. Every construct
-lives on one line, so the front end parses line by line (`start=line`) and
-interns each distinct line's result: spans inside a line are columns, so a
-parsed line is position-independent and can be shared. Block structure
-(header, then node and edge lines) is assembled here. Nothing is `eval`ed.
+lives on one line, and spans inside a line are columns, so a parsed line is
+position-independent: the front end interns each distinct line's result and
+shares it between files. The lines of a file that are not interned yet are
+parsed together in one LALR pass whose inline transformer builds the IR
+pieces directly (no parse tree); after a broken line the pass resumes with
+the next one, and the broken line is parsed alone for its diagnostic. Block
+structure (header, then node and edge lines) is assembled here. Nothing is
+`eval`ed.
 """
 from __future__ import annotations
 
 import difflib
 import re
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
@@ -258,109 +263,210 @@ class ParsedLine:
         return any(p.code.severity is Severity.ERROR for p in self.problems)
 
 
-def _cols(meta) -> ColSpan:
-    return ColSpan(meta.column, meta.end_column)
-
-
 def _tok_cols(tok: Token) -> ColSpan:
     return ColSpan(tok.column, tok.end_column)
 
 
-@v_args(meta=True)
+class _Paren(NamedTuple):
+    """A parenthesised expression while its line is built: the value, and where its parentheses are.
+
+    An argument or an operation that starts or ends with `(...)` spans the parentheses; the
+    value inside keeps its own span.
+    """
+
+    value: Value
+    col: int
+    end_col: int
+
+
+def _value(x) -> Value:
+    return x.value if type(x) is _Paren else x
+
+
+def _start(x) -> int:
+    return x.col if type(x) is _Paren else x.span.col
+
+
+def _end(x) -> int:
+    return x.end_col if type(x) is _Paren else x.span.end_col
+
+
 class _LineBuilder(Transformer):
-    def int(self, meta, ch):
-        return Num(int(ch[0]), _cols(meta))
+    """Builds the IR pieces of a line while Lark parses it (`Lark(transformer=...)`): no parse tree.
 
-    def float(self, meta, ch):
-        return Num(float(ch[0]), _cols(meta))
+    Positions come from the tokens, so `(`, `)` and unary `-` are named terminals. Each
+    finished line is also appended to `_STATE.lines` while `_intern` collects them.
+    """
 
-    def symbol(self, meta, ch):
-        return Sym(str(ch[0]), _cols(meta))
+    def int(self, ch):
+        t = ch[0]
+        return Num(int(t), ColSpan(t.column, t.end_column))
 
-    def neg(self, meta, ch):
-        return Neg(ch[0], _cols(meta))
+    def float(self, ch):
+        t = ch[0]
+        return Num(float(t), ColSpan(t.column, t.end_column))
+
+    def symbol(self, ch):
+        t = ch[0]
+        return Sym(str(t), ColSpan(t.column, t.end_column))
+
+    def paren(self, ch):
+        return _Paren(_value(ch[1]), ch[0].column, ch[2].end_column)
+
+    def neg(self, ch):
+        return Neg(_value(ch[1]), ColSpan(ch[0].column, _end(ch[1])))
 
     def _bin(op):  # noqa: N805 - builds the five binary-operator callbacks
-        def build(self, meta, ch):
-            return BinOp(op, ch[0], ch[1], _cols(meta))
+        def build(self, ch):
+            lhs, rhs = ch
+            return BinOp(op, _value(lhs), _value(rhs), ColSpan(_start(lhs), _end(rhs)))
         return build
 
     add, sub, mul, div, floordiv = _bin("+"), _bin("-"), _bin("*"), _bin("/"), _bin("//")
 
-    def tuple(self, meta, ch):
-        return TupleValue(tuple(ch), _cols(meta))
+    def tuple(self, ch):
+        return TupleValue(tuple(_value(x) for x in ch[1:-1]), ColSpan(ch[0].column, ch[-1].end_column))
 
-    def keyword_arg(self, meta, ch):
-        return Arg(str(ch[0]), ch[1], _cols(meta), _tok_cols(ch[0]))
+    def keyword_arg(self, ch):
+        name, value = ch
+        return Arg(str(name), _value(value), ColSpan(name.column, _end(value)), ColSpan(name.column, name.end_column))
 
-    def positional_arg(self, meta, ch):
-        return Arg(None, ch[0], _cols(meta))
+    def positional_arg(self, ch):
+        value = ch[0]
+        return Arg(None, _value(value), ColSpan(_start(value), _end(value)))
 
-    def call(self, meta, ch):
-        return tuple(a for a in ch if a is not None)
+    def call(self, ch):
+        return tuple(a for a in ch[1:-1] if a is not None), ch[-1].end_column
 
-    def node(self, meta, ch):
-        args = ch[2] if len(ch) > 2 and ch[2] is not None else ()
-        return ("node", node_id(ch[0]), str(ch[1]), args, _cols(meta), _tok_cols(ch[0]), _tok_cols(ch[1]))
+    def node(self, ch):
+        ident, op = ch[0], ch[1]
+        args, end = ch[2] if len(ch) > 2 and ch[2] is not None else ((), op.end_column)
+        return ("node", node_id(ident), str(op), args, ColSpan(ident.column, end),
+                ColSpan(ident.column, ident.end_column), ColSpan(op.column, op.end_column))
 
-    def edge(self, meta, ch):
-        ids = [t for t in ch if isinstance(t, Token)]
-        return EdgeLine(tuple(node_id(t) for t in ids[:-1]), node_id(ids[-1]), _cols(meta),
-                        tuple(_tok_cols(t) for t in ids[:-1]), _tok_cols(ids[-1]))
+    def edge(self, ch):
+        return EdgeLine(tuple(node_id(t) for t in ch[:-1]), node_id(ch[-1]), ColSpan(ch[0].column, ch[-1].end_column),
+                        tuple(ColSpan(t.column, t.end_column) for t in ch[:-1]),
+                        ColSpan(ch[-1].column, ch[-1].end_column))
 
-    def header(self, meta, ch):
-        return ch[0]
+    def line(self, ch):
+        lines = getattr(_STATE, "lines", None)
+        if lines is not None:
+            lines.append(ch)
+        return ch
 
-    def line(self, meta, ch):
-        return list(ch)
+    def lines(self, ch):
+        return None  # the lines went to `_STATE.lines`
+
+    def program(self, ch):
+        return None
+
+
+_STATE = threading.local()
 
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     grammar = resources.files("nader.grammar").joinpath("nad.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", start=["line", "program"], propagate_positions=True,
+    return Lark(grammar, parser="lalr", start=["line", "program"], transformer=_LineBuilder(),
                 maybe_placeholders=True, cache=True)
 
 
 def grammar_parser() -> Lark:
-    """The Lark parser of the whole language (`start="program"` for whole files)."""
+    """The Lark parser of the whole language (`start="program"` for whole files).
+
+    It builds IR pieces as it parses (an inline transformer), not a parse tree.
+    """
     return _lark()
 
 
 _MAX_DEPTH = 100
 
 
-def _too_deep(tree: Tree) -> bool:
-    stack = [(tree, 1)]
+def _too_deep(parts) -> bool:
+    """Whether an argument expression nests deeper than `_MAX_DEPTH` (walked without recursion)."""
+    stack = []
+    for part in parts:
+        if isinstance(part, tuple) and part[0] == "node":
+            stack.extend((a.value, 1) for a in part[3])
     while stack:
-        node, depth = stack.pop()
+        value, depth = stack.pop()
         if depth > _MAX_DEPTH:
             return True
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+        if type(value) is BinOp:
+            stack += ((value.lhs, depth + 1), (value.rhs, depth + 1))
+        elif type(value) is Neg:
+            stack.append((value.operand, depth + 1))
+        elif type(value) is TupleValue:
+            stack.extend((item, depth + 1) for item in value.items)
     return False
 
 
-@lru_cache(maxsize=1 << 16)
+# Interned lines: equal line texts share one result, so the passes can cache by identity.
+_LINES: dict[str, "ParsedLine"] = {}
+_MAX_LINES = 1 << 16
+
+
 def parse_line(text: str) -> ParsedLine:
     """Parse one line (no newline). Interned: equal texts share one result."""
+    parsed = _LINES.get(text)
+    if parsed is None:
+        if len(_LINES) >= _MAX_LINES:
+            _LINES.clear()
+        parsed = _LINES[text] = _parse_one(text)
+    return parsed
+
+
+parse_line.cache_clear = _LINES.clear  # type: ignore[attr-defined]
+
+
+def _parse_one(text: str) -> ParsedLine:
     try:
-        tree = _lark().parse(text, start="line")
+        parts = _lark().parse(text, start="line")
     except UnexpectedInput as error:
         return ParsedLine(None, None, (_classify_error(text, error),))
+    return _finish(text, parts)
+
+
+def _intern(lines: list[str]) -> None:
+    """Parses the lines not interned yet, in one LALR pass (resumed after each broken line)."""
+    missing = [line for line in dict.fromkeys(lines) if line not in _LINES and line.strip(_BLANK)]
+    if not missing:
+        return
+    if len(_LINES) + len(missing) > _MAX_LINES:
+        _LINES.clear()
+    parser = _lark()
+    start = 0
+    while start < len(missing):
+        chunk = missing[start:]
+        done = _STATE.lines = []
+        try:
+            parser.parse("\n".join(chunk), start="program")
+        except UnexpectedInput:
+            pass
+        finally:
+            _STATE.lines = None
+        for text, parts in zip(chunk, done):
+            _LINES[text] = _finish(text, parts)
+        start += len(done)
+        if start < len(missing):  # the parse stopped at this line: parse it alone for its diagnostic
+            _LINES[missing[start]] = _parse_one(missing[start])
+            start += 1
+
+
+def _finish(text: str, parts: list) -> ParsedLine:
+    """A parsed line's IR with its line-level checks (names, parameters, headers)."""
     # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
-    # passes downstream (transform, str, evaluate): report them instead.
-    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(tree):
+    # passes downstream (str, evaluate): report them instead.
+    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(parts):
         return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
                                                f"expression nested more than {_MAX_DEPTH} levels deep",
                                                "simplify the expression"),))
-    parts = _LineBuilder().transform(tree)
     comment = None
     item = None
     for part in parts:
         if isinstance(part, Token) and part.type == "COMMENT":
             comment = str(part).rstrip()
-        elif isinstance(part, Token) and part.type == "HEADER":
-            item = part
         else:
             item = part
     problems: list[Problem] = []
@@ -539,7 +645,7 @@ def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
         return True
     slots = [p.name for p in opdef.params if not p.variadic]
     positional = sum(1 for a in args if a.name is None)
-    return name in slots[:positional] or any(p.variadic and p.name == name for p in opdef.params) and positional > 0
+    return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
 
 
 def _classify_error(text: str, error: UnexpectedInput) -> Problem:
@@ -701,17 +807,15 @@ class _OpenBlock:
 _new_tuple = tuple.__new__
 
 
-def _has_header(lines, start, crlf):
-    """Whether any line from `start` on is a header (same blank and CR rules as `parse`)."""
+def _has_header(lines, start):
+    """Whether any line from `start` on is a header (lines as `parse` splits them)."""
     for line in lines[start:]:
-        if crlf and line.endswith("\r"):
-            line = line[:-1]
         if line.strip(_BLANK) and type(parse_line(line).item) is HeaderLine:
             return True
     return False
 
 
-def _fix_fits(code: Code, current: Optional[_OpenBlock], lines, lineno: int, crlf: bool) -> bool:
+def _fix_fits(code: Code, current: Optional[_OpenBlock], lines, lineno: int) -> bool:
     """Whether the fix of a line that did not parse would leave the file free of new syntax errors.
 
     A line mended into a header after the lines of a headerless block would put those lines
@@ -722,7 +826,7 @@ def _fix_fits(code: Code, current: Optional[_OpenBlock], lines, lineno: int, crl
         return current is None or not current.implicit
     if code is MARKDOWN_FENCE or current is not None:
         return True  # an emptied line, or a line mended inside a block
-    return not _has_header(lines, lineno, crlf)
+    return not _has_header(lines, lineno)
 
 
 def parse(text: str, path: str = "<string>") -> ParseResult:
@@ -738,17 +842,18 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     current: Optional[_OpenBlock] = None
     has_header: Optional[bool] = None  # known once a node or edge comes before any header
     reported_before_header = False
-    crlf = "\r" in text
     lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    _intern(lines)
+    interned = _LINES.get
     lineno = 0
     for line in lines:
         lineno += 1
-        if crlf and line.endswith("\r"):
-            line = line[:-1]
         # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
         if not line.strip(_BLANK):
             continue
-        parsed = parse_line(line)
+        parsed = interned(line) or parse_line(line)
         item = parsed.item
         kind = type(item)
         if parsed.problems:
@@ -756,7 +861,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             for p in parsed.problems:
                 help_text, fix = p.help, None
                 if p.fix is not None:
-                    if item is None and not _fix_fits(p.code, current, lines, lineno, crlf):
+                    if item is None and not _fix_fits(p.code, current, lines, lineno):
                         help_text = _ADVICE[p.code]
                     else:
                         fix = Fix.replace(Span.on_line(lineno, p.fix[0]), p.fix[1])
@@ -775,7 +880,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         cols = item.cols
         if current is None:
             if has_header is None:
-                has_header = _has_header(lines, lineno, crlf)
+                has_header = _has_header(lines, lineno)
             if has_header:
                 if not reported_before_header:
                     emit(BEFORE_HEADER, "node or edge line before the first header",
