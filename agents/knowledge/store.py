@@ -120,9 +120,10 @@ class _NotConfigured:
         raise self._error()
 
     def _error(self) -> EmbedderMismatch:
-        return EmbedderMismatch(f"knowledge base {self._path} was built with {self.name} embeddings; "
-                                f"open it with that embedder (the offline default, {LocalEmbedder.name}, "
-                                "cannot query it)")
+        model = self.name.split("/", 1)[1] if self.name.startswith("endpoint/") else None
+        how = (f"configure embedding model {model!r} of that endpoint (--embedding-model {model} with "
+               "--llm-base-url, or [llm] embedding_model)" if model else "open it with that embedder")
+        return EmbedderMismatch(f"knowledge base {self._path} was built with {self.name} embeddings; {how}")
 
 
 class KnowledgeBase:

@@ -65,7 +65,7 @@ class LLMClient:
             raise LLMConfigError(
                 "no LLM endpoint configured: set base_url in the [llm] section of the config file or pass"
                 " --llm-base-url (e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for vLLM)")
-        if replay is None and not config.model:
+        if replay is None and not config.model and not config.embedding_model:  # embeddings alone: kb commands
             raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
         self.config = config
         self.store = store
