@@ -2,6 +2,8 @@
 printed again in replay from that record, with no endpoint."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 import json
 import re
 

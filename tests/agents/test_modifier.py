@@ -2,6 +2,8 @@
 for k rounds, unchanged blocks sent back, and the stem/downsample step."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 from pathlib import Path
 
 import pytest

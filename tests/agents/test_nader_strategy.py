@@ -7,6 +7,8 @@ starts with a broken block, so feedback is exercised), the Reflector writes a fi
 Training is real: the search's small digits setting (tests/search/search_helpers.py)."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 import json
 import sqlite3
 

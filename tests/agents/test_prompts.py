@@ -2,6 +2,8 @@
 the Modifier's prompts is generated from the op registry."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 import pytest
 
 from nader.agents.modifier import Modifier

@@ -2,6 +2,8 @@
 ranking and plan, and the --no-reader / --no-proposer-ranking variants."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 import json
 import random
 from pathlib import Path

@@ -2,6 +2,8 @@
 top-5 retrieval, lessons of at most 50 words, training failures."""
 from __future__ import annotations
 
+import agents_paths  # noqa: F401 (first: the test helpers' folders on sys.path)
+
 import json
 
 from knowledge_helpers import HashingEmbedder
