@@ -1,13 +1,15 @@
 """`make demo`: compile the bundled example end to end on this machine.
 
 Parses and formats examples/resnet_basic.nad, verifies every block for all sizes,
-builds the PyTorch modules and runs them, then (when the runtime is available)
-trains the network on the embedded digits data set with the `quick` preset.
+builds the PyTorch modules and runs them, trains the network on the embedded digits
+data set with the `quick` preset, then runs a short search from it (8 trials of
+regularized evolution with the compiler's mutations) and prints the best architecture.
 """
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,8 +58,18 @@ def main() -> int:
     code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "eval", str(EXAMPLE), "--dataset", "digits",
                             "--preset", "quick"])
     print(f"({time.perf_counter() - start:.0f} s)")
-    return code
+    if code != 0:
+        return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    with tempfile.TemporaryDirectory(prefix="nader-demo-") as run_dir:
+        step(f"nader-search run --from {EXAMPLE.name} --trials 8: a short search (rea, digits, quick preset)")
+        start = time.perf_counter()
+        code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE),
+                                "--trials", "8", "--run-dir", run_dir])
+        print(f"({time.perf_counter() - start:.0f} s)")
+        if code != 0:
+            return code
+        step("nader-search status: the modification tree")
+        subprocess.call([sys.executable, "-m", "nader.agents.cli", "status", run_dir])
+        step("nader-search best: the best architecture, ready for nadc")
+        return subprocess.call([sys.executable, "-m", "nader.agents.cli", "best", run_dir])

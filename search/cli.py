@@ -113,6 +113,8 @@ def _strategy_epilog() -> str:
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
 @click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
 @click.option("--trial-timeout", callback=_duration, default=None, help="Kill a trial after this long (pool).")
+@click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
+              help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
 @click.option("--kb", default=None, type=click.Path(file_okay=False),
               help="nader: the knowledge base directory (filled by `nader-search read`).")
 @click.option("--llm-config", default=None, type=click.Path(dir_okay=False),

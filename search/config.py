@@ -62,6 +62,7 @@ class SearchConfig:
     threads: Optional[int] = None  # torch threads per trial
     device: Optional[str] = None
     trial_timeout: Optional[float] = None  # seconds per trial (pool executor)
+    trials_per_gpu: Optional[int] = None  # pool on GPUs: trials side by side per device (default: measured)
     builder: Optional[str] = None  # "module:function" building networks (tests)
 
     # ------------------------------------------------------------------ derived values
@@ -133,7 +134,7 @@ class SearchConfig:
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
-        from nader.runtime.presets import get_preset
+        from nader.runtime.presets import check_options, resolve
 
         from .strategies import get_strategy
 
@@ -145,9 +146,11 @@ class SearchConfig:
             raise ConfigError(f"unknown executor {self.executor!r}; choose one of: {', '.join(EXECUTORS)}")
         if self.proxy not in PROXIES:
             raise ConfigError(f"unknown proxy {self.proxy!r}; choose one of: {', '.join(PROXIES)}")
-        get_preset(self.preset)
-        get_strategy(self.strategy).resolve_options(self.strategy_options)
-        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens"):
+        check_options(self.job_options())
+        resolve(self.preset, self.job_options())
+        self.strategy_options = get_strategy(self.strategy).resolve_options(self.strategy_options)
+        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
+                     "trials_per_gpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
@@ -216,6 +219,7 @@ KEYS = {
     "threads": ("threads", _typed("threads", int)),
     "device": ("device", _typed("device", str)),
     "trial-timeout": ("trial_timeout", _typed("trial-timeout", float)),
+    "trials-per-gpu": ("trials_per_gpu", _typed("trials-per-gpu", int)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

@@ -86,7 +86,6 @@ class TrainingEvaluator(Evaluator):
                             builder=builder or DEFAULT_BUILDER, depths=list(depths) if depths else None,
                             options=dict(options or {}), run_dir=str(store.run_dir.resolve()))
         self.dispatch = executor.start(on_event=on_event)
-        self.capacity = self.dispatch.capacity
         self.tickets: Dict[int, tuple] = {}  # dispatch ticket -> (arch_id, job)
         self.ready: collections.deque = collections.deque()  # outcomes read back from the store
         self.jobs: Dict[str, tuple] = {}  # job_id -> (arch_id, seed, label), for progress displays
@@ -96,6 +95,10 @@ class TrainingEvaluator(Evaluator):
 
             self.watcher = _StoreWatcher(store.run_dir, on_event)
             self.watcher.start()
+
+    @property
+    def capacity(self) -> int:  # a GPU pool grows once it has measured a trial's memory
+        return self.dispatch.capacity
 
     def job(self, trial: Trial, seed: int) -> Job:
         return replace(self.template, arch=trial.text, seed=seed, widths=list(trial.widths) if trial.widths else None,

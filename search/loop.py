@@ -9,9 +9,9 @@ the store is the state, and a new loop on the same store carries on from it (`st
 
 Stop conditions, checked before each proposal (whichever comes first): the number of trials
 (architectures sent to training, the root included), the time limit (no new trial starts
-after it; running ones finish), the dollar and token caps (LLM strategies; spending is the sum
-recorded on the architectures), any extra check given by the caller, and a strategy that keeps
-producing rejected candidates. Ctrl-C stops at once: running trials keep their checkpoints and
+after it; running ones finish), the dollar and token caps (LLM strategies; see
+`SearchStore.spent`), any extra check given by the caller, a strategy that keeps producing
+rejected candidates, and a strategy that raises StopSearch (or the LLM client's RunStopped). Ctrl-C stops at once: running trials keep their checkpoints and
 the next run resumes them.
 """
 from __future__ import annotations
@@ -54,6 +54,31 @@ class Observer:
 
 
 StopCheck = Callable[["SearchLoop"], Optional[Stop]]
+
+
+class StopSearch(Exception):
+    """Raised by a strategy (from ask or propose) to stop the search cleanly: the loop records
+    ``code`` as the stop reason, lets running trials finish and the next run resumes."""
+
+    def __init__(self, message: str, code: str = "stopped"):
+        super().__init__(message)
+        self.code = code
+
+
+def clean_stop(exc: Exception) -> Optional[Stop]:
+    """The Stop an exception stands for, if it is a clean stop: StopSearch, or the LLM client's
+    RunStopped (a dollar or token cap reached, the endpoint down)."""
+    if isinstance(exc, StopSearch):
+        return Stop(exc.code, str(exc))
+    try:
+        from nader.agents.llm.errors import BudgetExceeded, ReplayMiss, RunStopped
+    except ImportError:
+        return None
+    if isinstance(exc, BudgetExceeded):
+        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit", str(exc))
+    if isinstance(exc, (RunStopped, ReplayMiss)):  # the endpoint down, a replay without the answer
+        return Stop("llm-stopped", f"{exc}; run the same command again to resume")
+    return None
 
 
 class SearchLoop:
@@ -121,13 +146,15 @@ class SearchLoop:
             self.stop = self.limit()
             if self.stop is not None:
                 return
-            parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
-            if parent is None:
-                return
             try:
+                parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
+                if parent is None:
+                    return
                 node = self.propose_round(parent)
-            except _llm_stops() as exc:  # the LLM client's own cap, a dead endpoint, a replay miss
-                self.stop = Stop("llm-stopped", f"{exc}; run the same command again to resume")
+            except Exception as exc:
+                self.stop = clean_stop(exc)
+                if self.stop is None:
+                    raise
                 return
             if node is not None:
                 self._submit(node)
@@ -260,12 +287,6 @@ class SearchLoop:
         self.tree.update(node)
         self.strategy.tell(node)
         self.observer.finished(node)
-
-
-def _llm_stops() -> tuple:
-    from nader.agents.llm.errors import ReplayMiss, RunStopped
-
-    return (RunStopped, ReplayMiss)
 
 
 def _node_of(record: dict) -> Node:

@@ -61,7 +61,7 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
 
     kind = "inprocess" if config.executor == "local" else config.executor
     executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
-                             timeout=config.trial_timeout)
+                             timeout=config.trial_timeout, trials_per_gpu=config.trials_per_gpu)
     try:
         evaluator = TrainingEvaluator(executor, store, skeleton=config.skeleton, dataset=config.dataset,
                                       preset=config.preset, depths=depths, data_dir=config.data_dir,
@@ -82,9 +82,11 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
     of identity, RunLocked when another process holds the run directory, KeyboardInterrupt
     after a clean stop.
     """
-    given = merge(*[_layer(x) for x in layers])
     given_layers = [_layer(x) for x in layers]
+    given = merge(*given_layers)
     run_dir = Path(given.run_dir or given.default_run_dir())
+    if given.root_text is not None or not (run_dir / "runs.sqlite").exists():
+        given.check()  # before anything is created; a resume may take its root from the run directory
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     lock = RunLock(run_dir).acquire()

@@ -310,7 +310,7 @@ def test_empty_argument_list():
     ("2:Conv2d(out_channels=c,kernel_size=3)", "NAD109"),
     ("2:Conv2D(out_channels=C,kernel_size=3)", "NAD104"),
     ("2:Conv2d(out_channels=C,kernel_size=3", "NAD103"),
-    ("a:ReLU", "NAD113"),
+    ("conv-1:ReLU", "NAD113"),
     ("2 ReLU", "NAD114"),
     ("2:Conv2d(out_channels=C,,kernel_size=3)", "NAD101"),
 ])
@@ -472,7 +472,7 @@ def test_lark_program_and_line_parser_agree(text):
 def test_agreement_on_known_cases():
     """The oracle itself discriminates: some files are accepted, some rejected."""
     assert lark_accepts(PLAIN) and line_parser_accepts(PLAIN)
-    for bad in ("##A##\n0-1\n", "##A\n", "```\n", "2:Conv2d(out_channels=C\n", "a:ReLU\n", "2 ReLU\n"):
+    for bad in ("##A##\n0-1\n", "##A\n", "```\n", "2:Conv2d(out_channels=C\n", "conv-1:ReLU\n", "2 ReLU\n"):
         assert not lark_accepts(bad) and not line_parser_accepts(bad), bad
     # Lark accepts these; the line parser only adds non-grammar diagnostics.
     for other in ("####\n", "##Res<Net>##\n", "0:input\n##A##\n", "2:Conv2D\n", ""):

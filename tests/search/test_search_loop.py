@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from nader.runtime.errors import ConfigError
 from nader.search import run_search
-from nader.search.loop import Observer
+from nader.search.loop import Observer, StopSearch
 from nader.search.strategies import STRATEGIES
 
 from search_helpers import FAULTY, ROOT_TEXT, ScriptedStrategy, script, settings, tree_rows, with_fault
@@ -227,3 +228,61 @@ def test_invalid_root_is_a_usage_error(tmp_path):
     bad.write_text("##A##\n0:input\n1:output\n0->1\n")
     with pytest.raises(ConfigError, match="root architecture .* is not a valid architecture"):
         run_search(settings(tmp_path / "run", root=str(bad)))
+
+
+class StoppingStrategy(ScriptedStrategy):
+    """Raises StopSearch (as the LLM layer does when its endpoint is down) at its second proposal,
+    the first time only (a marker file remembers)."""
+
+    name = "stopping"
+
+    def propose(self, parent, rng):
+        marker = Path(self.settings["script"]).with_suffix(".stopped")
+        if self._index == 1 and not marker.exists():
+            marker.write_text("stopped once\n")
+            raise StopSearch("the endpoint is down", code="llm-stopped")
+        return super().propose(parent, rng)
+
+
+def test_a_strategy_can_stop_the_search_cleanly_and_resumably(tmp_path, monkeypatch):
+    monkeypatch.setitem(STRATEGIES, "stopping", StoppingStrategy)
+    run = tmp_path / "run"
+    texts = [ROOT_TEXT.replace("8:ReLU", "8:GELU"), ROOT_TEXT.replace("7:Add", "7:Mul")]
+    cfg = settings(run, strategy="stopping", trials=10, strategy_options={"script": script(tmp_path, texts)})
+    first = run_search(cfg)
+    assert (first.stop.code, first.stop.message, first.trials) == ("llm-stopped", "the endpoint is down", 2)
+    conn = db(run)
+    assert conn.execute("SELECT stop_reason FROM search_sessions").fetchall() == [("llm-stopped",)]
+    second = run_search(cfg)
+    assert second.stop.code == "stalled" and second.trials == 3
+
+
+def test_live_view_draws_only_on_a_terminal(tmp_path):
+    import io
+
+    from nader.search.progress import LiveProgress
+
+    quiet_stream = io.StringIO()
+    quiet = LiveProgress(stream=quiet_stream)
+    run_search(settings(tmp_path / "a", trials=2), observer=quiet)
+    quiet.close()
+    assert quiet.enabled is False and quiet_stream.getvalue() == ""
+
+    class Frames(LiveProgress):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.frames = []
+
+        def event(self, ev):
+            super().event(ev)
+            if ev.get("type") == "epoch":
+                self.frames.append(self.lines())
+
+    shown = Frames(stream=io.StringIO(), enabled=True)
+    run_search(settings(tmp_path / "b", trials=2, epochs=2), observer=shown)
+    shown.close()
+    first = shown.frames[0]
+    assert first[0].startswith("random on digits  trials 1/2  best valid -  rejected 0")
+    assert first[1].split() == ["#0", "root", "seed", "777", "epoch", "1/2", "loss", first[1].split()[-1]]
+    last = shown.frames[-1]
+    assert "trials 2/2  best valid " in last[0] and "(#0)" in last[0] and "epoch 2/2" in last[1]
