@@ -130,7 +130,11 @@ def test_llm_client_cap_is_a_clean_stop(server, tmp_path, kb_dir, monkeypatch):
     run = tmp_path / "run"
     cfg = _settings(run, server, kb_dir, trials=6, options={"llm_config": str(tmp_path / "nader.toml")})
     stopped = run_search(cfg)
-    assert stopped.stop.code == "llm-stopped" and "run the same command again" in stopped.stop.message
+    # The client refuses the call that could pass its cap (BudgetExceeded): a clean stop.
+    assert stopped.stop.code == "token-limit"
+    (tmp_path / "nader.toml").write_text("[llm]\nmax_total_tokens = 10000000\n")
+    resumed = run_search(cfg)
+    assert resumed.resumed and resumed.stop.code == "trials" and resumed.trials == 6
 
 
 def test_ablation_switches(server, tmp_path, kb_dir):
