@@ -2,6 +2,7 @@
 printed again in replay from that record, with no endpoint."""
 from __future__ import annotations
 
+
 import json
 import re
 

@@ -17,6 +17,7 @@ resolutions of an NB201 network (32, 16, 8) and C = 16.
 """
 from __future__ import annotations
 
+
 import json
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)

@@ -2,6 +2,7 @@
 for k rounds, unchanged blocks sent back, and the stem/downsample step."""
 from __future__ import annotations
 
+
 from pathlib import Path
 
 import pytest

@@ -7,6 +7,7 @@ starts with a broken block, so feedback is exercised), the Reflector writes a fi
 Training is real: the search's small digits setting (tests/search/search_helpers.py)."""
 from __future__ import annotations
 
+
 import json
 import sqlite3
 
@@ -128,7 +129,11 @@ def test_llm_client_cap_is_a_clean_stop(server, tmp_path, kb_dir, monkeypatch):
     run = tmp_path / "run"
     cfg = _settings(run, server, kb_dir, trials=6, options={"llm_config": str(tmp_path / "nader.toml")})
     stopped = run_search(cfg)
+    # The client refuses the call that could pass its cap (BudgetExceeded): a clean stop.
     assert stopped.stop.code == "token-limit" and "run the same command again" in stopped.stop.message
+    (tmp_path / "nader.toml").write_text("[llm]\nmax_total_tokens = 10000000\n")
+    resumed = run_search(cfg)
+    assert resumed.resumed and resumed.stop.code == "trials" and resumed.trials == 6
 
 
 def test_ablation_switches(server, tmp_path, kb_dir):

@@ -2,6 +2,7 @@
 the Modifier's prompts is generated from the op registry."""
 from __future__ import annotations
 
+
 import pytest
 
 from nader.agents.modifier import Modifier

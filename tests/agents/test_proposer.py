@@ -2,6 +2,7 @@
 ranking and plan, and the --no-reader / --no-proposer-ranking variants."""
 from __future__ import annotations
 
+
 import json
 import random
 from pathlib import Path

@@ -2,6 +2,7 @@
 top-5 retrieval, lessons of at most 50 words, training failures."""
 from __future__ import annotations
 
+
 import json
 
 from knowledge_helpers import HashingEmbedder
