@@ -170,11 +170,11 @@ def _run(config_file, fmt, force, flags):
             given["dataset"] = given["dataset"].lower()
         if "executor" in given:
             given["executor"] = given["executor"].lower()
-        if "strategy_options" in given and "strategy" not in given and "strategy" in toml:
-            given["strategy"] = toml["strategy"]
         for key in ("root", "data_dir", "run_dir"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
+        if "data_dir" in given:  # part of each job's identity: the same folder from any directory
+            given["data_dir"] = str(Path(given["data_dir"]).resolve())
         progress = LiveProgress(stream=sys.stderr)
         summary = run_search(toml, given, force=force, observer=progress)
         progress.close()

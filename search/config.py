@@ -248,6 +248,8 @@ def read_toml(path) -> dict:
     for attr in _PATH_KEYS:
         if attr in out and not Path(out[attr]).expanduser().is_absolute():
             out[attr] = str((path.parent / Path(out[attr]).expanduser()))
+    if "data_dir" in out:
+        out["data_dir"] = str(Path(out["data_dir"]).expanduser().resolve())
     return out
 
 

@@ -197,7 +197,13 @@ class SearchLoop:
             if len(valid) >= k:
                 break
             arch_id = self.tree.next_id
-            candidate = self.strategy.propose(parent, self.rng("propose", arch_id))
+            try:
+                candidate = self.strategy.propose(parent, self.rng("propose", arch_id))
+            except Exception as exc:  # a clean stop keeps this round's valid candidates
+                self.stop = clean_stop(exc)
+                if self.stop is None:
+                    raise
+                break
             if candidate is None:  # nothing more from this parent for now
                 break
             checked = self.checker.check(candidate.text, self.tree, candidate.error)

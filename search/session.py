@@ -22,6 +22,7 @@ from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck
 from .store import SearchStore
 from .strategies import get_strategy
+from .tree import Tree
 
 
 @dataclass
@@ -73,14 +74,16 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
 
 
 def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, observer: Optional[Observer] = None,
-               stop_checks: Sequence[StopCheck] = (), command: Optional[str] = None, strategy=None) -> SearchSummary:
+               stop_checks: Sequence[StopCheck] = (), command: Optional[str] = None, strategy=None,
+               evaluator=None) -> SearchSummary:
     """Run (or resume) a search. `layers` are settings (SearchConfig fields), later ones winning
     over earlier ones and over the settings stored in the run directory.
 
     `strategy` may be a Strategy instance to use instead of the configured one (its `name`
-    must match the configuration's strategy). Raises ConfigError for bad settings or a change
-    of identity, RunLocked when another process holds the run directory, KeyboardInterrupt
-    after a clean stop.
+    must match the configuration's strategy). `evaluator` may be an Evaluator to use instead of
+    training (a tabular benchmark); the search closes it at the end. Raises ConfigError for bad
+    settings or a change of identity, RunLocked when another process holds the run directory,
+    KeyboardInterrupt after a clean stop.
     """
     given_layers = [_layer(x) for x in layers]
     given = merge(*given_layers)
@@ -93,14 +96,15 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
     try:
         store = SearchStore(run_dir)
         try:
-            return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, t0)
+            return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy,
+                               evaluator, t0)
         finally:
             store.close()
     finally:
         lock.release()
 
 
-def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, t0):
+def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, evaluator, t0):
     stored = store.config()
     config = merge(stored, *given_layers)
     config.run_dir = str(run_dir)
@@ -115,7 +119,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                               f"this tree with the new settings")
         if changed:
             warnings.append(f"continuing with changed settings: {'; '.join(changed)}")
-    if config.dataset != "digits" and not (config.executor == "ray" and config.address):
+    if evaluator is None and config.dataset != "digits" and not (config.executor == "ray" and config.address):
         from nader.runtime.data import check_dataset
 
         check_dataset(config.dataset, config.data_dir)
@@ -136,9 +140,11 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     from nader.compiler.network import resolve_depths, skeleton_info
 
     depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
-    trials_before = sum(1 for n in store.nodes() if n.status in ("training", "ok", "diverged", "failed"))
+    trials_before = Tree(store.nodes()).trials()
     session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
-    executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
+    executor = None
+    if evaluator is None:
+        executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
                       prescreener=prescreener)
     try:
@@ -165,4 +171,5 @@ def _close(evaluator, executor, abort: bool) -> None:
     try:
         evaluator.close(abort=abort)
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()

@@ -162,3 +162,38 @@ def test_help_lists_strategies_and_their_options():
     assert "rea: regularized evolution" in r.stdout and "population=20" in r.stdout and "sample_size=5" in r.stdout
     for cmd in ("run", "status", "best", "export"):
         assert cmd in invoke("--help").stdout
+
+
+def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
+    import signal
+    import sqlite3
+    import time
+
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
+           "--strategy", "random", "--run-dir", str(run)]
+    cmd[cmd.index("--epochs") + 1] = "3"
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            conn = sqlite3.connect(run / "runs.sqlite")
+            done = conn.execute("SELECT COUNT(*) FROM epochs").fetchone()[0]
+            conn.close()
+        except sqlite3.Error:
+            done = 0
+        if done:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted; run the same command again to resume" in err and "Traceback" not in err
+    conn = sqlite3.connect(run / "runs.sqlite")
+    assert conn.execute("SELECT stop_reason FROM search_sessions").fetchall() == [("interrupted",)]
+    assert ("training",) in conn.execute("SELECT status FROM archs").fetchall()  # stopped mid-trial
+    conn.close()
+    resumed = subprocess.run(cmd + ["--format", "json"], capture_output=True, text=True, cwd=REPO)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["resumed"] and summary["trials"] == 2 and summary["counts"].get("ok") == 2

@@ -286,3 +286,39 @@ def test_live_view_draws_only_on_a_terminal(tmp_path):
     assert first[1].split() == ["#0", "root", "seed", "777", "epoch", "1/2", "loss", first[1].split()[-1]]
     last = shown.frames[-1]
     assert "trials 2/2  best valid " in last[0] and "(#0)" in last[0] and "epoch 2/2" in last[1]
+
+
+def test_tree_strategy_with_pareto_selection_runs_end_to_end(tmp_path):
+    summary = run_search(settings(tmp_path / "run", strategy="tree", trials=3,
+                                  strategy_options={"selection": "pareto"}))
+    assert summary.trials == 3 and summary.stop.code == "trials"
+    conn = db(tmp_path / "run")
+    parents = [p for p, in conn.execute("SELECT parent_id FROM archs WHERE status='ok' AND arch_id > 0")]
+    ok = {a for a, in conn.execute("SELECT arch_id FROM archs WHERE status='ok'")}
+    assert parents and set(parents) <= ok  # a policy only picks trained parents
+
+
+def test_any_evaluator_plugs_in_and_rea_evolves_from_its_population(tmp_path):
+    from search_helpers import TableEvaluator
+
+    table = TableEvaluator()
+    summary = run_search(settings(tmp_path / "run", strategy="rea", trials=40,
+                                  strategy_options={"population": 6, "sample_size": 3}), evaluator=table)
+    assert summary.trials == 40 and table.closed and len(table.submitted) == 40
+    conn = db(tmp_path / "run")
+    assert conn.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0  # nothing trained
+    rows = conn.execute("SELECT arch_id, parent_id, valid_acc, created, finished FROM archs WHERE status='ok'"
+                        ).fetchall()
+    acc = {a: v for a, _, v, _, _ in rows}
+    evolved = 0
+    for arch_id, parent, _, created, _ in rows:
+        # REA's population when this architecture was proposed: the last 6 evaluated before it
+        population = [a for a, *_, f in sorted(rows, key=lambda r: (r[4], r[0])) if f < created][-6:]
+        if len(population) < 6 or parent is None:
+            continue
+        evolved += 1
+        assert parent in population  # age-based: only the 6 most recent can be parents
+        ranked = sorted(population, key=lambda a: -acc[a])
+        assert ranked.index(parent) <= 3  # the best of a sample of 3 out of 6 ranks 4th at worst
+    assert evolved >= 25
+    assert summary.best["valid_acc"] == max(acc.values())
