@@ -242,7 +242,7 @@ def test_positional_binds_in_order():
     assert result.diagnostics == []
     node = block.node(2)
     assert {k: str(v) for k, v in node.params.items()} == \
-        {"out_channels": "C", "kernel_size": "3", "stride": "2", "dilation": "1", "groups": "1"}
+        {"out_channels": "C", "kernel_size": "3", "stride": "2", "dilation": "1", "groups": "1", "bias": "1"}
     assert node.arg("stride") is node.args[2]
 
 
