@@ -30,15 +30,6 @@ for _folder in ("llm", "knowledge", "search"):
         sys.path.insert(0, str(REPO_ROOT / "tests" / _folder))
 
 
-# Test doubles shared between folders (the loopback LLM server and network guard in llm/, the
-# knowledge tests' hashing embedder, the search helpers) are importable from every test; one
-# conftest for the whole suite keeps `from conftest import ...` unambiguous.
-for _folder in ("llm", "knowledge", "search"):
-    _path = str(Path(__file__).resolve().parent / _folder)
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-
-
 def shared_dir() -> Optional[Path]:
     """The shared data folder holding `nader-compat/`, or None when absent.
 
