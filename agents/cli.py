@@ -11,6 +11,7 @@ import importlib
 import click
 
 LAZY_COMMANDS = {
+    "bench-nad": "nader.agents.bench.cli:bench_nad_command",
     "eval": "nader.runtime.cli:eval_command",
     "kb": "nader.agents.knowledge.cli:kb_group",
     "read": "nader.agents.reader.cli:read_command",
@@ -39,7 +40,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="nader-toolchain", prog_name="nader-search")
 def main():
-    """NADER's agent loops and runtime: evaluate (and later search) neural-network blocks."""
+    """NADER's agent loops and runtime: search for, evaluate and report on neural-network blocks."""
 
 
 if __name__ == "__main__":  # pragma: no cover

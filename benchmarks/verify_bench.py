@@ -4,10 +4,11 @@ Input (written to a temporary folder, one file per architecture):
 * the compatibility corpus (`../shared/nader-compat`, 100 files: NADER's reference
   architectures and the blocks of its fail-to-success log), when present;
 * generated files up to `--files` (default 1,000): each holds a base, a `_stem` and a
-  `_downsample` block, drawn independently by the test suite's `sound_blocks` strategy
-  (tests/strategies.py) and turned into the stem and downsample roles here; about one file in
-  three is then damaged by the `mutated` strategy (one to three random edits), as agents'
-  failing replies are. No two blocks repeat; the share of distinct lines is printed.
+  `_downsample` block, drawn independently from the test suite's strategies (tests/strategies.py:
+  `sound_blocks`, and `blocks` for one base block in five) and turned into the stem and
+  downsample roles here; about one file in three is then damaged by the `mutated` strategy (one
+  to three random edits), as agents' failing replies are. No two blocks repeat; the share of
+  distinct lines is printed.
 
 Figures, each from fresh processes (nothing cached from an earlier run):
 * API: `parse` + `verify_program` over every file, in one process, after imports;
@@ -156,13 +157,15 @@ def nader_sections(text: str) -> list[str]:
 def load_nader_checker(repo: Path):
     """NADER's block checker from a checkout of its repository.
 
-    In yang-ze-kang/NADER a block is checked by `BlockFactory.check(text)` (the class lives in
-    its `ModelFactory` package; `check` parses the text, builds a networkx graph, checks it is
-    a DAG with one input and one output, and evaluates every node's shape at one sample size
-    with `eval`). It returns `{'error': message}` for a bad block and -1 for a new good one.
-    The factory is built per role: `type` is base, stem or downsample, `mode` is `nas-bench`
-    (`darts` for two-input cells) and `stem_down_scale` is the stem stride. Modules the checker
-    imports but never calls in `check` (graphviz, pandas) are stubbed when absent.
+    In yang-ze-kang/NADER a block is checked by `BlockFactory.check(text)` (module
+    `nader/ModelFactory/block_factory.py`, imported as `ModelFactory.block_factory`; found here
+    by its `class BlockFactory`). `check` parses the text with regular expressions, builds a
+    networkx graph, checks that it is a DAG with one input and one output, and evaluates every
+    node's shape at one sample size with `eval`; it returns `{'error': message}` for a bad block
+    and -1 for a good one not yet in its database. NADER's `BlockGen` keeps one factory per role,
+    `BlockFactory(type=base|stem|downsample, mode=nas-bench|darts, stem_down_scale=s)`, and
+    checks a file's blocks one by one; so does this adapter. Modules the checker imports but
+    never calls in `check` (graphviz, pandas) are stubbed when they are not installed.
     """
     import importlib.util
     import types
@@ -177,7 +180,7 @@ def load_nader_checker(repo: Path):
             importlib.import_module(name)
         except ImportError:
             sys.modules[name] = types.ModuleType(name)
-    for entry in (str(path.parent), str(path.parent.parent), str(repo)):
+    for entry in (str(path.parent), str(path.parent.parent)):  # `ModelFactory.*` and sibling imports
         if entry not in sys.path:
             sys.path.insert(0, entry)
     spec = importlib.util.spec_from_file_location("nader_block_factory", path)
@@ -309,10 +312,14 @@ def interpreter_ms(runs: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=1000, help="files in all, corpus included (default 1000)")
-    ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000, help="seed of the generated blocks")
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000,
+                    help="seed of the generated blocks (the same blocks for the same code: hypothesis also draws "
+                         "constants from the loaded modules)")
     ap.add_argument("--cold-runs", type=int, default=9, help="runs of the one-block cold start (median)")
     ap.add_argument("--nader-repo", type=Path, default=None, help="a checkout of NADER's repository")
     ap.add_argument("--keep", type=Path, default=None, help="write the inputs here and keep them")
+    ap.add_argument("--inputs", type=Path, default=None,
+                    help="reuse the inputs a --keep run wrote (to compare two versions on the same blocks)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -327,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        paths = write_inputs(folder, args.files, args.seed)
+        if args.inputs:
+            paths = [(Path(p), s) for p, s in json.loads((args.inputs / "manifest.json").read_text())]
+        else:
+            paths = write_inputs(folder, args.files, args.seed)
         generated_s = time.perf_counter() - start
         manifest = folder / "manifest.json"
         manifest.write_text(json.dumps([(str(p), s) for p, s in paths]))
@@ -354,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         anchor = nader["blocks"] / nader["seconds"]
         anchor_text = (f"NADER's checker, measured in this run: {nader['blocks']} blocks in {nader['seconds']:.2f} s "
                        f"({nader['blocks'] / nader['cpu_seconds']:,.0f}/s by CPU), {nader['rejected']} rejected; "
-                       f"{nader['module']}; API {api_rate / anchor:.1f}x")
+                       f"{nader['module']}; API {api_rate / anchor:.1f}x; by CPU time CLI "
+                       f"{cli_cpu_rate / (nader['blocks'] / nader['cpu_seconds']):.1f}x")
     else:
         anchor, anchor_text = NADER_RECORDED, "NADER's checker as recorded earlier, NOT measured in this run (no --nader-repo)"
     ratio = cli_rate / anchor
@@ -362,9 +373,11 @@ def main(argv: list[str] | None = None) -> int:
     cold_verdict = "meets" if cold_ms <= COLD_TARGET_MS else "MISSES"
     print(f"verify: CLI {cli_rate:,.0f} blocks/s on unseen blocks ({ratio:.1f}x NADER's {anchor:,.0f}/s: {verdict} "
           f"the {CLI_TARGET_X}x target), API {api_rate:,.0f} blocks/s, one block from process start {cold_ms:.0f} ms "
-          f"({cold_verdict} the {COLD_TARGET_MS} ms target)")
+          f"({cold_verdict} the {COLD_TARGET_MS} ms target); by CPU time: CLI {cli_cpu_rate:,.0f}/s, "
+          f"API {api['blocks'] / api['cpu_seconds']:,.0f}/s, one block {cold_cpu_ms:.0f} ms")
     print(f"  input: {len(paths)} files, {api['blocks']} blocks, {distinct_lines:,} distinct of {total_lines:,} "
-          f"non-blank lines (seed {args.seed}; generated in {generated_s:.1f} s)")
+          f"non-blank lines (" + (f"from {args.inputs}" if args.inputs else
+                                  f"seed {args.seed}; generated in {generated_s:.1f} s") + ")")
     print(f"  API: {api['blocks']} blocks in {api['seconds']:.2f} s wall ({api['blocks'] / api['cpu_seconds']:,.0f}/s "
           f"by CPU), one fresh process, imports ({api['import_seconds'] * 1000:.0f} ms) not counted; parsing "
           f"{100 * api['parse_seconds'] / api['seconds']:.0f}% of it, verifying the rest")

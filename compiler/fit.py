@@ -73,6 +73,8 @@ PRESETS: dict[tuple[str, str], Budget] = {
     ("imagenet", "digits"): Budget(int(0.1 * M), int(0.01 * G), label="digits smoke test"),
     ("darts", "digits"): Budget(int(0.1 * M), int(0.01 * G), label="digits smoke test"),
 }
+# NAS-Bench-201's own network (its BN-ReLU before pooling added) has the nb201 budgets.
+PRESETS.update({("nas-bench-201", d): b for (s, d), b in list(PRESETS.items()) if s == "nb201"})
 DARTS_PARAMS = {20: int(3.84 * M), 8: int(1.2 * M)}
 
 

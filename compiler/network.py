@@ -88,11 +88,14 @@ class Skeleton:
     stem_stride: int  # default stem stride
     cells: bool  # two-input cells (DARTS) instead of base/downsample blocks
     summary: str
+    lastact: bool = False  # a BN-ReLU after the last stage, before pooling (NAS-Bench-201's `lastact`)
 
 
 SKELETONS: dict[str, Skeleton] = {s.name: s for s in [
     Skeleton("nb201", (1, 2, 4), (5, 5, 5), 1, False,
              "NAS-Bench-201: stem, 3 stages of 5 blocks at C, 2C, 4C, downsample blocks between stages"),
+    Skeleton("nas-bench-201", (1, 2, 4), (5, 5, 5), 1, False,
+             "NAS-Bench-201's own network: the nb201 skeleton plus its BN-ReLU before pooling", lastact=True),
     Skeleton("imagenet", (1, 2, 4, 8), (2, 3, 5, 2), 4, False,
              "ImageNet-style: stem (stride 4), 4 stages at C, 2C, 4C, 8C, downsample blocks between stages"),
     Skeleton("darts", (1, 2, 4), (6, 6, 6), 1, True,
@@ -263,7 +266,7 @@ class BlockUnit:
 
 @dataclass(frozen=True)
 class LayerUnit:
-    """A layer the skeleton adds: "relu_conv_bn", "factorized_reduce", "avg_pool", "linear"."""
+    """A layer the skeleton adds: "relu_conv_bn", "factorized_reduce", "bn_relu", "avg_pool", "linear"."""
 
     name: str
     kind: str
@@ -294,6 +297,7 @@ class Plan:
     stages: list[list[BlockUnit]] = field(default_factory=list)
     downsamples: list[BlockUnit] = field(default_factory=list)
     cells: list[CellUnit] = field(default_factory=list)
+    lastact: Optional[LayerUnit] = None  # BN-ReLU before pooling (nas-bench-201)
     pool: LayerUnit = None  # type: ignore[assignment]
     fc: LayerUnit = None  # type: ignore[assignment]
 
@@ -311,6 +315,8 @@ class Plan:
                 yield from stage
                 if i < len(self.downsamples):
                     yield self.downsamples[i]
+        if self.lastact is not None:
+            yield self.lastact
         yield self.pool
         yield self.fc
 
@@ -354,6 +360,8 @@ def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int]
                 plan.downsamples.append(BlockUnit(f"downsample{i + 1}", "downsample", w, widths[i + 1], size, out))
                 size = out
     last = widths[-1]
+    if skel.lastact:
+        plan.lastact = LayerUnit("lastact", "bn_relu", last, last, size, size)
     plan.pool = LayerUnit("avg_pool", "avg_pool", last, last, size, (1, 1))
     plan.fc = LayerUnit("fc", "linear", last, Poly.const(num_classes), (1, 1), (1, 1))
     return plan
@@ -404,6 +412,8 @@ def layer_cost(unit: LayerUnit) -> Cost:
         conv = conv_cost(b, unit.cin, half, h, w, (1, 1), (2, 2), bias=False)
         oh, ow = ceil_div(h, 2), ceil_div(w, 2)
         return conv + conv + bn_cost((b, unit.cout, oh, ow))
+    if unit.kind == "bn_relu":  # thop counts nothing for ReLU
+        return bn_cost((b, unit.cin, h, w))
     if unit.kind == "avg_pool":
         return adaptive_avg_pool_cost((b, unit.cin, h, w), 1, 1)
     if unit.kind == "linear":
@@ -705,7 +715,7 @@ def assemble(arch: Architecture, plan: Plan):
         return modules["DartsNetwork"](stem, cells, last, classes)
     stages = [[build(u) for u in stage] for stage in plan.stages]
     downs = [build(u) for u in plan.downsamples]
-    return modules["StagedNetwork"](stem, stages, downs, last, classes)
+    return modules["StagedNetwork"](stem, stages, downs, last, classes, lastact=plan.lastact is not None)
 
 
 _TORCH_CLASSES: dict = {}

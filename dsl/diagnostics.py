@@ -5,6 +5,12 @@ NAD4xx style (lint). A code is declared with `define_code` in the module that
 implements its rule, documentation beside it (what it does / why / example /
 fix), which `nadc explain` prints. `code_table()` imports those modules so
 the table is complete.
+
+A diagnostic may carry a `Fix`: text edits that, applied to the file
+(`apply_fix`), make it go away without introducing a syntax error. The code
+declares whether its diagnostics carry one (`FixAvailability`); help text that
+proposes replacement text comes with the fix that writes it, any other help is
+advice.
 """
 from __future__ import annotations
 
@@ -25,6 +31,15 @@ class Severity(str, enum.Enum):
         return self.value
 
 
+class FixAvailability(str, enum.Enum):
+    NEVER = "never"  # the help is advice
+    SOMETIMES = "sometimes"  # a fix where one is certain (e.g. a close name exists)
+    ALWAYS = "always"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Code:
     code: str  # "NAD104"
@@ -32,12 +47,16 @@ class Code:
     severity: Severity
     summary: str
     doc: str  # markdown: what it does / why / example / fix
+    fix: FixAvailability = FixAvailability.NEVER
 
     def __str__(self) -> str:
         return self.code
 
     def explain(self) -> str:
-        return f"# {self.code} ({self.name})\n\nDefault severity: {self.severity}. {self.summary}\n\n{self.doc.strip()}\n"
+        fix = {FixAvailability.NEVER: "", FixAvailability.SOMETIMES: " Some diagnostics carry a machine-applicable fix.",
+               FixAvailability.ALWAYS: " Diagnostics carry a machine-applicable fix."}[self.fix]
+        return (f"# {self.code} ({self.name})\n\nDefault severity: {self.severity}. {self.summary}{fix}\n\n"
+                f"{self.doc.strip()}\n")
 
 
 _TABLE: dict[str, Code] = {}
@@ -50,12 +69,13 @@ RULE_MODULES = (
 )
 
 
-def define_code(code: str, name: str, severity: Severity, summary: str, doc: str) -> Code:
+def define_code(code: str, name: str, severity: Severity, summary: str, doc: str,
+                fix: FixAvailability = FixAvailability.NEVER) -> Code:
     if code in _TABLE:
         raise ValueError(f"diagnostic code {code} declared twice")
     if any(c.name == name for c in _TABLE.values()):
         raise ValueError(f"diagnostic name {name} declared twice")
-    entry = Code(code, name, severity, summary, textwrap.dedent(doc).strip())
+    entry = Code(code, name, severity, summary, textwrap.dedent(doc).strip(), fix)
     _TABLE[code] = entry
     return entry
 
@@ -82,6 +102,56 @@ class Label:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text of `span` (end exclusive; empty: insert) by `text`."""
+
+    span: Span
+    text: str
+
+    def to_json(self) -> dict:
+        return {"line": self.span.line, "col": self.span.col, "end_line": self.span.end_line,
+                "end_col": self.span.end_col, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """Edits that make a diagnostic go away; they never overlap."""
+
+    edits: tuple[Edit, ...]
+
+    @classmethod
+    def replace(cls, span: Span, text: str) -> "Fix":
+        return cls((Edit(span, text),))
+
+    def to_json(self) -> dict:
+        return {"edits": [e.to_json() for e in self.edits]}
+
+
+def apply_fix(text: str, fix: Fix) -> str:
+    """`text` with the fix's edits applied.
+
+    Lines are split at `\n` as the parser does; columns count characters from 1.
+    A position on the line after the last one is the end of the text (a line
+    break is added first when the text does not end with one).
+    """
+    if fix.edits and max(e.span.line for e in fix.edits) > text.count("\n") + 1 and not text.endswith("\n"):
+        text += "\n"
+    starts = [0]
+    for k, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(k + 1)
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1 if line <= len(starts) else len(text)
+
+    out = text
+    for e in sorted(fix.edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        start, end = offset(e.span.line, e.span.col), offset(e.span.end_line, e.span.end_col)
+        out = out[:start] + e.text + out[end:]
+    return out
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     code: Code
     message: str
@@ -91,6 +161,7 @@ class Diagnostic:
     block: Optional[str] = None
     secondary: tuple[Label, ...] = ()
     severity: Optional[Severity] = None  # None: the code's default
+    fix: Optional[Fix] = None
 
     @property
     def level(self) -> Severity:
@@ -102,7 +173,7 @@ class Diagnostic:
 
     def located(self, file: Optional[str] = None, block: Optional[str] = None) -> "Diagnostic":
         return Diagnostic(self.code, self.message, self.span, self.help, file or self.file,
-                          block if block is not None else self.block, self.secondary, self.severity)
+                          block if block is not None else self.block, self.secondary, self.severity, self.fix)
 
     def to_json(self) -> dict:
         return {
@@ -119,6 +190,7 @@ class Diagnostic:
             "help": self.help,
             "related": [{"line": l.span.line, "col": l.span.col, "end_line": l.span.end_line,
                          "end_col": l.span.end_col, "message": l.message} for l in self.secondary],
+            "fix": self.fix.to_json() if self.fix is not None else None,
         }
 
 
@@ -134,8 +206,8 @@ class DiagnosticSink:
     items: list[Diagnostic] = field(default_factory=list)
 
     def emit(self, code: Code, message: str, span: Span, help: Optional[str] = None,
-             block: Optional[str] = None, secondary: tuple[Label, ...] = ()) -> None:
-        self.items.append(Diagnostic(code, message, span, help, self.file, block, secondary))
+             block: Optional[str] = None, secondary: tuple[Label, ...] = (), fix: Optional[Fix] = None) -> None:
+        self.items.append(Diagnostic(code, message, span, help, self.file, block, secondary, fix=fix))
 
     @property
     def has_errors(self) -> bool:

@@ -32,14 +32,13 @@ operations, parameters and symbols are fine: they are printed as written.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .diagnostics import Diagnostic
-from .ir import Block, Edge, Node, Program
+from .ir import Block, Edge, Node, NodeId, Program
 from .ops import Op, lookup
-from .parser import _HEADER_NAME, _SYNTAX_CODES, ParseResult, parse
+from .parser import _SYNTAX_CODES, ParseResult, header_name, parse
 
 __all__ = ["FormatResult", "duplicate_ids", "format_block", "format_program", "format_source", "id_map",
            "is_formatted", "renumber", "renumber_program", "renumbering"]
@@ -47,18 +46,6 @@ __all__ = ["FormatResult", "duplicate_ids", "format_block", "format_program", "f
 
 def _with_comment(text: str, comment: Optional[str]) -> str:
     return f"{text}  {comment}" if comment else text
-
-
-def _header_name(name: str) -> str:
-    """The name as a header can spell it.
-
-    Parsed headers always have valid names; only a block named after its file
-    (a file without header) can hold other characters, which become `_`.
-    """
-    if _HEADER_NAME.fullmatch(name):
-        return name
-    cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
-    return cleaned or "block"
 
 
 def node_text(node: Node) -> str:
@@ -76,7 +63,7 @@ def edge_text(edge: Edge) -> str:
 
 def format_block_lines(block: Block) -> list[str]:
     lines: list[str] = list(block.leading_comments)
-    lines.append(_with_comment(f"##{_header_name(block.name)}##", block.header_comment))
+    lines.append(_with_comment(f"##{header_name(block.name)}##", block.header_comment))
     for item, text in [(n, node_text(n)) for n in block.nodes] + [(e, edge_text(e)) for e in block.edges]:
         lines.extend(item.leading_comments)
         lines.append(_with_comment(text, item.comment))
@@ -104,10 +91,10 @@ def format_program(program: Program) -> str:
 _SOURCE_RANK = {Op.INPUT: 0, Op.INPUT1: 1, Op.INPUT2: 2}
 
 
-def duplicate_ids(block: Block) -> list[int]:
+def duplicate_ids(block: Block) -> list[NodeId]:
     """Ids that more than one node line defines, in file order."""
-    seen: set[int] = set()
-    twice: list[int] = []
+    seen: set[NodeId] = set()
+    twice: list[NodeId] = []
     for n in block.nodes:
         if n.id in seen and n.id not in twice:
             twice.append(n.id)
@@ -138,7 +125,7 @@ def renumbering(block: Block) -> list[tuple[Node, int]]:
     return result
 
 
-def id_map(block: Block) -> dict[int, int]:
+def id_map(block: Block) -> dict[NodeId, int]:
     """Old id -> new id as `renumber` rewrites edges (first definitions; then ids no node defines)."""
     firsts = block.node_map()
     mapping = {n.id: new for n, new in renumbering(block) if firsts[n.id] is n}
@@ -217,7 +204,7 @@ def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = F
         out.diagnostics = _syntax_diagnostics(result)
         return out
     # Only a block named after its file can have a name a header cannot spell.
-    program = replace(result.program, blocks=tuple(replace(b, name=_header_name(b.name))
+    program = replace(result.program, blocks=tuple(replace(b, name=header_name(b.name))
                                                    for b in result.program.blocks))
     if renumber_ids:
         for b in program.blocks:

@@ -9,11 +9,38 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Optional
+from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
 from .ops import REQUIRED, Category, Op, OpDef, lookup
 from .span import NO_COLS, NO_SPAN, ColSpan, Span
+
+
+#: A node id: an integer (`2`) or a name of letters, digits and `_` (`2a`, `conv_1`), as NADER's
+#: agents write them. Integers are kept as `int` (so `007` is 7); terminals are known by their
+#: operation, never by their id.
+NodeId = Union[int, str]
+
+
+def node_id(text: str) -> NodeId:
+    """The id a node-id token spells: an int when it is all digits, else the name."""
+    return int(text) if text.isdigit() else str(text)
+
+
+def id_sort_key(i: NodeId) -> tuple:
+    """Orders ids: integers by value first, then names alphabetically."""
+    return (0, i, "") if isinstance(i, int) else (1, 0, i)
+
+
+def id_token(i: NodeId) -> str:
+    """The id as the tail of a generated identifier (`x2`, `x_conv_1`, layer `n_2a`): distinct ids
+    give distinct tokens, since only names get the `_`."""
+    return str(i) if isinstance(i, int) else f"_{i}"
+
+
+def free_id(ids) -> int:
+    """The smallest integer id above every integer id in `ids` (0 when there is none)."""
+    return max((i for i in ids if isinstance(i, int)), default=-1) + 1
 
 
 class Role(str, enum.Enum):
@@ -42,7 +69,7 @@ class Arg:
 
 @dataclass(slots=True, eq=True)
 class Node:
-    id: int
+    id: NodeId
     op_name: str  # canonical name when the operation is known, else as written
     args: tuple[Arg, ...] = ()
     comment: Optional[str] = None
@@ -90,8 +117,8 @@ class Node:
 class Edge:
     """One edge line: `a->b` or `a,b,c->d` (several sources, in order)."""
 
-    sources: tuple[int, ...]
-    target: int
+    sources: tuple[NodeId, ...]
+    target: NodeId
     comment: Optional[str] = None
     leading_comments: tuple[str, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
@@ -128,61 +155,61 @@ class Block:
         return cache[key]
 
     # -- graph view -------------------------------------------------------
-    def _graph(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    def _graph(self) -> tuple[dict[NodeId, list[NodeId]], dict[NodeId, list[NodeId]]]:
         """(inputs by target, consumers by source) in edge order; computed once (blocks are not mutated)."""
         if self._adjacency is None:
-            inputs: dict[int, list[int]] = {}
-            consumers: dict[int, list[int]] = {}
+            inputs: dict[NodeId, list[NodeId]] = {}
+            consumers: dict[NodeId, list[NodeId]] = {}
             for s, t, _, _ in self.wires():
                 inputs.setdefault(t, []).append(s)
                 consumers.setdefault(s, []).append(t)
             self._adjacency = (inputs, consumers)
         return self._adjacency
-    def node(self, node_id: int) -> Optional[Node]:
+    def node(self, node_id: NodeId) -> Optional[Node]:
         for n in self.nodes:
             if n.id == node_id:
                 return n
         return None
 
-    def node_map(self) -> dict[int, Node]:
+    def node_map(self) -> dict[NodeId, Node]:
         """Nodes by id (the first definition wins where an id is duplicated). Shared: do not mutate."""
         return self.analysis("node_map", Block._node_map)
 
-    def _node_map(self) -> dict[int, Node]:
-        result: dict[int, Node] = {}
+    def _node_map(self) -> dict[NodeId, Node]:
+        result: dict[NodeId, Node] = {}
         for n in self.nodes:
             result.setdefault(n.id, n)
         return result
 
-    def wires(self) -> Iterator[tuple[int, int, Edge, int]]:
+    def wires(self) -> Iterator[tuple[NodeId, NodeId, Edge, int]]:
         """(source, target, edge line, index of the source in that line), in file order."""
         for e in self.edges:
             for index, s in enumerate(e.sources):
                 yield s, e.target, e, index
 
-    def inputs_of(self, node_id: int) -> list[int]:
+    def inputs_of(self, node_id: NodeId) -> list[NodeId]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
         return list(self._graph()[0].get(node_id, ()))
 
-    def consumers_of(self, node_id: int) -> list[int]:
+    def consumers_of(self, node_id: NodeId) -> list[NodeId]:
         return list(self._graph()[1].get(node_id, ()))
 
-    def topological_order(self) -> Optional[list[int]]:
+    def topological_order(self) -> Optional[list[NodeId]]:
         """Node ids in a topological order (file order breaks ties), or None on a cycle."""
         order = self.analysis("topological_order", Block._topological_order)
         return list(order) if order is not None else None
 
-    def _topological_order(self) -> Optional[list[int]]:
+    def _topological_order(self) -> Optional[list[NodeId]]:
         ids = list(self.node_map())
         indegree = {i: 0 for i in ids}
-        successors: dict[int, list[int]] = {i: [] for i in ids}
+        successors: dict[NodeId, list[NodeId]] = {i: [] for i in ids}
         for s, t, _, _ in self.wires():
             if s in indegree and t in indegree:
                 indegree[t] += 1
                 successors[s].append(t)
         position = {i: k for k, i in enumerate(ids)}
         ready = sorted((i for i in ids if indegree[i] == 0), key=position.__getitem__)
-        order: list[int] = []
+        order: list[NodeId] = []
         while ready:
             current = ready.pop(0)
             order.append(current)

@@ -71,6 +71,7 @@ class ParamKind(enum.Enum):
     AXES = "axes"  # an axis or a tuple of axes
     SHAPE = "shape"  # a size in B C dim H W, or -1 (reshape only)
     PROBABILITY = "probability"  # a number in [0, 1)
+    FLAG = "flag"  # 0 or 1
 
 
 class _Required:
@@ -162,8 +163,9 @@ def _def(op: Op, params: Iterable[Param], arity: Arity, categories: Iterable[Cat
     return OpDef(op, tuple(params), arity, frozenset(categories), summary, aliases)
 
 
-_SIZE, _SPATIAL, _AXIS, _AXES, _SHAPE, _PROB = (
-    ParamKind.SIZE, ParamKind.SPATIAL, ParamKind.AXIS, ParamKind.AXES, ParamKind.SHAPE, ParamKind.PROBABILITY)
+_SIZE, _SPATIAL, _AXIS, _AXES, _SHAPE, _PROB, _FLAG = (
+    ParamKind.SIZE, ParamKind.SPATIAL, ParamKind.AXIS, ParamKind.AXES, ParamKind.SHAPE, ParamKind.PROBABILITY,
+    ParamKind.FLAG)
 
 REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
     _def(Op.INPUT, (), NONE, [C.TERMINAL, C.SOURCE], "The block's input, shape (B,C,H,W)."),
@@ -171,9 +173,9 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
     _def(Op.INPUT2, (), NONE, [C.TERMINAL, C.SOURCE], "Second input of a two-input cell (the previous cell)."),
     _def(Op.OUTPUT, (), ONE, [C.TERMINAL, C.SINK], "The block's output; exactly one incoming edge."),
     _def(Op.CONV2D, (_p("out_channels", _SIZE), _p("kernel_size", _SPATIAL), _p("stride", _SPATIAL, 1),
-                     _p("dilation", _SPATIAL, 1), _p("groups", _SIZE, 1)), ONE, [C.LEARNABLE],
+                     _p("dilation", _SPATIAL, 1), _p("groups", _SIZE, 1), _p("bias", _FLAG, 1)), ONE, [C.LEARNABLE],
          "2-D convolution with 'same' padding: output (B,out_channels,ceil(H/stride),ceil(W/stride)); "
-         "in and out channels must be divisible by groups."),
+         "in and out channels must be divisible by groups; bias=0 leaves out the bias (as before a BN)."),
     _def(Op.LINEAR, (_p("out_channels", _SIZE),), ONE, [C.LEARNABLE],
          "Fully connected layer on the last axis, which becomes out_channels."),
     _def(Op.AVG_POOL2D, (_p("kernel_size", _SPATIAL), _p("stride", _SPATIAL, default_from="kernel_size")),

@@ -3,13 +3,14 @@
 Parses and formats examples/resnet_basic.nad, verifies every block for all sizes,
 builds the PyTorch modules and runs them, trains the network on the embedded digits
 data set with the `quick` preset, then runs a short search from it (8 trials of
-regularized evolution with the compiler's mutations) and prints the best architecture.
+regularized evolution with the compiler's mutations), prints the best architecture and
+writes the search's HTML report to runs/demo/report.html.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -61,18 +62,24 @@ def main() -> int:
     if code != 0:
         return code
 
-    with tempfile.TemporaryDirectory(prefix="nader-demo-") as run_dir:
-        step(f"nader-search run --from {EXAMPLE.name} --trials 8: a short search (rea, digits, quick preset)")
-        start = time.perf_counter()
-        code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE),
-                                "--trials", "8", "--run-dir", run_dir])
-        print(f"({time.perf_counter() - start:.0f} s)")
-        if code != 0:
-            return code
-        step("nader-search status: the modification tree")
-        subprocess.call([sys.executable, "-m", "nader.agents.cli", "status", run_dir])
-        step("nader-search best: the best architecture, ready for nadc")
-        return subprocess.call([sys.executable, "-m", "nader.agents.cli", "best", run_dir])
+    run_dir = Path("runs") / "demo"
+    shutil.rmtree(run_dir, ignore_errors=True)  # the demo starts a fresh search each time
+    run_dir = str(run_dir)
+    step(f"nader-search run --from {EXAMPLE.name} --trials 8: a short search (rea, digits, quick preset)")
+    start = time.perf_counter()
+    code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE),
+                            "--trials", "8", "--run-dir", run_dir])
+    print(f"({time.perf_counter() - start:.0f} s)")
+    if code != 0:
+        return code
+    step("nader-search status: the modification tree")
+    subprocess.call([sys.executable, "-m", "nader.agents.cli", "status", run_dir])
+    step("nader-search best: the best architecture, ready for nadc")
+    code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "best", run_dir])
+    if code != 0:
+        return code
+    step("nader-search report: the search as one HTML file (open it in a browser)")
+    return subprocess.call([sys.executable, "-m", "nader.agents.cli", "report", run_dir])
 
 
 if __name__ == "__main__":

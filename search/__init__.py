@@ -1,4 +1,4 @@
-"""The search loop of `nader-search`: the modification tree, strategies, evaluators and reports.
+"""The architecture search: the loop, its modification tree, strategies and prescreening.
 
     from nader.search import run_search
     summary = run_search({"root": "examples/resnet_basic.nad", "strategy": "rea", "trials": 8,
@@ -9,8 +9,10 @@ Layout: `config.py` (settings, TOML, resume identity), `session.py` (one invocat
 executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify, deduplicate,
 fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
 (training behind a small interface), `strategies/` (one per file), `selection/` (parent-selection
-policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run: the one reader of the
-tree), `report/` (the HTML report), `progress.py`, `lock.py`, `cli.py`. See docs/search.md.
+policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run), `report/` (the HTML report),
+`progress.py`, `lock.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `evaluators/`
+(tabular benchmarks).
+See docs/search.md.
 """
 from __future__ import annotations
 

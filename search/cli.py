@@ -79,11 +79,11 @@ def _strategy_epilog() -> str:
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")
-@click.option("--strategy", default=None, help="random, rea or tree [default: rea].")
+@click.option("--strategy", default=None, help="random, rea, tree or nader [default: rea].")
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")
 @click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
-              help="[default: digits] All but digits are read from --data-dir.")
+              help="[default: digits] All but digits are read from --data-dir; cifar10 trains NB201's cifar10-valid setting (25k/25k).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
               help="Folder with the dataset files [env NADER_DATA_DIR].")
 @click.option("--preset", default=None, help="Training preset: quick, nb201-12, nb201-N, nb201 [default: quick].")
@@ -115,6 +115,20 @@ def _strategy_epilog() -> str:
 @click.option("--trial-timeout", callback=_duration, default=None, help="Kill a trial after this long (pool).")
 @click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
               help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
+@click.option("--kb", default=None, type=click.Path(file_okay=False),
+              help="nader: the knowledge base directory (filled by `nader-search read`).")
+@click.option("--llm-config", default=None, type=click.Path(dir_okay=False),
+              help="nader: TOML file with the [llm] section [default: ./nader.toml if present].")
+@click.option("--llm-base-url", default=None, help="nader: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+@click.option("--llm-model", default=None, help="nader: chat model name as the endpoint knows it.")
+@click.option("--replay", default=None, type=click.Path(file_okay=False),
+              help="nader: answer every LLM call from this recorded run (no endpoint).")
+@click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
+@click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
+              help="nader ablation: take the most similar idea, no LLM ranking.")
+@click.option("--no-feedback", "no_feedback", is_flag=True,
+              help="nader ablation: one Modifier round, no compiler feedback.")
+@click.option("--no-experience", "no_experience", is_flag=True, help="nader ablation: no Reflector lessons.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
@@ -150,6 +164,7 @@ def _run(config_file, fmt, force, flags):
     progress = None
     try:
         toml = read_toml(config_file) if config_file else {}
+        flags = _agent_flags(flags)
         given = {k: v for k, v in flags.items() if v is not None}
         if "dataset" in given:
             given["dataset"] = given["dataset"].lower()
@@ -184,6 +199,26 @@ def _run(config_file, fmt, force, flags):
             traceback.print_exc()
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
         return progress, 1
+
+
+# Flags of `run` that are options of the `nader` strategy (--option KEY=VALUE says the same).
+_AGENT_FLAGS = {"kb": "kb", "llm_config": "llm_config", "llm_base_url": "llm_base_url", "llm_model": "llm_model",
+                "replay": "replay"}
+_ABLATIONS = {"no_reader": "reader", "no_ranking": "ranking", "no_feedback": "feedback",
+              "no_experience": "experience"}
+
+
+def _agent_flags(flags: dict) -> dict:
+    options = dict(flags.get("strategy_options") or {})
+    for flag, option in _AGENT_FLAGS.items():
+        value = flags.pop(flag, None)
+        if value is not None:
+            options[option] = str(Path(value).expanduser()) if flag in ("kb", "llm_config", "replay") else value
+    for flag, option in _ABLATIONS.items():
+        if flags.pop(flag, False):
+            options[option] = False
+    flags["strategy_options"] = options or None
+    return flags
 
 
 def _summary_text(s) -> str:

@@ -112,7 +112,8 @@ class SearchConfig:
         return {
             "root": arch_hash_of_text(self.root_text, self.skeleton) if self.root_text else None,
             "strategy": self.strategy,
-            "strategy_options": get_strategy(self.strategy).resolve_options(self.strategy_options),
+            "strategy_options": {k: v for k, v in get_strategy(self.strategy).resolve_options(self.strategy_options)
+                                 .items() if k not in get_strategy(self.strategy).session_options},
             "dataset": self.dataset, "preset": self.preset, "seeds": self.resolved_seeds(),
             "skeleton": self.skeleton, "depths": list(resolve_depths(skeleton_info(self.skeleton), self.depths)),
             "budget": {"params": budget.params, "flops": budget.flops},

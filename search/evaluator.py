@@ -26,6 +26,10 @@ from typing import Callable, Dict, List, Optional
 from nader.runtime.jobs import DEFAULT_BUILDER, Job, Result
 
 
+# The training set a search uses per dataset name (see TrainingEvaluator).
+SEARCH_TRAINING_SETS = {"cifar10": "cifar10-valid"}
+
+
 @dataclass
 class Trial:
     arch_id: int
@@ -82,6 +86,9 @@ class TrainingEvaluator(Evaluator):
                  data_dir: Optional[str] = None, options: Optional[dict] = None, builder: Optional[str] = None,
                  on_event: Optional[Callable[[dict], None]] = None):
         self.executor, self.store = executor, store
+        # A search selects on validation accuracy: on CIFAR-10 it trains NB201's `cifar10-valid`
+        # setting (25k train / 25k valid); the runtime's `cifar10` trains on all 50k with no validation.
+        dataset = SEARCH_TRAINING_SETS.get(dataset, dataset)
         self.template = Job(arch="", skeleton=skeleton, dataset=dataset, preset=preset, data_dir=data_dir,
                             builder=builder or DEFAULT_BUILDER, depths=list(depths) if depths else None,
                             options=dict(options or {}), run_dir=str(store.run_dir.resolve()))

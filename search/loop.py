@@ -71,13 +71,14 @@ def clean_stop(exc: Exception) -> Optional[Stop]:
     if isinstance(exc, StopSearch):
         return Stop(exc.code, str(exc))
     try:
-        from nader.agents.llm.errors import BudgetExceeded, RunStopped
+        from nader.agents.llm.errors import BudgetExceeded, ReplayMiss, RunStopped
     except ImportError:
         return None
-    if isinstance(exc, BudgetExceeded):
-        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit", str(exc))
-    if isinstance(exc, RunStopped):
-        return Stop("llm-stopped", str(exc))
+    if isinstance(exc, BudgetExceeded):  # the client's own cap ([llm] max_total_tokens / max_cost_usd)
+        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit",
+                    f"{exc}; raise the cap and run the same command again to resume")
+    if isinstance(exc, (RunStopped, ReplayMiss)):  # the endpoint down, a replay without the answer
+        return Stop("llm-stopped", f"{exc}; run the same command again to resume")
     return None
 
 

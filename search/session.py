@@ -128,6 +128,8 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         strategy = get_strategy(config.strategy)(**config.strategy_options)
     elif strategy.name != config.strategy:
         raise ConfigError(f"the strategy object is {strategy.name!r} but the configuration says {config.strategy!r}")
+    if hasattr(strategy, "bind"):  # strategies with state in the run directory (the LLM agents)
+        strategy.bind(run_dir, store)
     prescreener = None
     if config.prescreen > 1:
         from .prescreen import Prescreener
@@ -146,7 +148,11 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
                       prescreener=prescreener)
     try:
-        stop = loop.run()
+        try:
+            stop = loop.run()
+        finally:
+            if hasattr(strategy, "close"):
+                strategy.close()
     except KeyboardInterrupt:
         _close(evaluator, executor, abort=True)
         store.end_session(session, "interrupted", loop.tree.trials())

@@ -21,6 +21,14 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# Test doubles shared across folders (the LLM tests' loopback server and network guard, the
+# knowledge base tests' hashing embedder, the search tests' helpers) are importable everywhere.
+# This lives here, not in a sub-folder's conftest.py: a second module named `conftest` would
+# replace this one for every later `from conftest import ...`.
+for _folder in ("llm", "knowledge", "search"):
+    if str(REPO_ROOT / "tests" / _folder) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT / "tests" / _folder))
+
 
 def shared_dir() -> Optional[Path]:
     """The shared data folder holding `nader-compat/`, or None when absent.

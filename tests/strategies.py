@@ -11,7 +11,9 @@ parser builds):
 * `comments()`: comment texts as the parser stores them (`# ...`).
 * `blocks(...)`: a block of registered operations with input terminal(s) and
   an output, arities respected, every node on a path from an input to the
-  output, random ids, line order, arguments and comments. Not shape-checked.
+  output, random ids (integers and names), line order, arguments and
+  comments. Not shape-checked.
+* `with_named_ids(block)`: the same block with every id renamed to a name.
 * `sound_blocks()`: base blocks (`(B,C,H,W) -> (B,C,H,W)`) built to pass the
   verifier: channel counts tracked, merges only of equal shapes.
 * `programs(...)`: one to three blocks (trailing comment lines only on the last
@@ -51,6 +53,10 @@ from nader.dsl.ops import REGISTRY, Arity, Group, Op, OpDef, ParamKind, all_name
 HEADER_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 header_names = st.text(HEADER_CHARS, min_size=1, max_size=12)
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,7}", fullmatch=True)
+#: Named node ids as NADER's agents write them (`2a`, `conv_1`); never all digits (those are integers).
+node_names = st.one_of(
+    st.from_regex(r"[0-9]{1,2}[a-z]", fullmatch=True),
+    st.from_regex(r"[A-Za-z0-9_]{1,6}", fullmatch=True).filter(lambda name: not name.isdigit()))
 unknown_op_names = identifiers.filter(lambda name: lookup(name) is None)
 
 
@@ -142,6 +148,8 @@ def values_for(kind: ParamKind):
                          exprs(SIZE_SYMBOLS, max_leaves=3, with_floats=False))
     if kind is ParamKind.PROBABILITY:
         return st.one_of(st.just(Num(0)), st.floats(0, 0.9).map(lambda x: Num(abs(x))))
+    if kind is ParamKind.FLAG:
+        return st.sampled_from([0, 1]).map(Num)
     raise AssertionError(f"no strategy for {kind}")
 
 
@@ -208,12 +216,13 @@ def _edge_lines(draw, wires: list[tuple[int, list[int]]], shuffle: bool) -> list
 @st.composite
 def blocks(draw, cell: Optional[bool] = None, max_nodes: int = 8, with_comments: bool = True,
            unknown_ops: bool = False, wild_args: bool = False, shuffle: Optional[bool] = None,
-           name=None, trailing_comments: bool = False) -> Block:
+           name=None, trailing_comments: bool = False, named: bool = True) -> Block:
     """A block as described in the module docstring.
 
     `cell`: two inputs `input1`, `input2` (None: either). `shuffle`: ids
     and line order random (None: either; False: NADER's style, inputs 0..,
     output next, the rest numbered in order, edges in topological order).
+    `named`: shuffled ids mix integers and names (`2a`, `conv_1`).
     `unknown_ops` / `wild_args` allow unregistered operations and arbitrary
     arguments. Every compute node has as many inputs as its arity allows.
     """
@@ -250,7 +259,8 @@ def blocks(draw, cell: Optional[bool] = None, max_nodes: int = 8, with_comments:
     output = total - 1
     # Ids: NADER style is inputs 0.., output next, then the rest in order.
     if shuffle:
-        ids = draw(st.lists(st.integers(0, 3 * total + 5), min_size=total, max_size=total, unique=True))
+        some_ids = st.integers(0, 3 * total + 5) if not named else st.one_of(st.integers(0, 3 * total + 5), node_names)
+        ids = draw(st.lists(some_ids, min_size=total, max_size=total, unique=True))
         file_order = draw(st.permutations(range(total)))
     else:
         rank = list(range(sources)) + [output] + list(range(sources, output))
@@ -267,6 +277,26 @@ def blocks(draw, cell: Optional[bool] = None, max_nodes: int = 8, with_comments:
         draw(header_names) if name is None else name, nodes, edges,
         leading_comments=lead(), header_comment=comment(),
         trailing_comments=lead() if trailing_comments else ())
+
+
+def rename_ids(block: Block, mapping: dict) -> Block:
+    """`block` with its ids replaced through `mapping` (ids it lacks are kept)."""
+    from dataclasses import replace
+
+    def new(i):
+        return mapping.get(i, i)
+
+    return replace(block, nodes=tuple(replace(n, id=new(n.id)) for n in block.nodes),
+                   edges=tuple(replace(e, sources=tuple(new(s) for s in e.sources), target=new(e.target))
+                               for e in block.edges))
+
+
+@st.composite
+def with_named_ids(draw, block: Block) -> Block:
+    """`block` with every node id replaced by a distinct name (`2a`, `conv_1`, ...)."""
+    ids = list(dict.fromkeys(n.id for n in block.nodes))
+    names = draw(st.lists(node_names, min_size=len(ids), max_size=len(ids), unique=True))
+    return rename_ids(block, dict(zip(ids, names)))
 
 
 @st.composite

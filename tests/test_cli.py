@@ -197,7 +197,7 @@ def test_full_format_shows_source_and_caret(files):
 def test_emit_ir_and_json(files):
     ir = run_nadc(["clean.nad", "--emit", "ir"], cwd=files)
     assert ir.code == 0 and ir.stdout.startswith("block ResNetBasicBlock (role=base):")
-    assert "%2 = Conv2d[out_channels=C, kernel_size=3, stride=1, dilation=1, groups=1](%0)" in ir.stdout
+    assert "%2 = Conv2d[out_channels=C, kernel_size=3, stride=1, dilation=1, groups=1, bias=1](%0)" in ir.stdout
     emitted = run_nadc(["warn.nad", "--emit", "json", "--format", "json"], cwd=files)
     program = json.loads(emitted.stdout)
     assert program[0]["file"] == "warn.nad" and program[0]["blocks"][0]["name"] == "ResNetBasicBlock"

@@ -280,6 +280,7 @@ RUNNER = textwrap.dedent("""
 
 @pytest.mark.parametrize("arch,network,dataset,widths", [
     (ARCH, "nb201", "cifar100", "4"),
+    (ARCH, "nas-bench-201", "cifar10", "4"),
     (CELLS, "darts", "cifar10", "4,8,16"),
     (ARCH4, "imagenet", "cifar100", "4"),
 ])

@@ -720,6 +720,7 @@ def _imagenet_arch() -> str:
 
 NETWORKS = {
     "nb201": (lambda: STAGED_ARCH, dict(widths=(8,))),
+    "nas-bench-201": (lambda: STAGED_ARCH, dict(widths=(8,), depths=(1, 1, 1))),  # with its BN-ReLU before pooling
     "imagenet": (_imagenet_arch, dict(widths=(8,), depths=(1, 1, 1, 1))),
     "darts": (lambda: DARTS_ARCH, dict(widths=(8,), depths=(1, 1, 1))),
 }

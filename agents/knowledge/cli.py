@@ -1,16 +1,23 @@
 """`nader-search kb`: import, search and inspect a knowledge base of design ideas.
 
-Exit status: 0 done, 2 usage or data error (one line on stderr, no traceback;
+Embeddings: the offline local model, or - when an embedding model is configured (`--embedding-model`
+or `embedding_model` in the `[llm]` section) - the endpoint's embeddings API through the LLM
+client, with its calls recorded in KB/runs.sqlite (`--replay` answers them from a record).
+
+Exit status: 0 done, 2 usage, data or configuration error (one line on stderr, no traceback;
 ``NADER_DEBUG=1`` shows tracebacks).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
 
 import click
+
+from ..llm.options import llm_options
 
 _KB_OPTION = click.option("--kb", "kb_path", required=True, type=click.Path(file_okay=False),
                           envvar="NADER_KB", help="Knowledge base directory [env NADER_KB].")
@@ -26,16 +33,41 @@ def _fail(message: str) -> None:
 
 def _guarded(action):
     """Run `action`; known errors become one line and exit 2."""
+    from ..llm.errors import LLMError
     from .embedders import EmbedderUnavailable
     from .pool import PoolFormatError
     from .store import KnowledgeBaseError
 
     try:
         return action()
-    except (KnowledgeBaseError, EmbedderUnavailable, PoolFormatError, ValueError, OSError) as exc:
+    except (KnowledgeBaseError, EmbedderUnavailable, PoolFormatError, LLMError, ValueError, OSError) as exc:
         if os.environ.get("NADER_DEBUG"):
             raise
         _fail(str(exc))
+
+
+@contextlib.contextmanager
+def _open_kb(kb_path, llm):
+    """The knowledge base with the configured embedder: the endpoint's when an embedding model is
+    configured (the LLM client, recording in KB/runs.sqlite), else the one that built it."""
+    from ..llm.options import config_from_options
+    from .store import KnowledgeBase
+
+    config = config_from_options(**llm)
+    if not config.embedding_model:
+        with KnowledgeBase.open(kb_path) as kb:
+            yield kb
+        return
+    from ..llm import LLMClient
+    from .embedders import EndpointEmbedder
+
+    os.makedirs(kb_path, exist_ok=True)
+    client = LLMClient.from_config(config, store=kb_path, replay=llm.get("replay"), role="kb")
+    try:
+        with KnowledgeBase.open(kb_path, embedder=EndpointEmbedder(client)) as kb:
+            yield kb
+    finally:
+        client.close()
 
 
 @click.group("kb", context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,19 +79,19 @@ def kb_group():
 @click.argument("pool_file", metavar="FILE", type=click.Path(dir_okay=False))
 @_KB_OPTION
 @_FORMAT_OPTION
-def import_command(pool_file, kb_path, fmt):
+@llm_options
+def import_command(pool_file, kb_path, fmt, **llm):
     """Import NADER's idea pool FILE (JSON list of {id, paper_id, inspiration}) into --kb.
 
     Untagged ideas are tagged by keyword rules; near-duplicates are merged. Importing the same
     file again adds nothing.
     """
     from .pool import read_pool
-    from .store import KnowledgeBase
 
     def run():
         ideas = read_pool(pool_file)
         start = time.perf_counter()
-        with KnowledgeBase.open(kb_path) as kb:
+        with _open_kb(kb_path, llm) as kb:
             before = kb.stats()
             added = 0
             for offset in range(0, len(ideas), _BATCH):
@@ -93,16 +125,16 @@ def import_command(pool_file, kb_path, fmt):
 @click.option("--granularity", default=None, help="Only ideas of this granularity.")
 @click.option("--main-category", default=None, help="Only ideas of this main category.")
 @_FORMAT_OPTION
-def search_command(query, kb_path, k, granularity, main_category, fmt):
+@llm_options
+def search_command(query, kb_path, k, granularity, main_category, fmt, **llm):
     """The ideas of --kb most similar to QUERY, best first (cosine similarity)."""
-    from .store import KnowledgeBase
 
     def run():
         if not os.path.isdir(kb_path):
             _fail(f"no knowledge base at {kb_path} (create one with: nader-search kb import FILE --kb {kb_path})")
         filters = {key: value for key, value in (("granularity", granularity), ("main_category", main_category))
                    if value is not None}
-        with KnowledgeBase.open(kb_path) as kb:
+        with _open_kb(kb_path, llm) as kb:
             hits = kb.search(query, k=k, filters=filters or None)
         if fmt == "json":
             click.echo(json.dumps([{"rank": rank, "score": round(score, 4), **idea.as_dict()}

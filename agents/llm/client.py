@@ -65,7 +65,7 @@ class LLMClient:
             raise LLMConfigError(
                 "no LLM endpoint configured: set base_url in the [llm] section of the config file or pass"
                 " --llm-base-url (e.g. http://localhost:11434/v1 for Ollama, http://localhost:8000/v1 for vLLM)")
-        if replay is None and not config.model:
+        if replay is None and not config.model and not config.embedding_model:  # embeddings alone: kb commands
             raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
         self.config = config
         self.store = store
@@ -192,87 +192,95 @@ class LLMClient:
 
     async def _call(self, request: dict, role: str, arch_id, prompt, attempt, *, worst_tokens: tuple[int, int]):
         key = request_key(request)
-        occurrence = self._next_occurrence(key)
-        common = dict(key=key, occurrence=occurrence, request=request, role=role, arch_id=arch_id, prompt=prompt)
-        started = time.perf_counter()
+        common = dict(key=key, occurrence=self._next_occurrence(key), request=request, role=role, arch_id=arch_id,
+                      prompt=prompt)
+        answered = self._from_record(common)
+        if answered is not None:
+            return answered
+        self._breaker.check()
+        async with self._semaphore():
+            self._breaker.check()  # it may have opened while this call waited for a slot
+            return await self._from_endpoint(common, attempt, worst_tokens)
 
+    def _from_record(self, common: dict):
+        """The reply of the recorded run (replay) or of this run's record (cache), or None."""
+        started = time.perf_counter()
         for source, record in (("replay", self.replay), ("cache", self.store)):
             if record is None:
                 continue
-            found = record.answer(key, occurrence, replaying=source == "replay")
+            found = record.answer(common["key"], common["occurrence"], replaying=source == "replay")
             if found is None:
                 if source == "replay":
-                    raise ReplayMiss(self._miss_message(request, role, occurrence))
+                    raise ReplayMiss(self._miss_message(common["request"], common["role"], common["occurrence"]))
                 continue
-            reply = jsonlib.loads(found[1])
+            _, reply_json, prompt_tokens, completion_tokens, _ = found
+            reply = jsonlib.loads(reply_json)
             latency = time.perf_counter() - started
-            row = dict(prompt_tokens=found[2], completion_tokens=found[3], cost_usd=0.0, latency_s=latency,
-                       source=source)
-            row["call_id"] = self._record(**common, reply=reply, status="ok", source=source,
-                                          prompt_tokens=found[2], completion_tokens=found[3], cost_usd=0.0,
-                                          latency_s=latency, attempts=0)
-            self.ledger.settle(None, Tally(recorded_calls=1), role, arch_id)
+            row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=0.0,
+                       latency_s=latency, source=source)
+            row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=0, **row)
+            self.ledger.settle(None, Tally(recorded_calls=1), common["role"], common["arch_id"])
             return reply, row
+        return None
 
-        self._breaker.check()
-        price = find_price(request["model"], self.config.prices)
+    async def _from_endpoint(self, common: dict, attempt, worst_tokens: tuple[int, int]):
+        """Ask the endpoint: reserve the worst case under the caps, then attempts until the deadline."""
+        role, arch_id = common["role"], common["arch_id"]
+        price = find_price(common["request"]["model"], self.config.prices)
         prompt_est, completion_max = worst_tokens
         reservation = self.ledger.reserve(prompt_est + completion_max,
                                           price.cost(prompt_est, completion_max) if price else 0.0)
-        attempts = 0
+        started = time.perf_counter()
+        deadline = started + self.config.deadline
+        attempts, retried, last_error = 0, [], "no attempt made"  # retried: why earlier attempts failed
         try:
-            async with self._semaphore():
-                started = time.perf_counter()
-                deadline = started + self.config.deadline
-                last_error = "no attempt made"
-                retried: list[str] = []  # why earlier attempts failed, kept in the record
-                while True:
-                    remaining = deadline - time.perf_counter()
-                    if remaining <= 0:
-                        last_error += f" (deadline of {self.config.deadline:g} s passed)"
+            while True:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    last_error += f" (deadline of {self.config.deadline:g} s passed)"
+                    break
+                attempts += 1
+                try:
+                    reply, prompt_tokens, completion_tokens = await attempt(min(self.config.request_timeout, remaining))
+                except Transient as exc:
+                    last_error = str(exc)
+                    retried.append(last_error)
+                    if attempts > self.config.max_retries:
                         break
-                    attempts += 1
-                    try:
-                        reply, prompt_tokens, completion_tokens = await attempt(min(self.config.request_timeout,
-                                                                                    remaining))
-                    except Transient as exc:
-                        last_error = str(exc)
-                        retried.append(last_error)
-                        if attempts > self.config.max_retries:
-                            break
-                        delay = self._backoff(attempts - 1, exc.retry_after)
-                        if time.perf_counter() + delay >= deadline:
-                            last_error += f" (deadline of {self.config.deadline:g} s leaves no time to retry)"
-                            break
-                        await asyncio.sleep(delay)
-                        continue
-                    latency = time.perf_counter() - started
-                    cost = price.cost(prompt_tokens, completion_tokens) if price else None
-                    self.ledger.settle(reservation, Tally(calls=1, prompt_tokens=prompt_tokens,
-                                                          completion_tokens=completion_tokens, cost_usd=cost or 0.0,
-                                                          unpriced_calls=int(price is None)), role, arch_id)
-                    reservation = None
-                    self._breaker.success()
-                    call_id = self._record(**common, reply=reply, status="ok", source="endpoint",
-                                           error=("retried after: " + "; ".join(retried)) if retried else None,
-                                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                           cost_usd=cost, latency_s=latency, attempts=attempts)
-                    return reply, dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                       cost_usd=cost, latency_s=latency, source="endpoint", call_id=call_id)
+                    delay = self._backoff(attempts - 1, exc.retry_after)
+                    if time.perf_counter() + delay >= deadline:
+                        last_error += f" (deadline of {self.config.deadline:g} s leaves no time to retry)"
+                        break
+                    await asyncio.sleep(delay)
+                    continue
+                latency = time.perf_counter() - started
+                cost = price.cost(prompt_tokens, completion_tokens) if price else None
+                self.ledger.settle(reservation, Tally(calls=1, prompt_tokens=prompt_tokens,
+                                                      completion_tokens=completion_tokens, cost_usd=cost or 0.0,
+                                                      unpriced_calls=int(price is None)), role, arch_id)
+                reservation = None
+                self._breaker.success()
+                row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
+                           latency_s=latency, source="endpoint")
+                row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=attempts,
+                                              error=("retried after: " + "; ".join(retried)) if retried else None,
+                                              **row)
+                return reply, row
         except RequestRejected as exc:
-            self._fail(common, role, arch_id, str(exc), started, attempts)
+            self._fail(common, str(exc), started, attempts)
             raise
         finally:
             self.ledger.release(reservation)
-        message = f"{request['kind']} call to {self.config.base_url} failed after {attempts} attempt(s): {last_error}"
+        message = (f"{common['request']['kind']} call to {self.config.base_url} failed after {attempts} attempt(s):"
+                   f" {last_error}")
         down = self._breaker.failure(self.config.base_url, last_error)
-        self._fail(common, role, arch_id, message + (f"; {down}" if down else ""), started, attempts)
+        self._fail(common, message + (f"; {down}" if down else ""), started, attempts)
         if down is not None:
             raise down
         raise CallFailed(message)
 
-    def _fail(self, common: dict, role: str, arch_id, error: str, started: float, attempts: int) -> None:
-        self.ledger.settle(None, Tally(failed_calls=1), role, arch_id)
+    def _fail(self, common: dict, error: str, started: float, attempts: int) -> None:
+        self.ledger.settle(None, Tally(failed_calls=1), common["role"], common["arch_id"])
         self._record(**common, reply=None, status="failed", source="endpoint", error=error,
                      latency_s=time.perf_counter() - started, attempts=attempts)
 

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 
 from .accounting import Tally
 from .errors import LLMConfigError
@@ -62,11 +61,15 @@ def request_key(request: dict) -> str:
 
 def encode_vectors(vectors: list[list[float]]) -> dict:
     """Embeddings as base64 float32 (what servers compute in), a quarter of their JSON size."""
+    import numpy as np  # only embeddings need it
+
     array = np.asarray(vectors, dtype="<f4")
     return {"dtype": "float32", "shape": list(array.shape), "b64": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
 def decode_vectors(reply: dict) -> list[list[float]]:
+    import numpy as np
+
     array = np.frombuffer(base64.b64decode(reply["b64"]), dtype="<f4").reshape(reply["shape"])
     return array.astype(float).tolist()
 

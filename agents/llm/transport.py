@@ -72,9 +72,10 @@ class OpenAITransport:
             await client.close()
 
     async def chat(self, model: str, messages: list[dict], params: dict, timeout: float) -> RawReply:
+        client = self._client()  # outside the timed attempt: the first one imports openai (seconds)
+
         async def create():
-            return await self._client().chat.completions.create(model=model, messages=messages, timeout=timeout,
-                                                                 **params)
+            return await client.chat.completions.create(model=model, messages=messages, timeout=timeout, **params)
         reply = await self._attempt(create, timeout)
         choices = getattr(reply, "choices", None)
         if not choices:
@@ -88,9 +89,10 @@ class OpenAITransport:
                         getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
 
     async def embed(self, model: str, texts: list[str], timeout: float) -> tuple[list[list[float]], Optional[int]]:
+        client = self._client()
+
         async def create():
-            return await self._client().embeddings.create(model=model, input=texts, timeout=timeout,
-                                                          encoding_format="float")
+            return await client.embeddings.create(model=model, input=texts, timeout=timeout, encoding_format="float")
         reply = await self._attempt(create, timeout)
         data = getattr(reply, "data", None)
         if not isinstance(data, list) or len(data) != len(texts):

@@ -62,7 +62,10 @@ def network_class_source(arch: Architecture, plan: Plan, names: dict[str, str]) 
         lines.append("            ],")
         downsamples = ", ".join(f"{names['downsample']}({_w(d.C)}, {_w(d.dim)})" for d in plan.downsamples)
         lines.append(f"            downsamples=[{downsamples}],")
-    lines += [f"            in_features={_w(plan.fc.cin)},", "            num_classes=num_classes,", "        )"]
+    lines += [f"            in_features={_w(plan.fc.cin)},", "            num_classes=num_classes,"]
+    if plan.lastact is not None:
+        lines += ["            lastact=True,"]
+    lines += ["        )"]
     return "\n".join(lines) + "\n"
 
 

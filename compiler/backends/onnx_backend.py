@@ -27,7 +27,7 @@ from onnx import TensorProto, helper, numpy_helper
 from nader.compiler.passes.shapes import ShapeResult, shape_str
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue, Value, constant_int
-from nader.dsl.ir import Block, Node, Role
+from nader.dsl.ir import Block, Node, Role, id_token
 from nader.dsl.ops import Group, Op
 
 DEFAULT_OPSET = 17
@@ -180,7 +180,7 @@ class BlockContext:
     _symbols: dict[str, str] = field(default_factory=dict)
 
     def layer(self, node: Node):
-        key = f"n{node.id}"
+        key = f"n{id_token(node.id)}"
         try:
             return self.layers[key]
         except (KeyError, TypeError):
@@ -638,7 +638,7 @@ def lower_block(g: Lowering, block: Block, shapes: ShapeResult, layers: Mapping[
         lowering = LOWERINGS.get(op)  # type: ignore[arg-type]
         if lowering is None:
             raise OnnxLoweringError(f"no ONNX lowering for `{node.op_name}` (node {node_id})")
-        values[node_id] = lowering(ctx, node, xs, f"n{node_id}_{str(op).lower()}")
+        values[node_id] = lowering(ctx, node, xs, f"n{id_token(node_id)}_{str(op).lower()}")
     if output is None:
         raise OnnxLoweringError(f"block `{block.name}` has no output")
     return output
@@ -701,7 +701,7 @@ def _annotations(block: Block, shapes: ShapeResult, known: Mapping[str, int], g:
         node = nodes.get(node_id)
         if node is None or node.op in Group.TERMINAL:
             continue
-        name = f"n{node_id}_{str(node.op).lower()}"
+        name = f"n{id_token(node_id)}_{str(node.op).lower()}"
         if name in produced:
             infos.append(_tensor_type(shape, known, name))
     return infos
@@ -939,6 +939,8 @@ def _lower_staged_network(g: Lowering, module, xs: list[str], path: str) -> str:
         h = lower_module(g, getattr(module, f"layer{i}"), [h], f"layer{i}")
         if i < module.num_stages:
             h = lower_module(g, getattr(module, f"downsample{i}"), [h], f"downsample{i}")
+    if getattr(module, "lastact", None) is not None:
+        h = lower_module(g, module.lastact, [h], "lastact")
     return _head(g, module, h)
 
 

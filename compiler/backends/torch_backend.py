@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from nader.dsl.expr import TupleValue, constant_int
-from nader.dsl.ir import Block, Node, Role
+from nader.dsl.ir import Block, Node, NodeId, Role, id_token
 from nader.dsl.ops import Group, Op
+from nader.compiler.passes.cost import has_bias
 from nader.compiler.passes.shapes import evaluate_shape
 from nader.compiler.passes.symbolic import Poly, to_python
 from nader.compiler.passes.verify import BlockReport, verify_block
@@ -72,7 +73,7 @@ class LowerContext:
 
 @dataclass
 class Lowered:
-    make: Optional[Callable[[], nn.Module]]  # builds the leaf module (stored as layers["n<id>"])
+    make: Optional[Callable[[], nn.Module]]  # builds the leaf module (stored as layers["n" + id_token(id)])
     call: Callable  # call(module, env, *inputs) -> tensor; env has B, H, W, C, dim
     source: Callable[[list[str], str], str]  # (input names, module ref) -> Python expression
     module_source: Optional[str] = None  # constructor text in C/dim, for emitted code
@@ -104,10 +105,12 @@ def _lower_conv(ctx: LowerContext) -> Lowered:
     in_c, out_c = x[1], out_shape[1]
     groups_expr = ctx.facts()["groups"]
     groups = int(groups_expr.evaluate(ctx.sizes))
+    bias = has_bias(n)
     module = lambda: nn.Conv2d(ctx.channels(in_c), ctx.channels(out_c), k, stride=s, padding=pad, dilation=d,
-                               groups=groups)
+                               groups=groups, bias=bias)
     ctor = (f"nn.Conv2d({_sym(in_c)}, {_sym(out_c)}, {_int_text(k)}, stride={_int_text(s)}, "
-            f"padding={_int_text(pad)}, dilation={_int_text(d)}, groups={_sym(groups_expr)})")
+            f"padding={_int_text(pad)}, dilation={_int_text(d)}, groups={_sym(groups_expr)}"
+            f"{'' if bias else ', bias=False'})")
     if crop:
         def call(m, env, a):
             return crop_same(m(require_4d(a, "Conv2d")), a.shape[2], a.shape[3], s[0], s[1])
@@ -276,9 +279,9 @@ LOWERINGS: dict[Op, Callable[[LowerContext], Lowered]] = {
 
 @dataclass
 class Step:
-    node_id: int
+    node_id: NodeId
     lowered: Lowered
-    inputs: tuple[int, ...]
+    inputs: tuple[NodeId, ...]
     where: str  # "file:line: node 3 (`BN`)"
 
 
@@ -311,7 +314,7 @@ class BlockModule(nn.Module):
             ctx.node = node
             lowered = LOWERINGS[node.op](ctx)  # type: ignore[index]
             if lowered.make is not None:
-                self.layers[f"n{node_id}"] = lowered.make()
+                self.layers[f"n{id_token(node_id)}"] = lowered.make()
             where = f"{report.file}:{node.span.line}: node {node_id} (`{node.op_name}`)"
             self.steps.append(Step(node_id, lowered, tuple(block.inputs_of(node_id)), where))
         self._env_static = {"C": sizes["C"], "dim": sizes["dim"]}
@@ -326,7 +329,7 @@ class BlockModule(nn.Module):
         values = dict(zip(self.input_ids, inputs))
         layers = self.layers
         for step in self.steps:
-            module = layers[f"n{step.node_id}"] if step.lowered.make is not None else None
+            module = layers[f"n{id_token(step.node_id)}"] if step.lowered.make is not None else None
             try:
                 values[step.node_id] = step.lowered.call(module, env, *[values[i] for i in step.inputs])
             except RuntimeError as error:
@@ -398,8 +401,9 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
     else:
         init.append(f"        dim = {dim_default} if dim is None else dim")
     init.append("        self.layers = nn.ModuleDict()")
-    args = ", ".join(f"x{i}" for i in inputs)
-    fwd = ["", f"    def forward(self, {args}):", f"        B, H, W = x{inputs[0]}.shape[0], x{inputs[0]}.shape[2], x{inputs[0]}.shape[3]",
+    args = ", ".join(f"x{id_token(i)}" for i in inputs)
+    first = f"x{id_token(inputs[0])}"
+    fwd = ["", f"    def forward(self, {args}):", f"        B, H, W = {first}.shape[0], {first}.shape[2], {first}.shape[3]",
            "        C, dim = self.C, self.dim"]
     init_tail = ["        self.C, self.dim = C, dim"]
     result = None
@@ -410,15 +414,15 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
         comment = f"  # {file}:{node.span.line}  {node.source_text()}"
         if node.op is Op.OUTPUT:
             result = block.inputs_of(node_id)[0]
-            fwd.append(f"        return x{result}{comment}")
+            fwd.append(f"        return x{id_token(result)}{comment}")
             continue
         ctx.node = node
         lowered = LOWERINGS[node.op](ctx)  # type: ignore[index]
-        ref = f"self.layers['n{node_id}']"
+        ref = f"self.layers['n{id_token(node_id)}']"
         if lowered.module_source:
-            init.append(f"        self.layers['n{node_id}'] = {lowered.module_source}{comment}")
-        names = [f"x{i}" for i in block.inputs_of(node_id)]
-        fwd.append(f"        x{node_id} = {lowered.source(names, ref)}{comment}")
+            init.append(f"        {ref} = {lowered.module_source}{comment}")
+        names = [f"x{id_token(i)}" for i in block.inputs_of(node_id)]
+        fwd.append(f"        x{id_token(node_id)} = {lowered.source(names, ref)}{comment}")
     return "\n".join(init + init_tail + fwd) + "\n"
 
 

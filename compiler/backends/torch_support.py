@@ -42,7 +42,7 @@ class DropPath(nn.Module):
 class StagedNetwork(nn.Module):
     """NADER's staged network: stem, layer1, downsample1, layer2, ..., avg_pool, fc."""
 
-    def __init__(self, stem, stages, downsamples, in_features, num_classes):
+    def __init__(self, stem, stages, downsamples, in_features, num_classes, lastact=False):
         super().__init__()
         self.stem = stem
         self.num_stages = len(stages)
@@ -50,6 +50,8 @@ class StagedNetwork(nn.Module):
             setattr(self, f"layer{i}", nn.Sequential(*blocks))
             if i <= len(downsamples):
                 setattr(self, f"downsample{i}", downsamples[i - 1])
+        # NAS-Bench-201's network ends its last stage with BN-ReLU (`lastact`); NADER's does not
+        self.lastact = nn.Sequential(nn.BatchNorm2d(in_features), nn.ReLU()) if lastact else None
         self.avg_pool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = nn.Linear(in_features, num_classes)
 
@@ -59,6 +61,8 @@ class StagedNetwork(nn.Module):
             h = getattr(self, f"layer{i}")(h)
             if i < self.num_stages:
                 h = getattr(self, f"downsample{i}")(h)
+        if self.lastact is not None:
+            h = self.lastact(h)
         h = self.avg_pool(h)
         return self.fc(torch.flatten(h, 1))
 

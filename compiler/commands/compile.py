@@ -76,7 +76,7 @@ def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
               help="Write to this file instead of standard output (required for onnx).")
 @click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Override the blocks' roles.")
 @click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True)
-@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, imagenet, darts).")
+@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, nas-bench-201, imagenet, darts).")
 @click.option("--dataset", default=None, help="Dataset preset of the network (cifar10, cifar100, imagenet16-120, ...).")
 @click.option("--widths", default=None, help="Stage widths instead of fitting them, e.g. 16,32,64.")
 @click.option("--depths", default=None, help="Blocks per stage, e.g. 5,5,5.")

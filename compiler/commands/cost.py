@@ -25,7 +25,7 @@ def _g(value: int) -> str:
 
 @click.command("cost")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--network", "skeleton", type=click.Choice(["nb201", "imagenet", "darts"]), default="nb201",
+@click.option("--network", "skeleton", type=click.Choice(["nb201", "nas-bench-201", "imagenet", "darts"]), default="nb201",
               show_default=True, help="Skeleton to place the blocks in.")
 @click.option("--dataset", default=None,
               help="cifar10, cifar100, imagenet16-120, imagenet or digits (default: cifar10; imagenet for the "

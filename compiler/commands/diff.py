@@ -21,7 +21,7 @@ import click
 
 from nader.compiler.commands.common import load, report
 from nader.compiler.passes.canonical import BlockDiff, block_diff, canonical_hash
-from nader.dsl.ir import Block, Node
+from nader.dsl.ir import Block, Node, id_sort_key
 
 
 def _pair(blocks_a: list[Block], blocks_b: list[Block]):
@@ -101,7 +101,7 @@ def diff_json(d: BlockDiff, file_a: str, file_b: str) -> dict:
             "removed": [{"source": s, "target": t, "operand": int(lab) if lab else None} for s, t, lab in d.edges_removed],
             "added": [{"source": s, "target": t, "operand": int(lab) if lab else None} for s, t, lab in d.edges_added],
         },
-        "mapping": {str(k): v for k, v in sorted(d.mapping.items())},
+        "mapping": {str(k): v for k, v in sorted(d.mapping.items(), key=lambda kv: id_sort_key(kv[0]))},
     }
 
 

@@ -182,12 +182,18 @@ class CostContext:
 Rule = Callable[[CostContext, Node, list, Shape], Cost]
 
 
+def has_bias(node: Node) -> bool:
+    """Conv2d's `bias` flag (1 unless written `bias=0`)."""
+    value = node.params.get("bias")
+    return value is None or constant_int(value) != 0
+
+
 def _cost_conv(ctx: CostContext, node: Node, xs: list, out: Shape) -> Cost:
     (x,) = xs
     groups = ctx.result.facts.get(node.id, {}).get("groups") or ctx.size(node, "groups")
     return conv_cost(x[0], x[1], out[1], x[2], x[3], _pair(node.params["kernel_size"]),
                      _pair(node.params["stride"]), _pair(node.params["dilation"]), groups,
-                     convention=ctx.convention)
+                     bias=has_bias(node), convention=ctx.convention)
 
 
 def _cost_linear(ctx: CostContext, node: Node, xs: list, out: Shape) -> Cost:

@@ -9,9 +9,9 @@ from functools import lru_cache
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from nader.dsl.diagnostics import DiagnosticSink, Label, Severity, define_code
+from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
 from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
-from nader.dsl.ir import Block, Role
+from nader.dsl.ir import Block, NodeId, Role, free_id
 from nader.dsl.ops import REQUIRED, Category, Group, Op, ParamKind
 from nader.dsl.span import Span
 
@@ -28,8 +28,9 @@ DUPLICATE_ID = define_code("NAD201", "duplicate-node-id", E, "Two nodes share an
     2:ReLU
     ```
     ## Fix
-    Give every node its own id (`nadc fmt --renumber` renumbers a block).
-""")
+    Give every node its own id (`nadc fmt --renumber` renumbers a block); the fix gives the second
+    definition an unused integer id.
+""", FixAvailability.ALWAYS)
 UNDEFINED_NODE = define_code("NAD202", "undefined-node", E, "An edge names a node id that is not defined.", """
     ## What it does
     Reports edges whose source or target id has no node line.
@@ -62,8 +63,9 @@ BAD_TERMINALS = define_code("NAD204", "wrong-terminals", E, "The input/output te
     2:output
     ```
     ## Fix
-    Use `input` for single-input blocks and `input1`/`input2` for cells; keep one `output`.
-""")
+    Use `input` for single-input blocks and `input1`/`input2` for cells; keep one `output`. A
+    missing terminal comes with the fix that adds its node line (connecting it is left to you).
+""", FixAvailability.SOMETIMES)
 TERMINAL_EDGES = define_code("NAD205", "terminal-edges", E, "An input has incoming edges, or the output has outgoing ones / not exactly one input.", """
     ## What it does
     Reports edges into an input terminal, edges out of `output`, and an `output` that does not have
@@ -178,12 +180,15 @@ def _node_span(block: Block, node_id: int) -> Span:
 
 
 def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    seen: dict[int, Span] = {}
+    seen: dict[NodeId, Span] = {}
+    fresh = _free_id(block)
     for node in block.nodes:
         if node.id in seen:
-            sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", Span.on_line(node.span.line, node.id_span),
-                      f"give this node an unused id (e.g. {max(seen) + 1})", block.name,
-                      (Label(seen[node.id], "first defined here"),))
+            where = Span.on_line(node.span.line, node.id_span)
+            sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
+                      f"give this node an unused id, e.g. `{fresh}`", block.name,
+                      (Label(seen[node.id], "first defined here"),), Fix.replace(where, str(fresh)))
+            fresh += 1
         else:
             seen[node.id] = node.span
     for edge in block.edges:
@@ -208,14 +213,16 @@ def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     for op in wanted:
         found = [n for n in sources if n.op is op]
         if not found:
+            line = f"{_free_id(block)}:{op}"
             sink.emit(BAD_TERMINALS, f"the block has no `{op}` node", block.header_span,
-                      f"add a node `{_free_id(block)}:{op}` and connect it", block.name)
+                      f"add a node `{line}` and connect it", block.name, fix=_add_line(block, line))
         for extra in found[1:]:
             sink.emit(BAD_TERMINALS, f"`{op}` is defined more than once", extra.span,
                       "keep one and send its edges to every consumer", block.name, (Label(found[0].span, "first here"),))
     if not sinks:
+        line = f"{_free_id(block)}:output"
         sink.emit(BAD_TERMINALS, "the block has no `output` node", block.header_span,
-                  f"add a node `{_free_id(block)}:output` and an edge into it", block.name)
+                  f"add a node `{line}` and an edge into it", block.name, fix=_add_line(block, line))
     for extra in sinks[1:]:
         sink.emit(BAD_TERMINALS, "`output` is defined more than once", extra.span,
                   "merge the results with `Add` or `concat` and send that to one output", block.name,
@@ -223,7 +230,14 @@ def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 
 def _free_id(block: Block) -> int:
-    return max((n.id for n in block.nodes), default=-1) + 1
+    return free_id(n.id for n in block.nodes)
+
+
+def _add_line(block: Block, text: str) -> Fix:
+    """Inserts a node line above the block's first node or edge line (below the header if it has none)."""
+    lines = [item.span.line for item in (*block.nodes, *block.edges)]
+    at = min(lines) if lines else block.header_span.line + 1
+    return Fix.replace(Span(at, 1, at, 1), text + "\n")
 
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
@@ -340,6 +354,8 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     if kind is ParamKind.PROBABILITY:
         p = constant_number(value)
         return None if p is not None and 0 <= p < 1 else "a number in [0, 1)"
+    if kind is ParamKind.FLAG:
+        return None if constant_int(value) in (0, 1) else "0 or 1"
     # SIZE and SHAPE: integer expressions.
     if isinstance(value, TupleValue):
         return "a size expression, not a tuple"

@@ -5,6 +5,7 @@
 | `random` | `random.py` | mutate a uniformly chosen node of the tree |
 | `rea` | `rea.py` | regularized evolution, asynchronous (population 20, sample 5 by default) |
 | `tree` | `tree.py` | a parent-selection policy (NADER's DFS/BFS mix, top-k, Pareto) picks the node to mutate |
+| `nader` | `nader.py` | NADER's LLM agents: Proposer, Modifier with compiler feedback, Reflector (docs/agents.md) |
 
 Add a strategy by writing a module with a `Strategy` subclass and listing it here.
 """
@@ -17,9 +18,11 @@ from nader.runtime.errors import ConfigError
 from .base import Candidate, Option, Strategy, mutation_candidate
 from .random import RandomStrategy
 from .rea import REAStrategy
+from .nader import NaderStrategy
 from .tree import TreeStrategy
 
-STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy)}
+STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy,
+                                                             NaderStrategy)}
 
 
 def get_strategy(name: str) -> Type[Strategy]:

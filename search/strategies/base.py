@@ -99,6 +99,8 @@ class Strategy:
     name: ClassVar[str] = "base"
     summary: ClassVar[str] = ""
     options: ClassVar[Dict[str, Option]] = {}
+    # Options that may change between the sessions of one run (where an endpoint is, say).
+    session_options: ClassVar[frozenset] = frozenset()
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)

@@ -224,3 +224,13 @@ def test_endpoint_embedder_needs_a_model_name_and_checks_replies():
     short.embed_sync = lambda texts: [[1.0, 0.0]]
     with pytest.raises(ValueError, match="1 embeddings for 2 texts"):
         EndpointEmbedder(short, model="m").embed(["a", "b"])
+
+
+def test_other_schema_is_refused(tmp_path, kb):
+    kb.close()
+    conn = sqlite3.connect(tmp_path / "kb" / "kb.sqlite")
+    with conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    conn.close()
+    with pytest.raises(KnowledgeBaseError, match="has schema 0; this version reads schema 1"):
+        KnowledgeBase.open(tmp_path / "kb", embedder=HashingEmbedder())

@@ -11,7 +11,8 @@ BACKWARD_EDGE = define_code(
     "An edge goes from a higher node id to a lower one.", """
     ## What it does
     Flags an edge `a->b` between two operation nodes where `a > b`: the ids are not in dataflow
-    (topological) order. Edges from input terminals and into `output` are exempt, since the
+    (topological) order; only integer ids are compared, named ids (`conv_1`) have no order.
+    Edges from input terminals and into `output` are exempt, since the
     convention numbers the terminals first (`0:input`, `1:output`). Blocks with a cycle are left
     to `nadc verify` (NAD203).
     ## Why is this bad?
@@ -41,6 +42,11 @@ BACKWARD_EDGE = define_code(
 """)
 
 
+def _backward(source, target) -> bool:
+    """Only integer ids have an order; named ids (`conv_1`) are never backward."""
+    return isinstance(source, int) and isinstance(target, int) and source > target
+
+
 @rule(BACKWARD_EDGE)
 def check(block, ctx):
     if block.topological_order() is None:
@@ -51,7 +57,7 @@ def check(block, ctx):
             continue
         for index, s in enumerate(edge.sources):
             source = ctx.nodes.get(s)
-            if source is None or source.op in Group.TERMINAL or s <= edge.target:
+            if source is None or source.op in Group.TERMINAL or not _backward(s, edge.target):
                 continue
             yield Finding(edge.source_span(index),
                           f"edge `{s}->{edge.target}` goes from a later node to an earlier one",

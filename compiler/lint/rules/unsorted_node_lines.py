@@ -10,7 +10,7 @@ UNSORTED_NODE_LINES = define_code(
     "Node lines are not in increasing id order.", """
     ## What it does
     Flags the first node line whose id is smaller than the id of a node line above it
-    (once per block).
+    (once per block). Named ids (`conv_1`) have no order and are skipped.
     ## Why is this bad?
     Node ids are how edges refer to nodes; with node lines sorted by id a reader finds node `7`
     where they expect it, and with ids in dataflow order (NAD404) the node list reads as the
@@ -39,6 +39,8 @@ UNSORTED_NODE_LINES = define_code(
 def check(block, ctx):
     highest = None
     for node in block.nodes:
+        if not isinstance(node.id, int):  # named ids (`conv_1`) have no order
+            continue
         if highest is not None and node.id < highest.id:
             yield Finding(Span.on_line(node.span.line, node.id_span),
                           f"node {node.id} is defined after node {highest.id}",

@@ -1,0 +1,72 @@
+"""`nader-search bench-nad`: the NAD benchmark's table, against an endpoint or in replay.
+
+Exit status: 0 the table was printed, 1 a setting stopped early (a cap, the endpoint down, a
+replay miss: run again with the same --run-dir to resume from the record), 2 usage or
+configuration error (one line, no traceback; NADER_DEBUG=1 shows it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from ..llm.options import llm_options
+from .runner import SETTINGS
+
+
+def _fail(message: str) -> None:
+    click.echo(f"nader-search bench-nad: {message}", err=True)
+    sys.exit(2)
+
+
+@click.command("bench-nad", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--run-dir", type=click.Path(file_okay=False), required=True,
+              help="Where LLM calls and experiences are recorded (RUN/runs.sqlite).")
+@click.option("--setting", "settings", multiple=True, type=click.Choice(tuple(SETTINGS)),
+              help="Settings to run (repeatable) [default: all].")
+@click.option("--rounds", type=click.IntRange(1, 10), default=3, show_default=True,
+              help="Modifier rounds with feedback (k); settings without feedback use 1.")
+@click.option("--only", "only", default=None, help="Run only requests whose id starts with this (resnet_basic/micro).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Run at most this many requests.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@llm_options
+def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
+    """Run the Modifier on the NAD benchmark's 100 requests and print, per setting, the
+    executability (first reply verifies), executability after feedback, success rate and
+    tokens per request (docs/agents.md)."""
+    from ..knowledge.embedders import EmbedderUnavailable, default_embedder
+    from ..llm import LLMClient, LLMError
+    from ..llm.options import config_from_options
+    from . import nad
+    from .runner import format_table, run_setting
+
+    try:
+        config = config_from_options(**llm)
+        client = LLMClient.from_config(config, store=run_dir, replay=llm.get("replay"), role="modifier")
+        embedder = default_embedder()
+    except (LLMError, EmbedderUnavailable, OSError) as exc:
+        if os.environ.get("NADER_DEBUG"):
+            raise
+        _fail(str(exc))
+    requests = [r for r in nad.load() if only is None or r.id.startswith(only)][:limit]
+    if not requests:
+        _fail(f"no request id starts with {only!r}")
+    rows = []
+    try:
+        for setting in settings or tuple(SETTINGS):
+            result = run_setting(client, setting, requests, run_dir=run_dir, embedder=embedder, rounds=rounds)
+            rows.append(result.row())
+            if result.stopped:
+                break
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
+        sys.exit(130)
+    finally:
+        client.close()
+    if fmt == "json":
+        click.echo(json.dumps({"settings": rows, "requests": len(requests)}, indent=2))
+    else:
+        click.echo(format_table(rows), nl=False)
+    sys.exit(1 if any(r["stopped"] for r in rows) else 0)

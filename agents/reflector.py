@@ -1,0 +1,207 @@
+"""The Reflector: an experience base of the Modifier's outcomes, with one lesson each.
+
+Records (table `experiences` in the run's `RUN/runs.sqlite`, created on first use):
+
+| kind | when | detail |
+|---|---|---|
+| `failure` | the Modifier's block never verified | the compiler's diagnostics of the last reply |
+| `repair` | a failing first reply was fixed by feedback | the diff from the failing to the fixed block |
+| `success` | the architecture trained | accuracy change against the parent |
+| `training-failure` | out of memory, divergence, a crash, or accuracy below the parent's | the error or the drop |
+
+Each record is keyed by the embedding of its plan (the knowledge base's embedder, so lessons
+and ideas live in one vector space); `retrieve(plan)` returns the lessons of the 5 records whose
+plans are most similar. After each outcome the `reflector_lesson.v1` prompt writes the lesson,
+a tip of at most 50 words (longer replies are cut at 50 words).
+"""
+from __future__ import annotations
+
+import difflib
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+
+from .llm.jsonreply import ReplyFormatError, parse_json_object
+from .prompts import render
+
+KINDS = ("failure", "repair", "success", "training-failure")
+LESSON = "reflector_lesson.v1"
+MAX_LESSON_WORDS = 50
+TOP_K = 5
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS experiences (
+    id INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    arch_id TEXT,
+    parent_id TEXT,
+    kind TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    block TEXT,
+    accuracy_change REAL,
+    lesson TEXT,
+    embedder TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+@dataclass
+class Experience:
+    id: int
+    kind: str
+    plan: str
+    detail: str
+    lesson: Optional[str]
+    arch_id: Optional[str] = None
+    accuracy_change: Optional[float] = None
+
+
+def block_diff_text(before: str, after: str) -> str:
+    """A unified diff of two block texts, as the repair record keeps it."""
+    diff = difflib.unified_diff(before.splitlines(), after.splitlines(), "failing", "fixed", lineterm="", n=0)
+    return "\n".join(line for line in diff if not line.startswith(("---", "+++")))
+
+
+def cut_words(text: str, limit: int = MAX_LESSON_WORDS) -> str:
+    words = text.split()
+    return " ".join(words[:limit])
+
+
+class ExperienceBase:
+    """Experiences of one search, in the run's database. `scope` separates experience bases that
+    share a database (the NAD benchmark keeps one per setting; a search uses "search")."""
+
+    def __init__(self, path, embedder, scope: str = "search"):
+        self.scope = scope
+        path = Path(path)
+        if path.is_dir() or not path.suffix:
+            path.mkdir(parents=True, exist_ok=True)
+            path = path / "runs.sqlite"
+        self.path = path
+        self.embedder = embedder
+        self._conn = sqlite3.connect(path, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        with self._conn:
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _vector(self, text: str) -> np.ndarray:
+        return np.asarray(self.embedder.embed([text]), dtype=np.float32)[0]
+
+    def add(self, kind: str, plan: str, detail: str, *, lesson: Optional[str] = None, block: Optional[str] = None,
+            arch_id=None, parent_id=None, accuracy_change: Optional[float] = None) -> int:
+        if kind not in KINDS:
+            raise ValueError(f"unknown experience kind {kind!r} (one of {', '.join(KINDS)})")
+        vector = self._vector(plan)
+        with self._conn:
+            cur = self._conn.execute(
+                "INSERT INTO experiences (scope, arch_id, parent_id, kind, plan, detail, block, accuracy_change, lesson, "
+                "embedder, vector, created) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (self.scope, None if arch_id is None else str(arch_id), None if parent_id is None else str(parent_id), kind, plan,
+                 detail, block, accuracy_change, lesson, self.embedder.name, vector.tobytes(), time.time()))
+        return int(cur.lastrowid)
+
+    def has_training(self, arch_id) -> bool:
+        """Whether the architecture's training outcome is already recorded."""
+        row = self._conn.execute("SELECT 1 FROM experiences WHERE scope = ? AND arch_id = ? AND kind IN "
+                                 "('success', 'training-failure')", (self.scope, str(arch_id))).fetchone()
+        return row is not None
+
+    def all(self) -> List[Experience]:
+        rows = self._conn.execute(
+            "SELECT id, kind, plan, detail, lesson, arch_id, accuracy_change FROM experiences WHERE scope = ? ORDER BY id",
+            (self.scope,)).fetchall()
+        return [Experience(*row) for row in rows]
+
+    def __len__(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM experiences WHERE scope = ?", (self.scope,)).fetchone()[0]
+
+    def retrieve(self, plan: str, k: int = TOP_K) -> List[Experience]:
+        """The k experiences with a lesson whose plans are most similar to `plan`, best first."""
+        rows = self._conn.execute(
+            "SELECT id, kind, plan, detail, lesson, arch_id, accuracy_change, vector FROM experiences "
+            "WHERE scope = ? AND lesson IS NOT NULL AND embedder = ? ORDER BY id", (self.scope, self.embedder.name)).fetchall()
+        if not rows or k < 1:
+            return []
+        matrix = np.stack([np.frombuffer(r[7], dtype=np.float32) for r in rows])
+        sims = matrix @ self._vector(plan)
+        order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), -rows[i][0]))[:k]
+        return [Experience(*rows[i][:7]) for i in order]
+
+
+class Reflector:
+    """Writes lessons with an LLM client (`chat_sync`) and keeps them in an ExperienceBase."""
+
+    def __init__(self, client, experiences: ExperienceBase):
+        self.client = client
+        self.experiences = experiences
+
+    def lessons(self, plan: str, k: int = TOP_K) -> List[str]:
+        return [e.lesson for e in self.experiences.retrieve(plan, k)]
+
+    def lesson(self, kind: str, plan: str, detail: str, block: Optional[str] = None, *, arch_id=None) -> Optional[str]:
+        """One lesson from the LLM, or None when its reply stays unusable after one retry."""
+        messages = render(LESSON, kind=kind, plan=plan, detail=detail, block=(block or "").strip())
+        for attempt in (1, 2):
+            reply = self.client.chat_sync(messages, role="reflector", prompt=LESSON, json=True,
+                                          arch_id=None if arch_id is None else str(arch_id))
+            try:
+                lesson = parse_json_object(reply.text, truncated=reply.truncated).get("lesson")
+                if not isinstance(lesson, str) or not lesson.strip():
+                    raise ReplyFormatError('the reply needs a non-empty string "lesson"')
+                return cut_words(lesson.strip())
+            except ReplyFormatError as exc:
+                self.client.reject(reply, str(exc))
+                if attempt == 2:
+                    return None
+                messages = [*messages, {"role": "assistant", "content": reply.text},
+                            *render("reply_retry.v1", error=str(exc))[-1:]]
+        return None
+
+    def record(self, kind: str, plan: str, detail: str, *, block: Optional[str] = None, arch_id=None,
+               parent_id=None, accuracy_change: Optional[float] = None) -> int:
+        """Reflect on one outcome and keep it with its lesson."""
+        lesson = self.lesson(kind, plan, detail, block, arch_id=arch_id)
+        return self.experiences.add(kind, plan, detail, lesson=lesson, block=block, arch_id=arch_id,
+                                    parent_id=parent_id, accuracy_change=accuracy_change)
+
+    def record_modification(self, modification, plan: str, *, arch_id=None, parent_id=None) -> Optional[int]:
+        """A failure or a repair of the Modifier (a first-time success waits for training)."""
+        if not modification.ok:
+            last = modification.attempts[-1] if modification.attempts else None
+            detail = "Compiler diagnostics:\n" + (last.check.feedback if last else modification.error or "")
+            return self.record("failure", plan, detail, block=last.check.text if last else None,
+                               arch_id=arch_id, parent_id=parent_id)
+        failing = modification.repaired_from
+        if failing is not None:
+            detail = ("The first block failed with:\n" + failing.check.feedback + "\nThe fix:\n"
+                      + block_diff_text(failing.check.text or "", modification.base_text or ""))
+            return self.record("repair", plan, detail, arch_id=arch_id, parent_id=parent_id)
+        return None
+
+    def record_training(self, plan: str, *, status: str, valid_acc: Optional[float], parent_acc: Optional[float],
+                        error: Optional[str] = None, block: Optional[str] = None, arch_id=None,
+                        parent_id=None) -> int:
+        """A trained architecture: a success, or a training failure (crash, divergence, degradation)."""
+        change = None if valid_acc is None or parent_acc is None else valid_acc - parent_acc
+        if status != "ok":
+            detail = f"Training ended with status {status}" + (f": {error}" if error else "")
+            kind = "training-failure"
+        elif change is not None and change < 0:
+            detail = f"Validation accuracy fell by {-change:.2f} points against the parent ({parent_acc:.2f}%)."
+            kind = "training-failure"
+        else:
+            detail = (f"Validation accuracy {valid_acc:.2f}%" if valid_acc is not None else "Trained") + (
+                f", {change:+.2f} points against the parent." if change is not None else ".")
+            kind = "success"
+        return self.record(kind, plan, detail, block=block, arch_id=arch_id, parent_id=parent_id,
+                           accuracy_change=change)

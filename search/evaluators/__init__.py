@@ -1,0 +1,1 @@
+"""Evaluators that answer a trial without training: tabular benchmarks."""

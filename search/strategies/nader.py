@@ -1,0 +1,171 @@
+"""`nader`: NADER's team of LLM agents as a search strategy.
+
+* `ask`: the parent-selection policy picks the parent (NADER's DFS/BFS mix by default).
+* `propose`: the Proposer turns the knowledge base's ideas into a plan for the parent (ideas
+  already applied to it are left out), the Modifier writes the block with the compiler's
+  feedback and the Reflector's lessons, and the Reflector records a failure or a repair.
+* `tell`: the Reflector records the trained architecture: a success, or a training failure
+  (out of memory, divergence, a crash, accuracy below the parent's). On resume every finished
+  architecture is told again; one already in the experience base is skipped, so nothing is
+  reflected twice.
+
+The ablation switches are options: `reader=false` (ideas drawn at random), `ranking=false`,
+`feedback=false` (one round), `experience=false`. The LLM client is the project's one client:
+its calls are recorded in the run's `runs.sqlite` (`llm_calls`, with role and architecture), so
+a resumed search answers repeated calls from the record. Each architecture's `change` holds the
+plan, the idea, the Modifier's rounds and the tokens by agent; its `tokens_in`/`tokens_out`/
+`cost_usd` hold what producing it cost (the Reflector's later lesson is added when told).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from nader.runtime.errors import ConfigError
+
+from ..selection import POLICIES
+from .base import Candidate, Option, Strategy
+
+
+class NaderStrategy(Strategy):
+    name = "nader"
+    summary = "NADER's agents: Proposer (knowledge base), Modifier (compiler feedback), Reflector (experience)"
+    options = {
+        "kb": Option(str, "", "knowledge base directory (filled by `nader-search read`)"),
+        "reader": Option(bool, True, "ideas retrieved by similarity to the parent (false: drawn at random)"),
+        "ranking": Option(bool, True, "the LLM ranks the candidate ideas (false: the most similar is taken)"),
+        "feedback": Option(bool, True, "the compiler's diagnostics go back to the Modifier (false: one round)"),
+        "experience": Option(bool, True, "the Reflector's lessons go into the Modifier's prompt"),
+        "rounds": Option(int, 3, "Modifier rounds with feedback (k)", minimum=1),
+        "candidates": Option(int, 5, "ideas the Proposer ranks", minimum=1),
+        "selection": Option(str, "nader", "parent-selection policy", choices=tuple(POLICIES)),
+        "dfs": Option(float, 0.5, "nader: probability of a depth-first step", minimum=0.0),
+        "width": Option(int, 3, "nader: children a node may have before it is closed", minimum=1),
+        "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
+        "llm_base_url": Option(str, "", "the endpoint (overrides the configuration)"),
+        "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
+        "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
+    }
+    session_options = frozenset({"llm_config", "llm_base_url", "llm_model", "replay"})
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.run_dir = None
+        self.store = None
+        self.tree = None
+        self._agents = None
+
+    # ------------------------------------------------------------------ wiring
+    def bind(self, run_dir, store=None) -> None:
+        """The run directory (its runs.sqlite records LLM calls and experiences) and the store."""
+        self.run_dir, self.store = run_dir, store
+
+    def _team(self):
+        if self._agents is None:
+            self._agents = _Team(self.settings, self.run_dir)
+        return self._agents
+
+    def close(self) -> None:
+        if self._agents is not None:
+            self._agents.close()
+            self._agents = None
+
+    # ------------------------------------------------------------------ the interface
+    def ask(self, tree, rng):
+        self.tree = tree
+        s = self.settings
+        if s["selection"] == "nader":
+            return POLICIES["nader"](tree, rng, dfs=s["dfs"], width=s["width"])
+        return POLICIES[s["selection"]](tree, rng)
+
+    def propose(self, parent, rng) -> Candidate:
+        from nader.agents.modifier import split_architecture
+        from nader.agents.proposer import NoIdeas
+
+        team = self._team()
+        arch_id = str(self.tree.next_id) if self.tree is not None else None
+        base_text = split_architecture(parent.text)[0]
+        try:
+            plan = team.proposer.propose(base_text, history=self._history(parent), applied=self._applied(parent),
+                                         rng=rng, arch_id=arch_id)
+        except NoIdeas as exc:
+            return self._candidate(None, {}, error=str(exc))
+        lessons = team.reflector.lessons(plan.plan) if team.reflector else []
+        m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
+        if team.reflector is not None:
+            team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
+        change = {"plan": plan.plan, "idea": plan.idea, "idea_id": plan.idea_id, "rounds": m.rounds,
+                  "first_ok": m.first_ok}
+        return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
+
+    def tell(self, node) -> None:
+        team = self._team()
+        plan = (node.change or {}).get("plan")
+        if team.reflector is None or not plan or team.reflector.experiences.has_training(node.arch_id):
+            return
+        parent = self.tree[node.parent_id] if self.tree is not None and node.parent_id in self.tree.nodes else None
+        team.reflector.record_training(plan, status=node.status, valid_acc=node.valid_acc,
+                                       parent_acc=parent.valid_acc if parent is not None else None,
+                                       block=None, arch_id=node.arch_id, parent_id=node.parent_id)
+        spent = team.counting.take()
+        if self.store is not None and spent.total:
+            self.store.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)
+
+    # ------------------------------------------------------------------ helpers
+    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None) -> Candidate:
+        spent = self._team().counting.take()
+        change = {**change, "tokens": spent.by_role}
+        return Candidate(text, origin="llm", operator="nader", change=change, error=error,
+                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+
+    def _history(self, node) -> list:
+        """The plans on the path from the root to `node`, oldest first."""
+        plans = []
+        while node is not None:
+            plan = (node.change or {}).get("plan")
+            if plan:
+                plans.append(plan)
+            node = self.tree[node.parent_id] if node.parent_id is not None and self.tree else None
+        return plans[::-1]
+
+    def _applied(self, parent) -> set:
+        """Ideas already tried on this parent (by any child, valid or not)."""
+        return {c.change.get("idea_id") for c in self.tree.kids(parent.arch_id) if c.change} - {None}
+
+
+class _Team:
+    """The agents of one search, sharing one LLM client and the run's database."""
+
+    def __init__(self, s: dict, run_dir):
+        from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
+        from nader.agents.llm import LLMClient, LLMError
+        from nader.agents.llm.options import config_from_options
+        from nader.agents.modifier import Modifier
+        from nader.agents.proposer import Proposer
+        from nader.agents.reflector import ExperienceBase, Reflector
+        from nader.agents.tokens import CountingClient
+
+        if run_dir is None:
+            raise ConfigError("the nader strategy needs the run directory (bind(run_dir))")
+        if not s["kb"]:
+            raise ConfigError("the nader strategy needs a knowledge base: --option kb=DIR "
+                              "(fill one with `nader-search read PAPERS --kb DIR`)")
+        try:
+            flags = {k: v for k, v in (("base_url", s["llm_base_url"]), ("model", s["llm_model"])) if v}
+            config = config_from_options(config_path=s["llm_config"] or None, replay=s["replay"] or None, **flags)
+            self.client = LLMClient.from_config(config, store=run_dir, replay=s["replay"] or None, role="nader")
+            self.kb = KnowledgeBase.open(s["kb"])
+        except (LLMError, KnowledgeBaseError, OSError) as exc:
+            raise ConfigError(str(exc)) from None
+        self.counting = CountingClient(self.client)
+        self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
+                                 rank=s["ranking"])
+        self.modifier = Modifier(self.counting, rounds=s["rounds"] if s["feedback"] else 1)
+        self.reflector = None
+        if s["experience"]:
+            self.reflector = Reflector(self.counting, ExperienceBase(run_dir, self.kb.embedder))
+
+    def close(self) -> None:
+        if self.reflector is not None:
+            self.reflector.experiences.close()
+        self.kb.close()
+        self.client.close()

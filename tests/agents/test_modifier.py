@@ -1,0 +1,103 @@
+"""The Modifier against the loopback server: extraction, verification, the compiler's feedback
+for k rounds, unchanged blocks sent back, and the stem/downsample step."""
+from __future__ import annotations
+
+
+from pathlib import Path
+
+import pytest
+
+from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
+from nader.agents.modifier import Modifier, check_architecture, check_base_block
+from scripted import ScriptedLLM
+
+REPO = Path(__file__).resolve().parents[2]
+ARCH = (REPO / "examples" / "resnet_basic.nad").read_text()
+BASE = ARCH.split("##ResNetBasic_stem##")[0]
+PLAN = "Replace the first ReLU with GELU."
+GOOD = BASE.replace("4:ReLU", "4:GELU")
+BROKEN = GOOD.replace("6:BN", "6:BatchNormish")  # an unknown operation
+
+
+def test_check_base_block_reports_code_line_and_help():
+    check = check_base_block("```\n" + BASE.replace("3:BN", "3:BatchNormish") + "```")
+    assert not check.ok
+    assert "BatchNormish" in check.feedback and "error[NAD" in check.feedback
+    assert "help:" in check.feedback
+    assert check_base_block("```\n" + GOOD + "```").ok
+
+
+def test_no_block_in_reply_is_feedback():
+    check = check_base_block("I would add a GELU.")
+    assert not check.ok and check.codes == ["no-block"]
+
+
+def test_feedback_round_repairs_a_broken_block(server, tmp_path):
+    llm = ScriptedLLM({PLAN: [BROKEN, GOOD]})
+    server.responder = llm
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=3).modify(ARCH, PLAN, ["Keep Add nodes at two inputs."], arch_id="1")
+    client.close()
+    assert m.ok and not m.first_ok and m.rounds == 2
+    assert "4:GELU" in m.base_text and m.arch_text.count("##") == 6
+    second = server.chat_requests[1]["messages"]
+    assert second[-1]["role"] == "user" and "error[NAD" in second[-1]["content"]
+    assert "Keep Add nodes at two inputs." in second[1]["content"]
+    # The repair turn quotes the offending line of the reply.
+    assert "`6:BatchNormish`" in second[-1]["content"]
+    assert m.repaired_from is not None and "6:BatchNormish" in m.repaired_from.check.text
+
+
+def test_without_feedback_one_round_only(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [BROKEN, GOOD]})
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=1).write_block(BASE, PLAN)
+    client.close()
+    assert not m.ok and m.rounds == 1 and len(server.chat_requests) == 1
+    assert "did not verify after 1 round" in m.error
+
+
+def test_unchanged_block_is_sent_back(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [BASE, GOOD]})
+    client = make_client(server, tmp_path)
+    m = Modifier(client).write_block(BASE, PLAN)
+    client.close()
+    assert m.ok and m.rounds == 2
+    assert "same graph" in server.chat_requests[1]["messages"][-1]["content"]
+
+
+def test_gives_up_after_k_rounds(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [BROKEN]})
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=3).write_block(BASE, PLAN)
+    client.close()
+    assert not m.ok and m.rounds == 3 and len(server.chat_requests) == 3
+
+
+def test_stem_and_downsample_written_when_the_network_does_not_build(server, tmp_path):
+    # A parent whose downsample block does not halve the resolution cannot build a network:
+    # the Modifier asks for stem and downsample blocks and checks the network they build.
+    stem_down = ARCH[ARCH.index("##ResNetBasic_stem##"):]
+    bad_parent = BASE + stem_down.replace("kernel_size=3,stride=2", "kernel_size=3,stride=1") \
+        .replace("7:AvgPool2d(kernel_size=2,stride=2)", "7:Identity")
+    assert not check_architecture(bad_parent, "nb201").ok
+    server.responder = ScriptedLLM({PLAN: [GOOD]}, interface=stem_down)
+    client = make_client(server, tmp_path)
+    m = Modifier(client).modify(bad_parent, PLAN, arch_id="2")
+    client.close()
+    assert m.ok and len(m.interface_attempts) == 1 and m.rounds == 2
+    assert check_architecture(m.arch_text, "nb201").ok
+    assert "stride=2" in m.arch_text and "4:GELU" in m.arch_text
+    interface_prompt = server.chat_requests[1]["messages"][-1]["content"]
+    assert "could not be built" in interface_prompt and "downsample" in interface_prompt
+
+
+def test_interface_failure_after_k_rounds(server, tmp_path):
+    stem_down = ARCH[ARCH.index("##ResNetBasic_stem##"):]
+    bad_parent = BASE + stem_down.replace("7:AvgPool2d(kernel_size=2,stride=2)", "7:Identity") \
+        .replace("kernel_size=3,stride=2", "kernel_size=3,stride=1")
+    server.responder = ScriptedLLM({PLAN: [GOOD]}, interface="##X_stem##\n0:input\n1:output\n0->1\n")
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=2).modify(bad_parent, PLAN)
+    client.close()
+    assert not m.ok and len(m.interface_attempts) == 2 and "stem and downsample" in m.error

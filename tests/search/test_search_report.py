@@ -1,0 +1,61 @@
+"""`nader-search report` on a real (small) search: the CLI, the loader and the page in Chromium."""
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nader.agents.cli import main as cli
+from nader.search import run_search
+from nader.search.report.load import load_run
+from search_helpers import settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from browser import Browser, find_chromium  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("search") / "run"
+    run_search(settings(run, trials=4, strategy="rea"))
+    return run
+
+
+def test_loader_reads_every_architecture_of_the_tree(small_run):
+    run, archs = load_run(small_run)
+    conn = sqlite3.connect(small_run / "runs.sqlite")
+    rows = conn.execute("SELECT arch_id, parent_id, status, valid_acc FROM archs ORDER BY arch_id").fetchall()
+    conn.close()
+    assert [(int(a.id), None if a.parent is None else int(a.parent), a.status, a.valid_acc) for a in archs] == rows
+    assert run.dataset == "digits" and run.strategy == "rea"
+    assert all(a.text for a in archs if a.status == "ok")
+
+
+def test_report_command_writes_the_page(small_run, tmp_path):
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(cli, ["report", str(small_run), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert str(out) in result.output
+    html = out.read_text(encoding="utf-8")
+    assert "Modification tree" in html and "<svg" in html
+
+
+def test_report_of_a_directory_without_a_search_is_a_clean_error(tmp_path):
+    result = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "no search here" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
+def test_report_of_a_real_search_in_the_browser(small_run, tmp_path):
+    out = tmp_path / "r.html"
+    assert CliRunner().invoke(cli, ["report", str(small_run), "-o", str(out)]).exit_code == 0
+    _, archs = load_run(small_run)
+    with Browser() as browser:
+        browser.open(out.as_uri())
+        assert browser.problems() == []
+        assert browser.eval("document.querySelectorAll('#tree .tree-node').length") == len(archs)
+        ok = [a for a in archs if a.status == "ok"]
+        assert browser.eval("document.querySelectorAll('#plot-trials circle').length") == len(ok)
