@@ -25,7 +25,7 @@ def make_run(n: int = 30, seed: int = 0, evil: bool = False) -> tuple[Run, list[
     rng = random.Random(seed)
     t0 = 1_700_000_000.0
     archs = []
-    statuses = ["ok", "invalid", "duplicate", "failed", "over_budget", "diverged"]
+    statuses = ["ok", "invalid", "duplicate", "failed", "over-budget", "diverged"]
     for i in range(n):
         status = "ok" if i == 0 else rng.choices(statuses, [10, 2, 1, 1, 1, 1])[0]
         text = EXAMPLE.replace("ResNetBasic", f"Arch{i}")
