@@ -201,6 +201,9 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         finally:
             progress.close()
             ex.close()
+        # The builder's notes (e.g. the skeleton's standard stem standing in for a missing one), once.
+        for note in dict.fromkeys(n for r in results for n in (r.info or {}).get("notes", ())):
+            click.echo(f"note: {note}", err=True)
         if fmt == "json":
             click.echo(json.dumps([r.summary() for r in results], indent=2))
         else:
