@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -242,8 +243,9 @@ def layer(draw):
 def random_block(draw):
     """A block of random layers and merges. Nodes no later node consumes are dead (dropped when
     compiled); `LN`/`Linear` on the last axis of a (B,C,H,W) tensor are resolution-bound; a cell
-    may leave `input2` unused. Ids are integers (named ids can be drawn here once the parser has them)."""
+    may leave `input2` unused. Half the blocks name their ids (`2a`, `conv_2`, `n2`) as LLMs do."""
     role = draw(st.sampled_from(["X"] * 6 + ["X_downsample", "X_stem", "Cell"]))
+    style = draw(st.sampled_from(["{}", "{}", "{}a", "conv_{}", "n{}"]))
     inputs = ["input1", "input2"] if role == "Cell" else ["input"]
     lines = [f"{i}:{name}" for i, name in enumerate(inputs)]
     out_id = len(inputs)
@@ -268,7 +270,13 @@ def random_block(draw):
         edges += [f"{last}->{next_id}", f"{available[1]}->{next_id}"]
         last = next_id
     edges.append(f"{last}->{out_id}")
-    return f"##{role}##\n" + "\n".join(lines + edges) + "\n"
+    text = "\n".join(lines + edges)
+    if style != "{}":  # rename every id; terminals are known by their operation, not their id
+        text = re.sub(r"^(\d+):|(\d+)->(\d+)$",
+                      lambda m: (f"{style.format(m[1])}:" if m[1] is not None
+                                 else f"{style.format(m[2])}->{style.format(m[3])}"),
+                      text, flags=re.M)
+    return f"##{role}##\n{text}\n"
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
