@@ -98,7 +98,12 @@ class Checker:
             if same_architecture(arch, self._arch(tree, other)):
                 return Checked("duplicate", hash=h, duplicate_of=other)
         try:
+            # The blocks verify at the network's concrete stage sizes here (square-domain shape
+            # errors that only some sizes have surface now): such an architecture is invalid.
             model = network_model(arch, self._skeleton, self.depths, self._data.input_size, self._data.num_classes)
+        except BuildError as exc:
+            return Checked("invalid", hash=h, diagnostics=_diagnostics(exc))
+        try:
             fitted = fit(model, self.budget)
         except (BuildError, CostError) as exc:
             return Checked("over-budget", hash=h, diagnostics={"message": str(exc), "diagnostics": []})
