@@ -122,7 +122,7 @@ def test_square_only_blocks_verify_by_default_and_are_rejected_for_any_size(name
 def test_the_cli_states_the_domain_and_rejects_with_reasons(tmp_path):
     src = tmp_path / "blocks.nad"
     src.write_text(ATTENTION + TRANSPOSED_SUM + NORM_OVER_WIDTH)
-    square = run_nadc(["verify", str(src), "--format", "json"])
+    square = run_nadc(["verify", str(src), "--format", "json", "--shapes"])
     assert square.code == 0, square.stdout
     objects = json.loads(square.stdout)
     assert [(o["domain"], o["ok"]) for o in objects] == [("square", True)] * 3
