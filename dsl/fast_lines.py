@@ -85,9 +85,9 @@ _IDS = re.compile(_ID)
 _HEADER = re.compile(rf"{_WS}(#{{2,}}[^#\r\n]*#{{2,}}){_WS}")
 # What may end a line: nothing, or a comment (one `#`, then the rest of the line).
 _TAIL = re.compile(r"(#(?!#).*)?\Z")
-# Tokens inside a call. A number must not run into a letter, digit or `.` (`2C`, `1e5`, `1.`,
+# Tokens inside a call. A number must not run into a letter, digit or `.` (`2C`, `1e`, `1.`,
 # `.5`: the grammar's lexer splits or reads those otherwise); such lines go to Lark.
-_TOKEN = re.compile(rf"{_WS}(?:([0-9]+(?:\.[0-9]+)?)(?![A-Za-z0-9_.])|({_NAME})|(//|[-+*/(),=]))")
+_TOKEN = re.compile(rf"{_WS}(?:([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.])|({_NAME})|(//|[-+*/(),=]))")
 # Past these, a line goes to Lark: deep nesting (the reader below recurses) and huge numbers.
 _MAX_LEN, _MAX_NESTING = 400, 40
 
@@ -234,7 +234,7 @@ def _product(t: list, i: int):
 def _unary(t: list, i: int):
     kind, text, col, end = t[i]
     if kind == "num":
-        return Num(float(text) if "." in text else int(text), ColSpan(col, end)), i + 1
+        return Num(int(text) if text.isdigit() else float(text), ColSpan(col, end)), i + 1
     if kind == "name":
         return Sym(text, ColSpan(col, end)), i + 1
     if kind == "-":
