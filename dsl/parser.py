@@ -22,7 +22,7 @@ from typing import Optional, Union
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
 from .expr import SIZE_SYMBOLS, BinOp, Neg, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
-from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value
+from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
 from .ops import OpDef, all_names, lookup
 from .span import ColSpan, Span
 
@@ -270,7 +270,12 @@ def parse_line(text: str) -> ParsedLine:
     return parsed
 
 
-parse_line.cache_clear = _LINES.clear  # type: ignore[attr-defined]
+def _clear_caches() -> None:
+    _LINES.clear()
+    _BUT_FOR_ID.clear()
+
+
+parse_line.cache_clear = _clear_caches  # type: ignore[attr-defined]
 
 
 def grammar_parser():
@@ -284,12 +289,12 @@ def grammar_parser():
 
 
 def _parse_one(text: str) -> ParsedLine:
-    raw = read_line(text)
-    if raw is None:
+    parsed = _read_regular(text)
+    if parsed is None:
         from .lark_parser import read_alone
 
-        raw = read_alone(text)
-    return _finish(text, raw)
+        parsed = _finish(text, read_alone(text))
+    return parsed
 
 
 def _intern(lines: list[str]) -> None:
@@ -299,18 +304,46 @@ def _intern(lines: list[str]) -> None:
         return
     if len(_LINES) + len(missing) > _MAX_LINES:
         _LINES.clear()
+        _BUT_FOR_ID.clear()
     irregular = []
     for text in missing:
-        raw = read_line(text)
-        if raw is None:
+        parsed = _read_regular(text)
+        if parsed is None:
             irregular.append(text)
         else:
-            _LINES[text] = _finish(text, raw)
+            _LINES[text] = parsed
     if irregular:
         from .lark_parser import read_lines
 
         for text, raw in zip(irregular, read_lines(irregular)):
             _LINES[text] = _finish(text, raw)
+
+
+# Node lines that differ only in their id (`2:Conv2d(...)`, `5:Conv2d(...)`) read the same but
+# for it when the ids are equally wide: every column is the same, and no check of a node line
+# depends on its id. Keyed by the text around the id and its width.
+_NODE_ID = re.compile(r"[ \t\f]*([A-Za-z0-9_]+)[ \t\f]*:")
+_BUT_FOR_ID: dict[tuple[str, int, str], ParsedLine] = {}
+
+
+def _read_regular(text: str) -> Optional[ParsedLine]:
+    """A line read by the fast path, with its checks; None when it is not one of the fast forms."""
+    head = _NODE_ID.match(text)
+    if head is not None:
+        start, end = head.span(1)
+        key = (text[:start], end - start, text[end:])
+        like = _BUT_FOR_ID.get(key)
+        if like is not None:
+            n = like.item
+            return ParsedLine(NodeLine(node_id(text[start:end]), n.op_name, n.args, n.params, n.cols, n.id_cols,
+                                       n.op_cols), like.comment, like.problems)
+    raw = read_line(text)
+    if raw is None:
+        return None
+    parsed = _finish(text, raw)
+    if head is not None and type(parsed.item) is NodeLine:
+        _BUT_FOR_ID[key] = parsed
+    return parsed
 
 
 def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
