@@ -13,7 +13,8 @@ Input (written to a temporary folder, one file per architecture):
 Figures, each from fresh processes (nothing cached from an earlier run):
 * API: `parse` + `verify_program` over every file, in one process, after imports;
 * CLI: `nadc verify --format json FILE...` over all files (one invocation per stem stride),
-  wall time from process start to exit;
+  wall time from process start to exit, with the worker processes `nadc` starts over many files
+  (one per core) and, separately, in a single process (`--jobs 1`);
 * one block: wall time of `nadc verify --format json ONE.nad` from process start, median of
   `--cold-runs` runs, each on a different unseen block;
 * repeated input (labelled): the API on the same corpus again and again, which measures the
@@ -278,12 +279,13 @@ def timed(command: list[str]) -> tuple[subprocess.CompletedProcess, float, float
     return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def cli_run(paths: list[tuple[Path, int]]) -> tuple[int, float, float]:
-    """Blocks reported, wall and CPU seconds of `nadc verify --format json`, one process per stride."""
+def cli_run(paths: list[tuple[Path, int]], jobs: list[str]) -> tuple[int, float, float]:
+    """Blocks reported, wall and CPU seconds of `nadc verify --format json`, one invocation per stride
+    (`jobs`: extra options, e.g. `--jobs 1` for a single process)."""
     blocks, wall, cpu = 0, 0.0, 0.0
     for stride in sorted({s for _, s in paths}):
         group = [str(p) for p, s in paths if s == stride]
-        done, w, c = timed([nadc(), "verify", "--format", "json", "--stem-stride", str(stride), *group])
+        done, w, c = timed([nadc(), "verify", "--format", "json", "--stem-stride", str(stride), *jobs, *group])
         wall, cpu = wall + w, cpu + c
         if done.returncode not in (0, 1):
             raise SystemExit(f"verify: nadc failed (exit {done.returncode}): {done.stderr.strip()}")
@@ -346,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         # One warm-up run writes the bytecode and Lark's grammar cache, as any first use does.
         timed([nadc(), "verify", "--format", "json", str(paths[0][0])])
         api = run_child("api", str(manifest))
-        cli_blocks, cli_wall, cli_cpu = cli_run(paths)
+        cli_blocks, cli_wall, cli_cpu = cli_run(paths, [])
+        one_blocks, one_wall, one_cpu = cli_run(paths, ["--jobs", "1"])
         singles = [p for p, _ in paths if p.name.startswith("gen")] or [p for p, _ in paths]
         cold_wall, cold_cpu = cold_single(folder, singles, args.cold_runs)
         python_ms = interpreter_ms(5)
@@ -359,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
 
     api_rate = api["blocks"] / api["seconds"]
     cli_rate, cli_cpu_rate = cli_blocks / cli_wall, cli_blocks / cli_cpu
+    one_rate, one_cpu_rate = one_blocks / one_wall, one_blocks / one_cpu
     cold_ms, cold_cpu_ms = statistics.median(cold_wall), statistics.median(cold_cpu)
     if nader:
         anchor = nader["blocks"] / nader["seconds"]
@@ -372,8 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "meets the stretch" if ratio >= CLI_STRETCH_X else "meets" if ratio >= CLI_TARGET_X else "MISSES"
     cold_verdict = "meets" if cold_ms <= COLD_TARGET_MS else "MISSES"
     print(f"verify: CLI {cli_rate:,.0f} blocks/s on unseen blocks ({ratio:.1f}x NADER's {anchor:,.0f}/s: {verdict} "
-          f"the {CLI_TARGET_X}x target), API {api_rate:,.0f} blocks/s, one block from process start {cold_ms:.0f} ms "
-          f"({cold_verdict} the {COLD_TARGET_MS} ms target); by CPU time: CLI {cli_cpu_rate:,.0f}/s, "
+          f"the {CLI_TARGET_X}x target; single process {one_rate:,.0f}/s, {one_rate / anchor:.1f}x), "
+          f"API {api_rate:,.0f} blocks/s, one block from process start {cold_ms:.0f} ms "
+          f"({cold_verdict} the {COLD_TARGET_MS} ms target); by CPU time: CLI single process {one_cpu_rate:,.0f}/s, "
           f"API {api['blocks'] / api['cpu_seconds']:,.0f}/s, one block {cold_cpu_ms:.0f} ms")
     print(f"  input: {len(paths)} files, {api['blocks']} blocks, {distinct_lines:,} distinct of {total_lines:,} "
           f"non-blank lines (" + (f"from {args.inputs}" if args.inputs else
@@ -382,7 +387,9 @@ def main(argv: list[str] | None = None) -> int:
           f"by CPU), one fresh process, imports ({api['import_seconds'] * 1000:.0f} ms) not counted; parsing "
           f"{100 * api['parse_seconds'] / api['seconds']:.0f}% of it, verifying the rest")
     print(f"  CLI: nadc verify --format json, {cli_blocks} blocks in {cli_wall:.2f} s wall ({cli_cpu_rate:,.0f}/s by "
-          f"CPU), {len({s for _, s in paths})} process(es) (one per stem stride), start-up included")
+          f"CPU, all processes), {len({s for _, s in paths})} invocation(s) (one per stem stride), start-up included, "
+          f"worker processes as `nadc` chooses them ({os.cpu_count()} cores); with --jobs 1: {one_wall:.2f} s wall, "
+          f"{one_cpu_rate:,.0f}/s by CPU")
     print(f"  one block: median {cold_ms:.0f} ms wall ({cold_cpu_ms:.0f} ms CPU) over {len(cold_wall)} fresh "
           f"processes, min {min(cold_wall):.0f}, max {max(cold_wall):.0f}; bare `python -c pass`: {python_ms:.0f} ms")
     print(f"  anchor: {anchor_text}")

@@ -77,9 +77,9 @@ def _verify_json(files, role, stem_stride, limits, with_shapes, jobs) -> bool:
     Over many files, contiguous runs of them are verified in worker processes and their JSON
     pieces joined in file order: the same bytes as one process writes.
     """
-    processes = jobs or max(1, min(len(os.sched_getaffinity(0)), len(files) // FILES_PER_JOB))
-    if "-" in files:
-        processes = 1  # standard input is the parent's
+    processes = jobs or max(1, min(_cores(), len(files) // FILES_PER_JOB))
+    if "-" in files or not hasattr(os, "fork"):
+        processes = 1  # standard input is the parent's; workers are forked
     work = [(files[start:start + size], role, stem_stride, limits, with_shapes)
             for start, size in _runs(len(files), processes)]
     if len(work) > 1:
@@ -92,6 +92,11 @@ def _verify_json(files, role, stem_stride, limits, with_shapes, jobs) -> bool:
         pieces = [_json_piece(w) for w in work]
     click.echo("[" + ",".join(text for text, _ in pieces if text) + "]")
     return any(failed for _, failed in pieces)
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
