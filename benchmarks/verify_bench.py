@@ -14,7 +14,7 @@ Figures, each from fresh processes (nothing cached from an earlier run):
 * API: `parse` + `verify_program` over every file, in one process, after imports;
 * CLI: `nadc verify --format json FILE...` over all files (one invocation per stem stride),
   wall time from process start to exit, with the worker processes `nadc` starts over many files
-  (one per core) and, separately, in a single process (`--jobs 1`);
+  (one per idle core) and, separately, in a single process (`--jobs 1`);
 * one block: wall time of `nadc verify --format json ONE.nad` from process start, median of
   `--cold-runs` runs, each on a different unseen block;
 * repeated input (labelled): the API on the same corpus again and again, which measures the

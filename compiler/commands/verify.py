@@ -26,8 +26,8 @@ FILES_PER_JOB = 100
               help="Also print every node's inferred shape (JSON: a `shapes` object per block).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
 @click.option("--jobs", type=click.IntRange(1), default=None,
-              help=f"Processes for JSON output over many files (default: one per core from {FILES_PER_JOB} files a "
-                   "process on); the output is the same for any number.")
+              help=f"Processes for JSON output over many files (default: one per idle core, at least {FILES_PER_JOB} "
+                   "files each); the output is the same for any number.")
 def verify_cmd(files, role, stem_stride, max_elements, with_shapes, fmt, jobs):
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for all sizes.
 
@@ -77,7 +77,7 @@ def _verify_json(files, role, stem_stride, limits, with_shapes, jobs) -> bool:
     Over many files, contiguous runs of them are verified in worker processes and their JSON
     pieces joined in file order: the same bytes as one process writes.
     """
-    processes = jobs or max(1, min(_cores(), len(files) // FILES_PER_JOB))
+    processes = jobs or max(1, min(_idle_cores(), len(files) // FILES_PER_JOB))
     if "-" in files or not hasattr(os, "fork"):
         processes = 1  # standard input is the parent's; workers are forked
     work = [(files[start:start + size], role, stem_stride, limits, with_shapes)
@@ -85,7 +85,11 @@ def _verify_json(files, role, stem_stride, limits, with_shapes, jobs) -> bool:
     if len(work) > 1:
         import multiprocessing
 
-        # Forked workers start with everything imported; results come back in order.
+        from nader.dsl.parser import grammar_parser
+
+        # Forked workers start with everything imported, Lark's parser included (many files hold
+        # a broken line somewhere; each worker would import it again); results come back in order.
+        grammar_parser()
         with multiprocessing.get_context("fork").Pool(processes) as pool:
             pieces = pool.map(_json_piece, work, chunksize=1)
     else:
@@ -94,9 +98,15 @@ def _verify_json(files, role, stem_stride, limits, with_shapes, jobs) -> bool:
     return any(failed for _, failed in pieces)
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def _idle_cores() -> int:
+    """The cores this process may run on, less the load average: on a busy machine, extra workers
+    would only queue behind other jobs (measured: slower than one process)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return max(1, round(cores - load))
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
