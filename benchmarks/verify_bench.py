@@ -13,9 +13,11 @@ Input (written to a temporary folder, one file per architecture):
 Figures, each from fresh processes (nothing cached from an earlier run):
 * API: `parse` + `verify_program` over every file, in one process, after imports;
 * CLI: `nadc verify --format json FILE...` over all files (one invocation per stem stride),
-  wall time from process start to exit;
+  wall time from process start to exit, with the worker processes `nadc` starts over many files
+  (one per idle core) and, separately, in a single process (`--jobs 1`);
 * one block: wall time of `nadc verify --format json ONE.nad` from process start, median of
-  `--cold-runs` runs, each on a different unseen block;
+  `--cold-runs` runs, each on a different unseen block; the median of those with a syntax error
+  (which need Lark) is printed apart;
 * repeated input (labelled): the API on the same corpus again and again, which measures the
   caches, not unseen blocks.
 
@@ -278,12 +280,13 @@ def timed(command: list[str]) -> tuple[subprocess.CompletedProcess, float, float
     return done, wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def cli_run(paths: list[tuple[Path, int]]) -> tuple[int, float, float]:
-    """Blocks reported, wall and CPU seconds of `nadc verify --format json`, one process per stride."""
+def cli_run(paths: list[tuple[Path, int]], jobs: list[str]) -> tuple[int, float, float]:
+    """Blocks reported, wall and CPU seconds of `nadc verify --format json`, one invocation per stride
+    (`jobs`: extra options, e.g. `--jobs 1` for a single process)."""
     blocks, wall, cpu = 0, 0.0, 0.0
     for stride in sorted({s for _, s in paths}):
         group = [str(p) for p, s in paths if s == stride]
-        done, w, c = timed([nadc(), "verify", "--format", "json", "--stem-stride", str(stride), *group])
+        done, w, c = timed([nadc(), "verify", "--format", "json", "--stem-stride", str(stride), *jobs, *group])
         wall, cpu = wall + w, cpu + c
         if done.returncode not in (0, 1):
             raise SystemExit(f"verify: nadc failed (exit {done.returncode}): {done.stderr.strip()}")
@@ -291,16 +294,20 @@ def cli_run(paths: list[tuple[Path, int]]) -> tuple[int, float, float]:
     return blocks, wall, cpu
 
 
-def cold_single(folder: Path, sources: list[Path], runs: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU ms of `nadc verify --format json` on one unseen block, a fresh process each."""
-    walls, cpus = [], []
+def cold_single(folder: Path, sources: list[Path], runs: int) -> tuple[list[float], list[float], list[float]]:
+    """Wall and CPU ms of `nadc verify --format json` on one unseen block, a fresh process each; and
+    the wall ms of the runs whose block has a syntax error (NAD1xx: the front end needs Lark)."""
+    walls, cpus, broken = [], [], []
     for k, source in enumerate(sources[:runs]):
         path = folder / f"single{k}.nad"
         path.write_text(nader_sections(source.read_text(encoding="utf-8"))[-1] + "\n", encoding="utf-8")
-        _, wall, cpu = timed([nadc(), "verify", "--format", "json", str(path)])
+        done, wall, cpu = timed([nadc(), "verify", "--format", "json", str(path)])
         walls.append(wall * 1000)
         cpus.append(cpu * 1000)
-    return walls, cpus
+        if any(d["code"].startswith("NAD1") and d["severity"] == "error"
+               for o in json.loads(done.stdout) for d in o["diagnostics"]):
+            broken.append(wall * 1000)
+    return walls, cpus, broken
 
 
 def interpreter_ms(runs: int) -> float:
@@ -346,9 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         # One warm-up run writes the bytecode and Lark's grammar cache, as any first use does.
         timed([nadc(), "verify", "--format", "json", str(paths[0][0])])
         api = run_child("api", str(manifest))
-        cli_blocks, cli_wall, cli_cpu = cli_run(paths)
+        cli_blocks, cli_wall, cli_cpu = cli_run(paths, [])
+        one_blocks, one_wall, one_cpu = cli_run(paths, ["--jobs", "1"])
         singles = [p for p, _ in paths if p.name.startswith("gen")] or [p for p, _ in paths]
-        cold_wall, cold_cpu = cold_single(folder, singles, args.cold_runs)
+        cold_wall, cold_cpu, cold_broken = cold_single(folder, singles, args.cold_runs)
         python_ms = interpreter_ms(5)
         corpus = [(str(p), s) for p, s in paths if p.name.startswith("corpus")]
         repeated = None
@@ -359,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
     api_rate = api["blocks"] / api["seconds"]
     cli_rate, cli_cpu_rate = cli_blocks / cli_wall, cli_blocks / cli_cpu
+    one_rate, one_cpu_rate = one_blocks / one_wall, one_blocks / one_cpu
     cold_ms, cold_cpu_ms = statistics.median(cold_wall), statistics.median(cold_cpu)
     if nader:
         anchor = nader["blocks"] / nader["seconds"]
@@ -372,8 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "meets the stretch" if ratio >= CLI_STRETCH_X else "meets" if ratio >= CLI_TARGET_X else "MISSES"
     cold_verdict = "meets" if cold_ms <= COLD_TARGET_MS else "MISSES"
     print(f"verify: CLI {cli_rate:,.0f} blocks/s on unseen blocks ({ratio:.1f}x NADER's {anchor:,.0f}/s: {verdict} "
-          f"the {CLI_TARGET_X}x target), API {api_rate:,.0f} blocks/s, one block from process start {cold_ms:.0f} ms "
-          f"({cold_verdict} the {COLD_TARGET_MS} ms target); by CPU time: CLI {cli_cpu_rate:,.0f}/s, "
+          f"the {CLI_TARGET_X}x target; single process {one_rate:,.0f}/s, {one_rate / anchor:.1f}x), "
+          f"API {api_rate:,.0f} blocks/s, one block from process start {cold_ms:.0f} ms "
+          f"({cold_verdict} the {COLD_TARGET_MS} ms target); by CPU time: CLI single process {one_cpu_rate:,.0f}/s, "
           f"API {api['blocks'] / api['cpu_seconds']:,.0f}/s, one block {cold_cpu_ms:.0f} ms")
     print(f"  input: {len(paths)} files, {api['blocks']} blocks, {distinct_lines:,} distinct of {total_lines:,} "
           f"non-blank lines (" + (f"from {args.inputs}" if args.inputs else
@@ -382,9 +392,13 @@ def main(argv: list[str] | None = None) -> int:
           f"by CPU), one fresh process, imports ({api['import_seconds'] * 1000:.0f} ms) not counted; parsing "
           f"{100 * api['parse_seconds'] / api['seconds']:.0f}% of it, verifying the rest")
     print(f"  CLI: nadc verify --format json, {cli_blocks} blocks in {cli_wall:.2f} s wall ({cli_cpu_rate:,.0f}/s by "
-          f"CPU), {len({s for _, s in paths})} process(es) (one per stem stride), start-up included")
+          f"CPU, all processes), {len({s for _, s in paths})} invocation(s) (one per stem stride), start-up included, "
+          f"worker processes as `nadc` chooses them ({os.cpu_count()} cores); with --jobs 1: {one_wall:.2f} s wall, "
+          f"{one_cpu_rate:,.0f}/s by CPU")
     print(f"  one block: median {cold_ms:.0f} ms wall ({cold_cpu_ms:.0f} ms CPU) over {len(cold_wall)} fresh "
-          f"processes, min {min(cold_wall):.0f}, max {max(cold_wall):.0f}; bare `python -c pass`: {python_ms:.0f} ms")
+          f"processes, min {min(cold_wall):.0f}, max {max(cold_wall):.0f}; bare `python -c pass`: {python_ms:.0f} ms; "
+          + (f"{len(cold_broken)} of them with a syntax error (Lark needed): median {statistics.median(cold_broken):.0f} ms"
+             if cold_broken else "none with a syntax error"))
     print(f"  anchor: {anchor_text}")
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (wall figures suffer when "
           f"it exceeds the cores; the CPU figures much less)")

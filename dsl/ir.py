@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
@@ -160,9 +161,11 @@ class Block:
         if self._adjacency is None:
             inputs: dict[NodeId, list[NodeId]] = {}
             consumers: dict[NodeId, list[NodeId]] = {}
-            for s, t, _, _ in self.wires():
-                inputs.setdefault(t, []).append(s)
-                consumers.setdefault(s, []).append(t)
+            for e in self.edges:
+                t = e.target
+                for s in e.sources:
+                    inputs.setdefault(t, []).append(s)
+                    consumers.setdefault(s, []).append(t)
             self._adjacency = (inputs, consumers)
         return self._adjacency
     def node(self, node_id: NodeId) -> Optional[Node]:
@@ -201,23 +204,28 @@ class Block:
 
     def _topological_order(self) -> Optional[list[NodeId]]:
         ids = list(self.node_map())
-        indegree = {i: 0 for i in ids}
-        successors: dict[NodeId, list[NodeId]] = {i: [] for i in ids}
-        for s, t, _, _ in self.wires():
-            if s in indegree and t in indegree:
-                indegree[t] += 1
-                successors[s].append(t)
         position = {i: k for k, i in enumerate(ids)}
-        ready = sorted((i for i in ids if indegree[i] == 0), key=position.__getitem__)
+        indegree = [0] * len(ids)
+        successors: list[list[int]] = [[] for _ in ids]
+        for e in self.edges:
+            t = position.get(e.target)
+            if t is None:
+                continue
+            for s in e.sources:
+                k = position.get(s)
+                if k is not None:
+                    indegree[t] += 1
+                    successors[k].append(t)
+        # The ready node first in the file goes first: a heap of file positions (ascending: a heap already).
+        ready = [k for k in range(len(ids)) if indegree[k] == 0]
         order: list[NodeId] = []
         while ready:
-            current = ready.pop(0)
-            order.append(current)
-            for t in successors[current]:
+            k = heappop(ready)
+            order.append(ids[k])
+            for t in successors[k]:
                 indegree[t] -= 1
                 if indegree[t] == 0:
-                    ready.append(t)
-                    ready.sort(key=position.__getitem__)
+                    heappush(ready, t)
         return order if len(order) == len(ids) else None
 
     # -- roles ------------------------------------------------------------

@@ -63,6 +63,10 @@ class Category(enum.Enum):
     SHAPE_PRESERVING = "shape-preserving"  # output shape == input shape
     REGULARIZATION = "regularization"
 
+    # Members are singletons compared by identity; `OpDef.has` looks them up per node in every
+    # pass, and Enum's own hash is a Python-level call.
+    __hash__ = object.__hash__
+
 
 class ParamKind(enum.Enum):
     SIZE = "size"  # channel count: an expression in C and dim (not H, W)

@@ -3,29 +3,25 @@
 The Lark grammar in `grammar/nad.lark` defines the language. Every construct
 lives on one line, and spans inside a line are columns, so a parsed line is
 position-independent: the front end interns each distinct line's result and
-shares it between files. The lines of a file that are not interned yet are
-parsed together in one LALR pass whose inline transformer builds the IR
-pieces directly (no parse tree); after a broken line the pass resumes with
-the next one, and the broken line is parsed alone for its diagnostic. Block
-structure (header, then node and edge lines) is assembled here. Nothing is
-`eval`ed.
+shares it between files. A line not interned yet is read by the fast path
+(nader.dsl.fast_lines: compiled regular expressions for the regular line
+forms, building what the grammar's parser builds) or, when it is not one of
+those forms, by the grammar's LALR parser (nader.dsl.lark_parser, imported
+only then): all of a file's such lines in one pass, resumed after a broken
+line, which is read alone for its diagnostic. The line-level checks (names,
+parameters, headers) and the block structure (header, then node and edge
+lines) are here. Nothing is `eval`ed.
 """
 from __future__ import annotations
 
-import difflib
 import re
-import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
-
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from typing import Optional, Union
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
-from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
+from .expr import SIZE_SYMBOLS, BinOp, Neg, TupleValue, Value, symbols
+from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
 from .ops import OpDef, all_names, lookup
 from .span import ColSpan, Span
@@ -194,20 +190,6 @@ EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", "
 _BLANK = " \t\f\r"
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
 _ID = r"[A-Za-z0-9_]+"
-# `a-b`, `a=>b`, `a→b`, `0 2`: ids around something that is not `->`.
-_EDGE_LIKE = re.compile(rf"^\s*(?P<sources>{_ID}(?:\s*,\s*{_ID})*)(?P<arrow>\s*[-=>~<\u2192\u2013\u2014]+\s*|\s+)"
-                        rf"(?P<target>{_ID})\s*(?:#.*)?$", re.ASCII)
-_BAD_ID = re.compile(r"^\s*(?P<id>[^\s:#(),=]+)\s*:", re.ASCII)
-_SPACED_OP = re.compile(rf"^\s*(?P<id>{_ID})(?P<gap>\s+)(?P<op>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<paren>\(?)", re.ASCII)
-_GLUED_OP = re.compile(r"^\s*(?P<id>\d+)(?P<op>[A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
-_FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})[^`~]*$")
-_TERMINAL_TEXT = {
-    "INT": "an integer", "ID": "a node id", "FLOAT": "a decimal number", "NAME": "a name", "LPAR": "`(`", "RPAR": "`)`",
-    "COMMA": "`,`", "COLON": "`:`", "EQUAL": "`=`", "PLUS": "`+`", "MINUS": "`-`", "STAR": "`*`",
-    "SLASH": "`/`", "__ANON_0": "`->`", "HEADER": "a header", "COMMENT": "a comment", "$END": "end of line",
-}
-
-
 # -- line syntax (position-independent, interned) ------------------------------
 
 @dataclass(frozen=True)
@@ -244,15 +226,6 @@ class NodeLine:
 
 
 @dataclass(frozen=True)
-class EdgeLine:
-    sources: tuple[NodeId, ...]
-    target: NodeId
-    cols: ColSpan
-    source_cols: tuple[ColSpan, ...]
-    target_cols: ColSpan
-
-
-@dataclass(frozen=True)
 class ParsedLine:
     item: Union[HeaderLine, NodeLine, EdgeLine, None]
     comment: Optional[str] = None
@@ -263,132 +236,12 @@ class ParsedLine:
         return any(p.code.severity is Severity.ERROR for p in self.problems)
 
 
-def _tok_cols(tok: Token) -> ColSpan:
-    return ColSpan(tok.column, tok.end_column)
-
-
-class _Paren(NamedTuple):
-    """A parenthesised expression while its line is built: the value, and where its parentheses are.
-
-    An argument or an operation that starts or ends with `(...)` spans the parentheses; the
-    value inside keeps its own span.
-    """
-
-    value: Value
-    col: int
-    end_col: int
-
-
-def _value(x) -> Value:
-    return x.value if type(x) is _Paren else x
-
-
-def _start(x) -> int:
-    return x.col if type(x) is _Paren else x.span.col
-
-
-def _end(x) -> int:
-    return x.end_col if type(x) is _Paren else x.span.end_col
-
-
-class _LineBuilder(Transformer):
-    """Builds the IR pieces of a line while Lark parses it (`Lark(transformer=...)`): no parse tree.
-
-    Positions come from the tokens, so `(`, `)` and unary `-` are named terminals. Each
-    finished line is also appended to `_STATE.lines` while `_intern` collects them.
-    """
-
-    def int(self, ch):
-        t = ch[0]
-        return Num(int(t), ColSpan(t.column, t.end_column))
-
-    def float(self, ch):
-        t = ch[0]
-        return Num(float(t), ColSpan(t.column, t.end_column))
-
-    def symbol(self, ch):
-        t = ch[0]
-        return Sym(str(t), ColSpan(t.column, t.end_column))
-
-    def paren(self, ch):
-        return _Paren(_value(ch[1]), ch[0].column, ch[2].end_column)
-
-    def neg(self, ch):
-        return Neg(_value(ch[1]), ColSpan(ch[0].column, _end(ch[1])))
-
-    def _bin(op):  # noqa: N805 - builds the five binary-operator callbacks
-        def build(self, ch):
-            lhs, rhs = ch
-            return BinOp(op, _value(lhs), _value(rhs), ColSpan(_start(lhs), _end(rhs)))
-        return build
-
-    add, sub, mul, div, floordiv = _bin("+"), _bin("-"), _bin("*"), _bin("/"), _bin("//")
-
-    def tuple(self, ch):
-        return TupleValue(tuple(_value(x) for x in ch[1:-1]), ColSpan(ch[0].column, ch[-1].end_column))
-
-    def keyword_arg(self, ch):
-        name, value = ch
-        return Arg(str(name), _value(value), ColSpan(name.column, _end(value)), ColSpan(name.column, name.end_column))
-
-    def positional_arg(self, ch):
-        value = ch[0]
-        return Arg(None, _value(value), ColSpan(_start(value), _end(value)))
-
-    def call(self, ch):
-        return tuple(a for a in ch[1:-1] if a is not None), ch[-1].end_column
-
-    def node(self, ch):
-        ident, op = ch[0], ch[1]
-        args, end = ch[2] if len(ch) > 2 and ch[2] is not None else ((), op.end_column)
-        return ("node", node_id(ident), str(op), args, ColSpan(ident.column, end),
-                ColSpan(ident.column, ident.end_column), ColSpan(op.column, op.end_column))
-
-    def edge(self, ch):
-        return EdgeLine(tuple(node_id(t) for t in ch[:-1]), node_id(ch[-1]), ColSpan(ch[0].column, ch[-1].end_column),
-                        tuple(ColSpan(t.column, t.end_column) for t in ch[:-1]),
-                        ColSpan(ch[-1].column, ch[-1].end_column))
-
-    def line(self, ch):
-        lines = getattr(_STATE, "lines", None)
-        if lines is not None:
-            lines.append(ch)
-        return ch
-
-    def lines(self, ch):
-        return None  # the lines went to `_STATE.lines`
-
-    def program(self, ch):
-        return None
-
-
-_STATE = threading.local()
-
-
-@lru_cache(maxsize=1)
-def _lark() -> Lark:
-    grammar = resources.files("nader.grammar").joinpath("nad.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", start=["line", "program"], transformer=_LineBuilder(),
-                maybe_placeholders=True, cache=True)
-
-
-def grammar_parser() -> Lark:
-    """The Lark parser of the whole language (`start="program"` for whole files).
-
-    It builds IR pieces as it parses (an inline transformer), not a parse tree.
-    """
-    return _lark()
-
-
 _MAX_DEPTH = 100
 
 
-def _too_deep(parts) -> bool:
+def _too_deep(item) -> bool:
     """Whether an argument expression nests deeper than `_MAX_DEPTH` (walked without recursion)."""
-    stack = []
-    for part in parts:
-        if isinstance(part, tuple) and part[0] == "node":
-            stack.extend((a.value, 1) for a in part[3])
+    stack = [(a.value, 1) for a in item.args] if type(item) is RawNode else []
     while stack:
         value, depth = stack.pop()
         if depth > _MAX_DEPTH:
@@ -417,62 +270,97 @@ def parse_line(text: str) -> ParsedLine:
     return parsed
 
 
-parse_line.cache_clear = _LINES.clear  # type: ignore[attr-defined]
+def _clear_caches() -> None:
+    _LINES.clear()
+    _BUT_FOR_ID.clear()
+
+
+parse_line.cache_clear = _clear_caches  # type: ignore[attr-defined]
+
+
+def grammar_parser():
+    """The Lark parser of the whole language (`start="program"` for whole files).
+
+    It builds the raw line pieces as it parses (an inline transformer), not a parse tree.
+    """
+    from .lark_parser import grammar_parser as lark_parser
+
+    return lark_parser()
 
 
 def _parse_one(text: str) -> ParsedLine:
-    try:
-        parts = _lark().parse(text, start="line")
-    except UnexpectedInput as error:
-        return ParsedLine(None, None, (_classify_error(text, error),))
-    return _finish(text, parts)
+    parsed = _read_regular(text)
+    if parsed is None:
+        from .lark_parser import read_alone
+
+        parsed = _finish(text, read_alone(text))
+    return parsed
 
 
 def _intern(lines: list[str]) -> None:
-    """Parses the lines not interned yet, in one LALR pass (resumed after each broken line)."""
+    """Reads the lines not interned yet: the fast path, then the grammar's parser for the rest."""
     missing = [line for line in dict.fromkeys(lines) if line not in _LINES and line.strip(_BLANK)]
     if not missing:
         return
     if len(_LINES) + len(missing) > _MAX_LINES:
         _LINES.clear()
-    parser = _lark()
-    start = 0
-    while start < len(missing):
-        chunk = missing[start:]
-        done = _STATE.lines = []
-        try:
-            parser.parse("\n".join(chunk), start="program")
-        except UnexpectedInput:
-            pass
-        finally:
-            _STATE.lines = None
-        for text, parts in zip(chunk, done):
-            _LINES[text] = _finish(text, parts)
-        start += len(done)
-        if start < len(missing):  # the parse stopped at this line: parse it alone for its diagnostic
-            _LINES[missing[start]] = _parse_one(missing[start])
-            start += 1
+        _BUT_FOR_ID.clear()
+    irregular = []
+    for text in missing:
+        parsed = _read_regular(text)
+        if parsed is None:
+            irregular.append(text)
+        else:
+            _LINES[text] = parsed
+    if irregular:
+        from .lark_parser import read_lines
+
+        for text, raw in zip(irregular, read_lines(irregular)):
+            _LINES[text] = _finish(text, raw)
 
 
-def _finish(text: str, parts: list) -> ParsedLine:
-    """A parsed line's IR with its line-level checks (names, parameters, headers)."""
+# Node lines that differ only in their id (`2:Conv2d(...)`, `5:Conv2d(...)`) read the same but
+# for it when the ids are equally wide: every column is the same, and no check of a node line
+# depends on its id. Keyed by the text around the id and its width.
+_NODE_ID = re.compile(r"[ \t\f]*([A-Za-z0-9_]+)[ \t\f]*:")
+_BUT_FOR_ID: dict[tuple[str, int, str], ParsedLine] = {}
+
+
+def _read_regular(text: str) -> Optional[ParsedLine]:
+    """A line read by the fast path, with its checks; None when it is not one of the fast forms."""
+    head = _NODE_ID.match(text)
+    if head is not None:
+        start, end = head.span(1)
+        key = (text[:start], end - start, text[end:])
+        like = _BUT_FOR_ID.get(key)
+        if like is not None:
+            n = like.item
+            return ParsedLine(NodeLine(node_id(text[start:end]), n.op_name, n.args, n.params, n.cols, n.id_cols,
+                                       n.op_cols), like.comment, like.problems)
+    raw = read_line(text)
+    if raw is None:
+        return None
+    parsed = _finish(text, raw)
+    if head is not None and type(parsed.item) is NodeLine:
+        _BUT_FOR_ID[key] = parsed
+    return parsed
+
+
+def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
+    """A read line's IR with its line-level checks (names, parameters, headers)."""
+    if type(raw) is Problem:
+        return ParsedLine(None, None, (raw,))
+    item, comment = raw
     # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
     # passes downstream (str, evaluate): report them instead.
-    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(parts):
+    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(item):
         return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
                                                f"expression nested more than {_MAX_DEPTH} levels deep",
                                                "simplify the expression"),))
-    comment = None
-    item = None
-    for part in parts:
-        if isinstance(part, Token) and part.type == "COMMENT":
-            comment = str(part).rstrip()
-        else:
-            item = part
     problems: list[Problem] = []
-    if isinstance(item, Token):
+    if type(item) is RawHeader:
         item = _header(item, problems)
-    elif isinstance(item, tuple):
+    elif type(item) is RawNode:
         item = _node(item, problems)
     return ParsedLine(item, comment, tuple(problems))
 
@@ -485,12 +373,11 @@ def header_name(name: str) -> str:
     return cleaned or "block"
 
 
-def _header(tok: Token, problems: list[Problem]) -> Optional[HeaderLine]:
-    text = str(tok)
+def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
+    text, cols = raw
     left = len(text) - len(text.lstrip("#"))
     right = len(text) - len(text.rstrip("#"))
     name = text[left:len(text) - right].strip()
-    cols = _tok_cols(tok)
     if not _HEADER_NAME.fullmatch(name):
         if not name:
             problems.append(Problem(MALFORMED_HEADER, cols, "header has no name", "name the block: `##Name##`"))
@@ -506,6 +393,7 @@ def _header(tok: Token, problems: list[Problem]) -> Optional[HeaderLine]:
 
 
 def _suggest(name: str, choices: list[str]) -> Optional[str]:
+    import difflib  # only for misspelt names
     lowered = {c.lower(): c for c in choices}
     if name.lower() in lowered:
         return lowered[name.lower()]
@@ -513,8 +401,8 @@ def _suggest(name: str, choices: list[str]) -> Optional[str]:
     return close[0] if close else None
 
 
-def _node(raw: tuple, problems: list[Problem]) -> NodeLine:
-    _, node_id, op_name, args, cols, id_cols, op_cols = raw
+def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
+    node_id, op_name, args, cols, id_cols, op_cols = raw
     opdef = lookup(op_name)
     if opdef is None:
         guess = _suggest(op_name, all_names())
@@ -597,6 +485,15 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
     return params
 
 
+def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
+    """Whether `args` set parameter `name`, by keyword or by position."""
+    if any(a.name == name for a in args):
+        return True
+    slots = [p.name for p in opdef.params if not p.variadic]
+    positional = sum(1 for a in args if a.name is None)
+    return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
+
+
 # Help for a syntax error whose fix is uncertain, or would not fit where the line stands.
 _ADVICE = {
     MARKDOWN_FENCE: "delete the fence; block files hold only headers, nodes, edges and comments",
@@ -607,157 +504,6 @@ _ADVICE = {
     INVALID_ID: "write ids as integers or names of letters, digits and `_`",
     MISSING_COLON: "write the node as `ID:OP(args)`",
 }
-
-
-def _parses(text: str) -> bool:
-    """Whether a line parses with no syntax problem (a candidate fix is checked with this)."""
-    try:
-        _lark().parse(text, start="line")
-    except UnexpectedInput:
-        return False
-    header = _HEADER_TOKEN.match(text)
-    return header is None or _HEADER_NAME.fullmatch(header.group("name").strip()) is not None
-
-
-_HEADER_TOKEN = re.compile(r"^\s*#{2,}(?P<name>[^#\r\n]*)#{2,}")
-
-
-def _code_end(text: str) -> int:
-    """The column just after a line's code: before its comment and trailing blanks."""
-    code = text.split("#", 1)[0] if not text.lstrip().startswith("#") else text
-    return len(code.rstrip(_BLANK)) + 1
-
-
-def _fixed(text: str, cols: ColSpan, replacement: str) -> Optional[tuple[str, tuple[ColSpan, str]]]:
-    """The line with `cols` replaced, and the edit, if the result parses."""
-    candidate = text[:cols.col - 1] + replacement + text[cols.end_col - 1:]
-    return (candidate, (cols, replacement)) if _parses(candidate) else None
-
-
-def _shown(line: str) -> str:
-    """A line as a help text quotes it: without comment and surrounding blanks."""
-    return (line if line.lstrip().startswith("#") else line.split("#", 1)[0]).strip(_BLANK)
-
-
-def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
-    """Whether `args` set parameter `name`, by keyword or by position."""
-    if any(a.name == name for a in args):
-        return True
-    slots = [p.name for p in opdef.params if not p.variadic]
-    positional = sum(1 for a in args if a.name is None)
-    return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
-
-
-def _classify_error(text: str, error: UnexpectedInput) -> Problem:
-    """Turn a raw Lark error on one line into a named diagnostic.
-
-    A help that proposes new text comes with the edit that writes it, and only
-    when the edited line parses; otherwise the help is advice.
-    """
-    stripped = text.strip()
-    start = len(text) - len(text.lstrip()) + 1
-    whole = ColSpan(start, start + len(stripped))
-    if "```" in text:
-        at = text.index("```") + 1
-        if _FENCE_LINE.match(text):
-            return Problem(MARKDOWN_FENCE, ColSpan(at, at + 3), "markdown code fence in a block file",
-                           "delete the fence line", (ColSpan(1, len(text) + 1), ""))
-        return Problem(MARKDOWN_FENCE, ColSpan(at, at + 3), "markdown code fence in a block file",
-                       _ADVICE[MARKDOWN_FENCE])
-    if stripped.startswith("##"):
-        name = stripped.strip("#").strip()
-        fix = _fixed(text, whole, f"##{name}##") if name else None
-        if fix:
-            return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", f"write `##{name}##`", fix[1])
-        return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", _ADVICE[MALFORMED_HEADER])
-    opened = []
-    for i, ch in enumerate(text):
-        if ch == "(":
-            opened.append(i)
-        elif ch == ")":
-            if not opened:
-                cols = ColSpan(i + 1, i + 2)
-                fix = _fixed(text, cols, "")
-                if fix:
-                    return Problem(INVALID_SYNTAX, cols, "unmatched `)`", f"remove it: `{_shown(fix[0])}`", fix[1])
-                return Problem(INVALID_SYNTAX, cols, "unmatched `)`", "remove it or add the `(` it closes")
-            opened.pop()
-        elif ch == "#":
-            break
-    if opened:
-        at = opened[-1] + 1
-        end = _code_end(text)
-        fix = _fixed(text, ColSpan(end, end), ")")
-        if fix:
-            return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed",
-                           f"close it at the end of the line: `{_shown(fix[0])}`", fix[1])
-        return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed", _ADVICE[UNCLOSED_PAREN])
-    colon = _missing_colon(text)
-    if colon is not None:
-        return colon
-    edge = _EDGE_LIKE.match(text)
-    if edge and (edge.group("arrow").strip() or _all_integers(edge)):
-        arrow = edge.group("arrow").strip()
-        what = f"`{arrow}`" if arrow else "a space"
-        message = f"edge written with {what} instead of `->`"
-        if "<" not in arrow:
-            fix = _fixed(text, ColSpan(edge.start("arrow") + 1, edge.end("arrow") + 1), "->")
-            if fix:
-                return Problem(INVALID_ARROW, whole, message, f"write `{_shown(fix[0])}`", fix[1])
-        return Problem(INVALID_ARROW, whole, message, _ADVICE[INVALID_ARROW])
-    bad_id = _BAD_ID.match(text)
-    if bad_id and not re.fullmatch(_ID, bad_id.group("id"), re.ASCII):
-        written = bad_id.group("id")
-        span = ColSpan(bad_id.start("id") + 1, bad_id.end("id") + 1)
-        message = f"node id `{written}` has characters other than letters, digits and `_`"
-        clean = re.sub(r"[^A-Za-z0-9_]+", "_", written)
-        fix = _fixed(text, span, clean) if clean.strip("_") else None
-        if fix:
-            return Problem(INVALID_ID, span, message, f"write `{_shown(fix[0])}`", fix[1])
-        return Problem(INVALID_ID, span, message, _ADVICE[INVALID_ID])
-    return _generic_error(text, error)
-
-
-def _all_integers(edge: re.Match) -> bool:
-    ids = re.split(r"\s*,\s*", edge.group("sources")) + [edge.group("target")]
-    return all(i.isdigit() for i in ids)
-
-
-def _missing_colon(text: str) -> Optional[Problem]:
-    """`2 Conv2d(...)`, `conv1 ReLU`, `2ReLU`: an id and an operation without the `:` between."""
-    spaced = _SPACED_OP.match(text)
-    if spaced and (spaced.group("paren") or lookup(spaced.group("op"))):
-        cols = ColSpan(spaced.start("gap") + 1, spaced.end("gap") + 1)
-    else:
-        glued = _GLUED_OP.match(text)
-        if not glued or not lookup(glued.group("op")):
-            return None
-        at = glued.end("id") + 1
-        cols = ColSpan(at, at)
-    message = "missing `:` between the node id and its operation"
-    where = ColSpan(cols.col, cols.col + 1)
-    fix = _fixed(text, cols, ":")
-    if fix:
-        return Problem(MISSING_COLON, where, message, f"write `{_shown(fix[0])}`", fix[1])
-    return Problem(MISSING_COLON, where, message, _ADVICE[MISSING_COLON])
-
-
-def _generic_error(text: str, error: UnexpectedInput) -> Problem:
-    col = max(getattr(error, "column", 1) or 1, 1)
-    if isinstance(error, UnexpectedCharacters):
-        ch = text[col - 1] if col - 1 < len(text) else ""
-        return Problem(INVALID_SYNTAX, ColSpan(col, col + 1), f"unexpected character `{ch}`", _ADVICE[INVALID_SYNTAX])
-    expected = sorted({_TERMINAL_TEXT.get(t, f"`{t}`") for t in getattr(error, "expected", set()) or set()
-                       if t not in ("COMMENT", "_NL")})
-    wanted = ", ".join(expected) if expected else "something else"
-    if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
-        end = len(text.rstrip()) + 1
-        return Problem(INVALID_SYNTAX, ColSpan(end, end + 1), f"line ends early; expected {wanted}",
-                       "complete the line")
-    tok = error.token  # type: ignore[attr-defined]
-    width = max(len(str(tok)), 1)
-    return Problem(INVALID_SYNTAX, ColSpan(col, col + width), f"unexpected `{tok}`; expected {wanted}",
-                   _ADVICE[INVALID_SYNTAX])
 
 
 # -- files -----------------------------------------------------------------------

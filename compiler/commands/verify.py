@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 
 import click
 
@@ -10,6 +11,8 @@ from nader.compiler.commands.common import load
 from nader.compiler.reporting import FORMATS, render
 from nader.dsl.ir import Role
 
+#: Fewest files a process gets: below that, starting processes costs more than it saves.
+FILES_PER_JOB = 100
 
 @click.command("verify")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
@@ -25,7 +28,10 @@ from nader.dsl.ir import Role
 @click.option("--shapes", "with_shapes", is_flag=True,
               help="Also print every node's inferred shape (JSON: a `shapes` object per block).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
-def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt):
+@click.option("--jobs", type=click.IntRange(1), default=None,
+              help=f"Processes for JSON output over many files (default: one per idle core, at least {FILES_PER_JOB} "
+                   "files each); the output is the same for any number.")
+def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt, jobs):
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for every size of the domain.
 
     JSON output is a list with one object per block: file, block, role, domain, ok, diagnostics,
@@ -45,51 +51,128 @@ def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt)
     collecting = gc.isenabled()
     gc.disable()
     try:
-        failed = _verify(files, Role(role) if role else None, stem_stride, domain, max_elements, with_shapes, fmt)
+        role = Role(role) if role else None
+        checks = (role, stem_stride, domain, _limits(max_elements))
+        if fmt == "json":
+            failed = _verify_json(files, checks, with_shapes, jobs)
+        else:
+            failed = _verify(files, checks, with_shapes, fmt)
     finally:
         if collecting:
             gc.enable()
     raise SystemExit(1 if failed else 0)
 
 
-def _verify(files, role, stem_stride, domain, max_elements, with_shapes, fmt) -> bool:
-    """Print the report; whether any block or file has an error."""
-    from nader.compiler.passes import Limits, verify_program
+def _limits(max_elements):
+    from nader.compiler.passes import Limits
+
+    return Limits(max_elements=max_elements) if max_elements else Limits()
+
+
+def _file_object(parsed, file_level, domain, with_shapes) -> dict:
+    """The JSON object of a file with nothing to verify (unreadable, empty, no parsable block) or with
+    problems of the whole file."""
+    obj = {"file": parsed.program.path, "block": None, "role": None, "domain": str(domain),
+           "ok": False if parsed.program.blocks else not any(d.is_error for d in file_level),
+           "diagnostics": [d.to_json() for d in file_level], "constraints": []}
+    if with_shapes:
+        obj["shapes"] = {}
+    return obj
+
+
+def _verify_json(files, checks, with_shapes, jobs) -> bool:
+    """Print the JSON report; whether any block or file has an error.
+
+    Over many files, contiguous runs of them are verified in worker processes and their JSON
+    pieces joined in file order: the same bytes as one process writes.
+    """
+    processes = jobs or max(1, min(_idle_cores(), len(files) // FILES_PER_JOB))
+    if "-" in files or not hasattr(os, "fork"):
+        processes = 1  # standard input is the parent's; workers are forked
+    work = [(files[start:start + size], checks, with_shapes)
+            for start, size in _runs(len(files), processes)]
+    if len(work) > 1:
+        import multiprocessing
+
+        from nader.dsl.parser import grammar_parser
+
+        # Forked workers start with everything imported, Lark's parser included (many files hold
+        # a broken line somewhere; each worker would import it again); results come back in order.
+        grammar_parser()
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            pieces = pool.map(_json_piece, work, chunksize=1)
+    else:
+        pieces = [_json_piece(w) for w in work]
+    click.echo("[" + ",".join(text for text, _ in pieces if text) + "]")
+    return any(failed for _, failed in pieces)
+
+
+def _idle_cores() -> int:
+    """The cores this process may run on, less the load average: on a busy machine, extra workers
+    would only queue behind other jobs (measured: slower than one process)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return max(1, round(cores - load))
+
+
+def _runs(count: int, processes: int) -> list[tuple[int, int]]:
+    """(start, size) of `processes` contiguous runs covering `count` items, sizes within one of each other."""
+    size, extra = divmod(count, processes)
+    runs, start = [], 0
+    for k in range(processes):
+        n = size + (k < extra)
+        if n:
+            runs.append((start, n))
+        start += n
+    return runs or [(0, 0)]
+
+
+def _verify_file(parsed, checks):
+    from nader.compiler.passes import verify_program
+
+    role, stem_stride, domain, limits = checks
+    return verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
+
+
+def _json_piece(work) -> tuple[str, bool]:
+    """The JSON objects of some files (compact, without the list's brackets), and whether any failed."""
+    files, checks, with_shapes = work
+    objects, failed = [], False
+    for parsed in load(files):
+        reports, file_level = _verify_file(parsed, checks)
+        if not parsed.program.blocks or file_level:
+            objects.append(_file_object(parsed, file_level, checks[2], with_shapes))
+        failed |= any(d.is_error for d in file_level)
+        for report in reports:
+            failed |= not report.ok
+            objects.append(report.to_json(shapes=with_shapes))
+    return json.dumps(objects, separators=(",", ":"))[1:-1], failed  # compact: the C encoder, several times faster
+
+
+def _verify(files, checks, with_shapes, fmt) -> bool:
+    """Print the report for people; whether any block or file has an error."""
     from nader.compiler.passes.shapes import shape_str
 
-    limits = Limits(max_elements=max_elements) if max_elements else Limits()
     results = load(files)
-    objects, diagnostics, summary = [], [], []
+    diagnostics, summary = [], []
     failed = False
     for parsed in results:
-        reports, file_level = verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits,
-                                             domain=domain)
-        if not parsed.program.blocks or file_level:
-            # Nothing to verify (unreadable, empty or no parsable block), or problems of the whole file.
-            obj = {"file": parsed.program.path, "block": None, "role": None, "domain": str(domain),
-                   "ok": False if parsed.program.blocks else not any(d.is_error for d in file_level),
-                   "diagnostics": [d.to_json() for d in file_level], "constraints": []}
-            if with_shapes:
-                obj["shapes"] = {}
-            objects.append(obj)
+        reports, file_level = _verify_file(parsed, checks)
         diagnostics.extend(file_level)
         failed |= any(d.is_error for d in file_level)
         for report in reports:
             diagnostics.extend(report.diagnostics)
             failed |= not report.ok
-            if fmt == "json":
-                objects.append(report.to_json(shapes=with_shapes))
-                continue
             constraints = f"; constraints: {', '.join(report.constraints)}" if report.constraints else ""
             verdict = "ok" if report.ok else "error"
             summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({report.role}): {verdict}{constraints}")
             if with_shapes and report.shapes is not None:
                 summary.extend(f"  {node_id}: {shape_str(shape)}" for node_id, shape in report.shapes.shapes.items())
-    if fmt == "json":
-        click.echo(json.dumps(objects, separators=(",", ":")))  # compact: the C encoder, several times faster
-    else:
-        text = render(diagnostics, fmt, {r.program.path: r.source for r in results})
-        if text:
-            click.echo(text, nl=False)
-        click.echo("\n".join(summary))
+    text = render(diagnostics, fmt, {r.program.path: r.source for r in results})
+    if text:
+        click.echo(text, nl=False)
+    click.echo("\n".join(summary))
     return failed

@@ -1,0 +1,248 @@
+"""The front end's fast path: the regular line forms, read with compiled regular expressions.
+
+A pure accelerator. The grammar (grammar/nad.lark) stays the one definition of the language and
+Lark's LALR parser its reference reader. `read_line` reads only the forms agents write all the
+time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), token by token as the
+grammar's lexer does, and builds exactly what the Lark parser's inline transformer builds
+(`RawHeader`, `RawNode`, `EdgeLine`, the same expression objects with the same column spans). For
+any other line, including every line with a syntax error, it returns None and the caller parses
+the line with Lark: every syntax diagnostic, its recovery and its spans come from the grammar.
+tests/test_fast_lines.py checks that both readers give identical results.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NamedTuple, Optional, Union
+
+from .expr import BinOp, Neg, Num, Sym, TupleValue, Value
+from .ir import Arg, NodeId, node_id
+from .span import ColSpan
+
+
+class RawHeader(NamedTuple):
+    """A `##Name##` token as written; the parser checks the name."""
+
+    text: str
+    cols: ColSpan
+
+
+class RawNode(NamedTuple):
+    """A node line before its operation and arguments are checked."""
+
+    id: NodeId
+    op_name: str
+    args: tuple[Arg, ...]
+    cols: ColSpan
+    id_cols: ColSpan
+    op_cols: ColSpan
+
+
+@dataclass(frozen=True)
+class EdgeLine:
+    sources: tuple[NodeId, ...]
+    target: NodeId
+    cols: ColSpan
+    source_cols: tuple[ColSpan, ...]
+    target_cols: ColSpan
+
+
+class Paren(NamedTuple):
+    """A parenthesised expression while its line is built: the value, and where its parentheses are.
+
+    An argument or an operation that starts or ends with `(...)` spans the parentheses; the
+    value inside keeps its own span.
+    """
+
+    value: Value
+    col: int
+    end_col: int
+
+
+def value_of(x) -> Value:
+    return x.value if type(x) is Paren else x
+
+
+def start_of(x) -> int:
+    return x.col if type(x) is Paren else x.span.col
+
+
+def end_of(x) -> int:
+    return x.end_col if type(x) is Paren else x.span.end_col
+
+
+#: What a line holds once read: the item (None for a comment line) and the comment text.
+RawLine = tuple[Union[RawHeader, RawNode, EdgeLine, None], Optional[str]]
+
+# Blanks the grammar ignores between tokens; a line with `\r` inside goes to Lark.
+_WS = "[ \t\f]*"
+_ID = "[A-Za-z0-9_]+"
+_NAME = "[A-Za-z_][A-Za-z0-9_]*"
+_NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
+_EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}")
+_IDS = re.compile(_ID)
+# The grammar's HEADER terminal, matched where the grammar's lexer matches it.
+_HEADER = re.compile(rf"{_WS}(#{{2,}}[^#\r\n]*#{{2,}}){_WS}")
+# What may end a line: nothing, or a comment (one `#`, then the rest of the line).
+_TAIL = re.compile(r"(#(?!#).*)?\Z")
+# Tokens inside a call. A number must not run into a letter, digit or `.` (`2C`, `1e`, `1.`,
+# `.5`: the grammar's lexer splits or reads those otherwise); such lines go to Lark.
+_TOKEN = re.compile(rf"{_WS}(?:([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.])|({_NAME})|(//|[-+*/(),=]))")
+# Past these, a line goes to Lark: deep nesting (the reader below recurses) and huge numbers.
+_MAX_LEN, _MAX_NESTING = 400, 40
+
+
+class _Decline(Exception):
+    """The line is not one of the fast forms."""
+
+
+def read_line(text: str) -> Optional[RawLine]:
+    """The line's item and comment as the grammar reads them, or None when Lark must read it."""
+    if len(text) > _MAX_LEN or "\r" in text or "\n" in text:
+        return None
+    head = _NODE_HEAD.match(text)
+    if head is not None:
+        return _node(text, head)
+    edge = _EDGE.match(text)
+    if edge is not None:
+        return _edge(text, edge)
+    header = _HEADER.match(text)
+    if header is not None:
+        tail = _TAIL.match(text, header.end())
+        if tail is None:
+            return None
+        return RawHeader(header.group(1), ColSpan(header.start(1) + 1, header.end(1) + 1)), _comment(tail)
+    start = len(text) - len(text.lstrip(" \t\f"))
+    tail = _TAIL.match(text, start)
+    if tail is None or tail.group(1) is None:
+        return None
+    return None, _comment(tail)
+
+
+def _comment(tail: re.Match) -> Optional[str]:
+    comment = tail.group(1)
+    return comment.rstrip() if comment is not None else None
+
+
+def _edge(text: str, edge: re.Match) -> Optional[RawLine]:
+    tail = _TAIL.match(text, edge.end())
+    if tail is None:
+        return None
+    sources = list(_IDS.finditer(text, edge.start(1), edge.end(1)))
+    source_cols = tuple(ColSpan(m.start() + 1, m.end() + 1) for m in sources)
+    target_cols = ColSpan(edge.start(2) + 1, edge.end(2) + 1)
+    item = EdgeLine(tuple(node_id(m.group()) for m in sources), node_id(edge.group(2)),
+                    ColSpan(source_cols[0].col, target_cols.end_col), source_cols, target_cols)
+    return item, _comment(tail)
+
+
+def _node(text: str, head: re.Match) -> Optional[RawLine]:
+    id_cols = ColSpan(head.start(1) + 1, head.end(1) + 1)
+    op_cols = ColSpan(head.start(2) + 1, head.end(2) + 1)
+    pos = head.end()
+    args, end = (), op_cols.end_col
+    if pos < len(text) and text[pos] == "(":
+        if text.count("(") + text.count("-") > _MAX_NESTING:
+            return None
+        tokens = []
+        while (m := _TOKEN.match(text, pos)) is not None:
+            number, name, punct = m.groups()
+            kind = "num" if number is not None else "name" if name is not None else punct
+            tokens.append((kind, m.group(m.lastindex), m.start(m.lastindex) + 1, m.end() + 1))
+            pos = m.end()
+        while pos < len(text) and text[pos] in " \t\f":
+            pos += 1
+        tokens.append(("end", "", pos + 1, pos + 1))
+        try:
+            args, end, used = _call(tokens)
+        except _Decline:
+            return None
+        if used != len(tokens) - 1:
+            return None
+    tail = _TAIL.match(text, pos)
+    if tail is None:
+        return None
+    item = RawNode(node_id(head.group(1)), head.group(2), args, ColSpan(id_cols.col, end), id_cols, op_cols)
+    return item, _comment(tail)
+
+
+# -- the call: a recursive-descent reader of the grammar's `call` rule --------------------
+# Tokens are (kind, text, column, end column); kinds are "num", "name", the punctuation itself
+# and "end". Each function returns what the transformer builds and the index after it.
+
+def _call(t: list) -> tuple[tuple[Arg, ...], int, int]:
+    """`"(" [arg ("," arg)*] ")"`: the arguments, the end column and the tokens used."""
+    if t[0][0] != "(":
+        raise _Decline
+    args = []
+    i = 1
+    if t[i][0] != ")":
+        while True:
+            arg, i = _arg(t, i)
+            args.append(arg)
+            if t[i][0] == ",":
+                i += 1
+            elif t[i][0] == ")":
+                break
+            else:
+                raise _Decline
+    return tuple(args), t[i][3], i + 1
+
+
+def _arg(t: list, i: int) -> tuple[Arg, int]:
+    if t[i][0] == "name" and t[i + 1][0] == "=":
+        name = t[i]
+        value, j = _tuple_or_expr(t, i + 2)
+        return Arg(name[1], value_of(value), ColSpan(name[2], end_of(value)), ColSpan(name[2], name[3])), j
+    value, j = _tuple_or_expr(t, i)
+    return Arg(None, value_of(value), ColSpan(start_of(value), end_of(value))), j
+
+
+def _tuple_or_expr(t: list, i: int):
+    """`tuple` (`"(" expr ("," expr)+ ")"`) where one stands, else `expr`."""
+    if t[i][0] == "(":
+        first, j = _sum(t, i + 1)
+        if t[j][0] == ",":
+            items = [value_of(first)]
+            while t[j][0] == ",":
+                item, j = _sum(t, j + 1)
+                items.append(value_of(item))
+            if t[j][0] != ")":
+                raise _Decline
+            return TupleValue(tuple(items), ColSpan(t[i][2], t[j][3])), j + 1
+    return _sum(t, i)
+
+
+def _sum(t: list, i: int):
+    lhs, i = _product(t, i)
+    while t[i][0] == "+" or t[i][0] == "-":
+        op = t[i][0]
+        rhs, i = _product(t, i + 1)
+        lhs = BinOp(op, value_of(lhs), value_of(rhs), ColSpan(start_of(lhs), end_of(rhs)))
+    return lhs, i
+
+
+def _product(t: list, i: int):
+    lhs, i = _unary(t, i)
+    while t[i][0] in ("*", "/", "//"):
+        op = t[i][0]
+        rhs, i = _unary(t, i + 1)
+        lhs = BinOp(op, value_of(lhs), value_of(rhs), ColSpan(start_of(lhs), end_of(rhs)))
+    return lhs, i
+
+
+def _unary(t: list, i: int):
+    kind, text, col, end = t[i]
+    if kind == "num":
+        return Num(int(text) if text.isdigit() else float(text), ColSpan(col, end)), i + 1
+    if kind == "name":
+        return Sym(text, ColSpan(col, end)), i + 1
+    if kind == "-":
+        operand, j = _unary(t, i + 1)
+        return Neg(value_of(operand), ColSpan(col, end_of(operand))), j
+    if kind == "(":
+        inner, j = _sum(t, i + 1)
+        if t[j][0] != ")":
+            raise _Decline
+        return Paren(value_of(inner), col, t[j][3]), j + 1
+    raise _Decline
