@@ -97,7 +97,7 @@ class Checker:
             arch = self.load(text)
         except BuildError as exc:
             return Checked("invalid", diagnostics=_diagnostics(exc))
-        refusal = self.space.refuse(text) if self.space is not None else None
+        refusal = self.space.refuse(text, arch) if self.space is not None else None
         if refusal is not None:
             return Checked("invalid", diagnostics={"message": refusal, "diagnostics": [
                 {"code": "not-in-space", "block": None, "line": None, "col": None, "message": refusal}]})

@@ -124,11 +124,11 @@ def _strategy_epilog() -> str:
 @click.option("--kb", default=None, type=click.Path(file_okay=False),
               help="nader: the knowledge base directory (filled by `nader-search read`).")
 @click.option("--llm-config", default=None, type=click.Path(dir_okay=False),
-              help="nader: TOML file with the [llm] section [default: ./nader.toml if present].")
-@click.option("--llm-base-url", default=None, help="nader: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-@click.option("--llm-model", default=None, help="nader: chat model name as the endpoint knows it.")
+              help="nader, genius: TOML file with the [llm] section [default: ./nader.toml if present].")
+@click.option("--llm-base-url", default=None, help="nader, genius: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+@click.option("--llm-model", default=None, help="nader, genius: chat model name as the endpoint knows it.")
 @click.option("--replay", default=None, type=click.Path(file_okay=False),
-              help="nader: answer every LLM call from this recorded run (no endpoint).")
+              help="nader, genius: answer every LLM call from this recorded run (no endpoint).")
 @click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
 @click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
               help="nader ablation: take the most similar idea, no LLM ranking.")

@@ -30,8 +30,9 @@ class Space:
         """The architecture text of a root given as text (a file's contents)."""
         return text
 
-    def refuse(self, text: str) -> Optional[str]:
-        """Why an architecture that verified is outside the space, or None when it is inside."""
+    def refuse(self, text: str, arch=None) -> Optional[str]:
+        """Why an architecture that verified is outside the space, or None when it is inside
+        (`arch`: the text's loaded Architecture, when the caller has it)."""
         return None
 
     def mutate(self, parent, rng: random.Random):
@@ -62,20 +63,29 @@ class NB201Space(Space):
     def cell(self, text: str) -> nb201.Cell:
         return nb201.cell_of_text(text)
 
-    def refuse(self, text: str) -> Optional[str]:
+    def refuse(self, text: str, arch=None) -> Optional[str]:
         try:
-            cell = self.cell(text)
+            self.cell(text)
         except nb201.NotInSpace as exc:
             return f"not a cell of the NAS-Bench-201 space: {exc}"
         from nader.compiler.passes.canonical import equivalent
         from nader.compiler.network import load_architecture
 
-        arch, own = load_architecture(text, self.skeleton), load_architecture(nb201.architecture(cell), self.skeleton)
+        arch = arch if arch is not None else load_architecture(text, self.skeleton)
+        own = self._network()
         for part in ("stem", "downsample"):
             if not equivalent(arch.block(part), own.block(part)):
                 return (f"not NAS-Bench-201's network: its {part} block differs from NB201's "
                         f"(the space varies the cell only)")
         return None
+
+    def _network(self):
+        """NB201's stem and reduction blocks (the same for every cell), loaded once."""
+        if getattr(self, "_own", None) is None:
+            from nader.compiler.network import load_architecture
+
+            self._own = load_architecture(nb201.architecture(nb201.RESNET), self.skeleton)
+        return self._own
 
     def mutate(self, parent, rng: random.Random):
         """One edge of the parent's cell gets another operation (uniform edge, uniform new op)."""

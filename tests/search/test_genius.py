@@ -43,9 +43,9 @@ class CellLLM:
         return reply(f"More 3x3 convolutions should help.\nop_list = {choice}")
 
 
-@pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    return T.write_table("nats-bench", tmp_path_factory.mktemp("nats"))
+@pytest.fixture
+def table(nb201_table):
+    return nb201_table
 
 
 def _cell_settings(run, table, server, **extra):

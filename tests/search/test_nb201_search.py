@@ -22,10 +22,9 @@ from nader.search.tree import Tree  # noqa: E402
 from search_helpers import EXAMPLE, ROOT_TEXT  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    """The whole space in NATS-Bench's format (about 8 s to write)."""
-    return T.write_table("nats-bench", tmp_path_factory.mktemp("nats"))
+@pytest.fixture
+def table(nb201_table):
+    return nb201_table
 
 
 def _settings(run, table, **extra):
