@@ -18,6 +18,7 @@ the next prompt's history.
   before it); the parent is the last architecture evaluated, so the tree is the chain of
   iterations. After `iterations` evaluated proposals it stops the search (code `iterations`);
   `--trials` counts the root as well, so the default 30 never binds before the default 10.
+  After 8 proposals in a row that were invalid or repeats, it stops too (code `rejects`).
 * `propose`: one conversation with the LLM; its tokens and cost go on the candidate.
 * `tell`: nothing: the history is rebuilt from the tree, so a resumed search continues it.
 
@@ -40,6 +41,7 @@ CELL_PROMPT = "genius_cell.v1"
 BLOCK_PROMPT = "genius_block.v1"
 REPAIR_PROMPT = "genius_repair.v1"
 ROLE = "genius"
+MAX_REJECTED_IN_ROW = 8  # proposals in a row that were invalid or repeated before GENIUS gives up
 _OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
 _NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|[^\s|]+~\d\|")
 
@@ -108,6 +110,11 @@ class GeniusStrategy(Strategy):
         done = sum(1 for n in tree if n.operator == ROLE and n.status in TRIALS)
         if done >= self.settings["iterations"]:
             raise StopSearch(f"GENIUS made its {done} iterations", code="iterations")
+        ours = [n for n in tree if n.operator == ROLE]
+        last = ours[-MAX_REJECTED_IN_ROW:]
+        if len(last) == MAX_REJECTED_IN_ROW and all(n.status in REJECTED for n in last):
+            raise StopSearch(f"GENIUS's last {MAX_REJECTED_IN_ROW} proposals were all invalid or already tried",
+                             code="rejects")
         evaluated = [n for n in tree if n.status in FINAL]
         return max(evaluated, key=lambda n: (n.finished or 0, n.arch_id)) if evaluated else tree.root
 

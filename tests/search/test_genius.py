@@ -203,3 +203,14 @@ def test_genius_needs_an_endpoint_or_a_replay_before_anything_trains(tmp_path, m
     assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM archs") == [(0,)]
     with pytest.raises(ConfigError, match="cannot read"):
         run_search(settings(tmp_path / "run", strategy="genius", strategy_options={"llm_config": "none.toml"}))
+
+
+def test_genius_stops_when_the_model_keeps_repeating_itself(server, tmp_path, table):
+    """At temperature 0 a model may answer the same cell whatever the history says: every repeat is
+    recorded as a duplicate and shown in the next prompt, and after 8 in a row the search stops."""
+    server.responder = lambda body: reply("op_list = [3, 0, 3, 1, 0, 1]")  # the root, again and again
+    s = run_search(_cell_settings(tmp_path / "run", table, server))
+    assert s.stop.code == "rejects" and s.trials == 1
+    assert len(server.chat_requests) == 8
+    prompt = server.chat_requests[-1]["messages"][-1]["content"]
+    assert prompt.count("already tried as experiment #0") == 7
