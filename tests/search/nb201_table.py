@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from nader.search.spaces import nb201 as S
 
 DATASET, SEED, EPOCHS = "cifar10-valid", 777, 12
@@ -75,4 +77,17 @@ def write_table(kind: str, folder, cells=None):
              "arch2infos": {i: {"less": _results(api, i, a), "full": _results(api, i, a)} for i, a in enumerate(archs)}}
     path = folder / "NAS-Bench-201-generated.pth"
     torch.save(table, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def nb201_table(tmp_path_factory):
+    """A NATS-Bench file over the whole space, written once per test session (seconds to write);
+    test modules import this fixture."""
+    pytest.importorskip("nats_bench.api_utils")
+    folder = tmp_path_factory.getbasetemp() / "nb201-table"
+    path = folder / "NATS-tss-generated.pickle.pbz2"
+    if not path.exists():
+        folder.mkdir(exist_ok=True)
+        assert write_table("nats-bench", folder) == path
     return path

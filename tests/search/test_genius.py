@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("nats_bench.api_utils")
 
 import nb201_table as T  # noqa: E402
+from nb201_table import nb201_table  # noqa: F401,E402 (fixture)
 from llm_fixtures import no_outside_network, server  # noqa: F401,E402 (fixtures)
 from loopback import reply  # noqa: E402
 from nader.runtime.errors import ConfigError  # noqa: E402
