@@ -193,3 +193,19 @@ def test_cli_errors_are_one_line(tmp_path, args, message):
                            catch_exceptions=False)
     assert r.exit_code == 2
     assert message in r.output and "Traceback" not in r.output
+
+
+def test_cells_train_on_nas_bench_201s_network_without_a_table(tmp_path):
+    """The training evaluator runs the space's cells on the nas-bench-201 skeleton at NB201's widths
+    (digits, one block per stage, one epoch: small)."""
+    from nader.compiler.network import build_network
+
+    s = run_search({"space": "nb201", "dataset": "digits", "preset": "quick", "epochs": 1, "depths": [1, 1, 1],
+                    "train_options": {"train_limit": 256, "eval_limit": 128}, "threads": 1, "trials": 2,
+                    "strategy": "random", "run_dir": str(tmp_path / "run")})
+    assert s.stop.code == "trials" and s.counts == {"ok": 2}
+    for r in _records(tmp_path / "run"):
+        S.cell_of_text(r["text"])
+        assert r["widths"] == [16, 32, 64] and r["seeds"][0]["job_id"]
+        _, info = build_network(r["text"], S.SKELETON, "digits", widths=[16, 32, 64], depths=[1, 1, 1])
+        assert r["params"] == info["params"]
