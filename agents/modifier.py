@@ -138,12 +138,16 @@ def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
     return Check(True, format_block(block))
 
 
-def check_architecture(text: str, skeleton: str) -> Check:
-    """Whether a whole architecture (base, stem, downsample) builds for the skeleton."""
-    from nader.compiler.network import BuildError, load_architecture
+def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Check:
+    """Whether a whole architecture (base, stem, downsample) builds for the skeleton: every block
+    verifies at the resolutions the dataset's network feeds it (the search checks its own dataset's)."""
+    from nader.compiler.network import (BuildError, dataset_info, load_architecture, network_model, resolve_depths,
+                                        skeleton_info)
 
     try:
-        load_architecture(text, skeleton)
+        arch = load_architecture(text, skeleton)
+        skel, data = skeleton_info(skeleton), dataset_info(dataset)
+        network_model(arch, skel, resolve_depths(skel, None), data.input_size, data.num_classes)
     except BuildError as exc:
         diagnostics = getattr(exc, "diagnostics", None) or []
         feedback = render_feedback(diagnostics, text) if diagnostics else f"- {exc}"

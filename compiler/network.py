@@ -1,8 +1,7 @@
 """Whole networks: macro skeletons, their analytic cost, and assembly into PyTorch.
 
-An architecture file holds NADER's three blocks: the base block `X`, the stem
-`X_stem` and the downsample block `X_downsample` (or a DARTS cell pair, `X` and
-the reduction cell `X_downsample`, plus `X_stem`). A *skeleton* places them:
+A *skeleton* places the blocks of an architecture (`architecture.py`: the base block
+`X`, the stem `X_stem` and the downsample block `X_downsample`, or a DARTS cell pair):
 
 * `nb201`: stem (stride 1), three stages of N=5 base blocks at widths C, 2C, 4C,
   a downsample block between stages, global average pooling, a linear classifier.
@@ -15,8 +14,10 @@ Everything a network is made of is first written down as a `Plan` (units with
 their widths and resolutions). The analytic cost (`passes/cost.py`), the width
 fit (`fit.py`), the PyTorch assembly (`build_network`) and the standalone source
 emitter (`backends/network_source.py`) all read the same plan, so they agree by
-construction. Widths in a plan may be polynomials in the base width `x`: the
-cost of a whole network is then one polynomial, which makes fitting cheap.
+construction. Every block unit is verified at its stage's concrete resolution
+(`Architecture.report_at`) when the plan is made. Widths in a plan may be
+polynomials in the base width `x`: the cost of a whole network is then one
+polynomial, which makes fitting cheap.
 
 This module does not import torch until a module is built.
 """
@@ -26,27 +27,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterator, Optional, Sequence, Union
 
-from nader.compiler.passes.cost import (NO_COST, Cost, CostError, Figures, adaptive_avg_pool_cost, block_cost,
-                                        bn_cost, conv_cost, linear_cost, nondecreasing, substitute)
+from nader.compiler.architecture import (SKELETONS, STANDARD_BLOCKS, Architecture, BuildError, Skeleton,
+                                         architecture_from_program, load_architecture, skeleton_info)
+from nader.compiler.passes.contract import contract, fixed
+from nader.compiler.passes.cost import (NO_COST, Cost, CostError, Figures, adaptive_avg_pool_cost, bn_cost, conv_cost,
+                                        linear_cost, nondecreasing, substitute)
 from nader.compiler.passes.symbolic import ONE, Constraint, Poly, ceil_div
-from nader.compiler.passes.verify import BlockReport, verify_block
-from nader.dsl.diagnostics import Diagnostic
-from nader.dsl.ir import Block, Program, Role
-from nader.dsl.parser import parse
 
 X = Poly.atom("x")  # the base width while fitting
 
 
-class BuildError(Exception):
-    """The architecture cannot become a network: it fails verification, breaks a constraint
-    at the requested widths, or no width fits the budget. The message is meant for users."""
-
-    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()):
-        super().__init__(message)
-        self.diagnostics = list(diagnostics)
-
-
-# -- datasets and skeletons ------------------------------------------------------------------
+# -- datasets ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Dataset:
@@ -78,173 +69,6 @@ def dataset_info(name: str) -> Dataset:
     if key not in DATASETS:
         raise BuildError(f"unknown dataset {name!r}; choose one of: {', '.join(DATASETS)}")
     return DATASETS[key]
-
-
-@dataclass(frozen=True)
-class Skeleton:
-    name: str
-    multipliers: tuple[int, ...]  # stage widths as multiples of the base width
-    depths: tuple[int, ...]  # default blocks (cells) per stage
-    stem_stride: int  # default stem stride
-    cells: bool  # two-input cells (DARTS) instead of base/downsample blocks
-    summary: str
-    lastact: bool = False  # a BN-ReLU after the last stage, before pooling (NAS-Bench-201's `lastact`)
-
-
-SKELETONS: dict[str, Skeleton] = {s.name: s for s in [
-    Skeleton("nb201", (1, 2, 4), (5, 5, 5), 1, False,
-             "NAS-Bench-201: stem, 3 stages of 5 blocks at C, 2C, 4C, downsample blocks between stages"),
-    Skeleton("nas-bench-201", (1, 2, 4), (5, 5, 5), 1, False,
-             "NAS-Bench-201's own network: the nb201 skeleton plus its BN-ReLU before pooling", lastact=True),
-    Skeleton("imagenet", (1, 2, 4, 8), (2, 3, 5, 2), 4, False,
-             "ImageNet-style: stem (stride 4), 4 stages at C, 2C, 4C, 8C, downsample blocks between stages"),
-    Skeleton("darts", (1, 2, 4), (6, 6, 6), 1, True,
-             "DARTS: stem, normal cells with reduction cells at 1/3 and 2/3 (20 cells; depths 2,2,2 for 8)"),
-]}
-
-
-def skeleton_info(name: str) -> Skeleton:
-    key = (name or "").strip().lower()
-    if key not in SKELETONS:
-        raise BuildError(f"unknown skeleton {name!r}; choose one of: {', '.join(SKELETONS)}")
-    return SKELETONS[key]
-
-
-# -- architectures ------------------------------------------------------------------------------
-
-@dataclass
-class Architecture:
-    """The three verified blocks of an architecture file."""
-
-    path: str
-    base: Block
-    stem: Block
-    downsample: Block
-    reports: dict[str, BlockReport]  # "base", "stem", "downsample"
-    stem_stride: int
-    cells: bool
-    warnings: list[Diagnostic] = field(default_factory=list)
-    _costs: dict = field(default_factory=dict, repr=False)
-
-    def block(self, part: str) -> Block:
-        return {"base": self.base, "stem": self.stem, "downsample": self.downsample}[part]
-
-    def cost(self, part: str, convention: str = "torch"):
-        key = (part, convention)
-        if key not in self._costs:
-            self._costs[key] = block_cost(self.block(part), self.reports[part].shapes, convention)
-        return self._costs[key]
-
-
-_STEM_STRIDES = (1, 2, 4, 8, 16, 32)
-
-
-def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", *, stem_stride: Optional[int] = None,
-                      path: str = "<string>") -> Architecture:
-    """Parse and verify an architecture for `skeleton`; raises BuildError with a readable reason.
-
-    With `stem_stride=None` the stem's stride is the skeleton's default when the stem verifies
-    with it, else the first of 1, 2, 4, 8, 16, 32 it verifies with (NADER's CIFAR-style
-    ImageNet skeletons use stride-1 stems; see docs/networks.md).
-    """
-    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
-    if not isinstance(arch_text, str):
-        raise BuildError(f"the architecture must be text, not {type(arch_text).__name__}")
-    parsed = parse(arch_text, path)
-    return architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
-
-
-def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic], skeleton: Union[str, Skeleton], *,
-                              stem_stride: Optional[int] = None) -> Architecture:
-    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
-    by_block: dict[Optional[str], list[Diagnostic]] = {}
-    for d in diagnostics:
-        by_block.setdefault(d.block, []).append(d)
-    file_errors = [d for d in by_block.get(None, []) if d.is_error]
-    if file_errors:
-        raise BuildError(_describe(file_errors[0], program.path), file_errors)
-    blocks = list(program.blocks)
-    if not blocks:
-        raise BuildError(f"{program.path}: the file holds no block")
-    base, stem, down = _pick_blocks(blocks, skel, program.path)
-    reports = {}
-    for part, block, role in (("base", base, Role.CELL if skel.cells else Role.BASE),
-                              ("downsample", down, Role.REDUCTION_CELL if skel.cells else Role.DOWNSAMPLE)):
-        reports[part] = verify_block(block, role=role, file=program.path, front_end=tuple(by_block.get(block.name, ())))
-    stem_report, stride = _verify_stem(stem, program.path, tuple(by_block.get(stem.name, ())), skel, stem_stride)
-    reports["stem"] = stem_report
-    for part in ("stem", "base", "downsample"):
-        report = reports[part]
-        if not report.ok:
-            errors = [d for d in report.diagnostics if d.is_error]
-            detail = _describe(errors[0], program.path) if errors else "it has no valid shapes"
-            more = f" (and {len(errors) - 1} more; run `nadc verify {program.path}`)" if len(errors) > 1 else ""
-            raise BuildError(f"the {part} block `{report.block.name}` does not verify: {detail}{more}", errors)
-    warnings = [d for r in reports.values() for d in r.diagnostics if not d.is_error]
-    return Architecture(program.path, base, stem, down, reports, stride, skel.cells, warnings)
-
-
-def _describe(d: Diagnostic, path: str) -> str:
-    return f"{d.file or path}:{d.span.line}:{d.span.col}: {d.code.code} {d.message}"
-
-
-def _pick_blocks(blocks: list[Block], skel: Skeleton, path: str) -> tuple[Block, Block, Block]:
-    roles = {b.name: b.inferred_role() for b in blocks}
-    has_cells = any(r in (Role.CELL, Role.REDUCTION_CELL) for r in roles.values())
-    if skel.cells and not has_cells:
-        raise BuildError(f"{path}: the `darts` skeleton needs two-input cells (`input1`/`input2`); "
-                         f"this file holds single-input blocks: use --network nb201 or imagenet")
-    if not skel.cells and has_cells:
-        raise BuildError(f"{path}: the file holds two-input cells (`input1`/`input2`); use the `darts` skeleton")
-    base_role, down_role = (Role.CELL, Role.REDUCTION_CELL) if skel.cells else (Role.BASE, Role.DOWNSAMPLE)
-    found = {}
-    for part, role in (("base", base_role), ("stem", Role.STEM), ("downsample", down_role)):
-        candidates = [b for b in blocks if roles[b.name] is role]
-        if not candidates:
-            what = {"base": "base block `X`" if not skel.cells else "cell `X` (inputs input1, input2)",
-                    "stem": "stem block `X_stem`",
-                    "downsample": "downsample block `X_downsample`" if not skel.cells else
-                    "reduction cell `X_downsample`"}[part]
-            names = ", ".join(f"`{b.name}` ({roles[b.name]})" for b in blocks)
-            raise BuildError(f"{path}: no {what} among the blocks {names}")
-        found[part] = candidates
-    if len(found["base"]) > 1:
-        # Prefer the base block whose name the stem or downsample block extends (X, X_stem, X_downsample).
-        others = [b.name for b in found["stem"] + found["downsample"]]
-        named = [b for b in found["base"] if any(o.startswith(b.name + "_") for o in others)]
-        if len(named) != 1:
-            raise BuildError(f"{path}: several base blocks ({', '.join(b.name for b in found['base'])}); "
-                             f"keep one, or name the stem and downsample blocks after it (X_stem, X_downsample)")
-        found["base"] = named
-    base = found["base"][0]
-    picked = [base]
-    for part in ("stem", "downsample"):
-        candidates = found[part]
-        if len(candidates) > 1:
-            named = [b for b in candidates if b.name.startswith(base.name + "_")]
-            if len(named) != 1:
-                raise BuildError(f"{path}: several {part} blocks ({', '.join(b.name for b in candidates)}); keep one")
-            candidates = named
-        picked.append(candidates[0])
-    return picked[0], picked[1], picked[2]
-
-
-def _verify_stem(stem: Block, path: str, front_end: tuple, skel: Skeleton,
-                 stem_stride: Optional[int]) -> tuple[BlockReport, int]:
-    if stem_stride is not None:
-        if stem_stride < 1:
-            raise BuildError(f"stem_stride must be a positive integer, not {stem_stride}")
-        return verify_block(stem, role=Role.STEM, stem_stride=stem_stride, file=path, front_end=front_end), stem_stride
-    first = verify_block(stem, role=Role.STEM, stem_stride=skel.stem_stride, file=path, front_end=front_end)
-    if first.ok:
-        return first, skel.stem_stride
-    for stride in _STEM_STRIDES:
-        if stride == skel.stem_stride:
-            continue
-        report = verify_block(stem, role=Role.STEM, stem_stride=stride, file=path, front_end=front_end)
-        if report.ok:
-            return report, stride
-    return first, skel.stem_stride
 
 
 # -- plans ------------------------------------------------------------------------------------
@@ -329,10 +153,14 @@ def _width_int(w: Poly, x: Optional[int]) -> int:
     return value.numerator // value.denominator
 
 
-def _spatial(report: BlockReport, size: tuple[int, int]) -> tuple[int, int]:
-    out = report.shapes.contract.output
-    sizes = {"H": size[0], "W": size[1]}
-    return int(out[2].evaluate(sizes)), int(out[3].evaluate(sizes))
+def _spatial(arch: Architecture, part: str, size: tuple[int, int]) -> tuple[int, int]:
+    """The output resolution of `part` at input `size`, from its role's contract; verifies the block there."""
+    if min(size) < 1:
+        raise BuildError(f"the {part} block would receive a {size[0]}x{size[1]} input: the input is too small "
+                         f"for this skeleton")
+    report = arch.report_at(part, size[0])
+    out = contract(report.role, arch.stem_stride, fixed(size[0])).output
+    return int(out[2].constant()), int(out[3].constant())
 
 
 def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int], input_size: int,
@@ -342,9 +170,7 @@ def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int]
     widths = tuple(w if isinstance(w, Poly) else Poly.const(int(w)) for w in widths)
     plan = Plan(skel, widths, tuple(depths), input_size, num_classes, arch.stem_stride)
     size = (input_size, input_size)
-    stem_out = _spatial(arch.reports["stem"], size)
-    if min(stem_out) < 1:
-        raise BuildError(f"the input {input_size}x{input_size} is too small for the stem")
+    stem_out = _spatial(arch, "stem", size)
     plan.stem = BlockUnit("stem", "stem", Poly.const(3), widths[0], size, stem_out)
     size = stem_out
     if skel.cells:
@@ -352,11 +178,13 @@ def make_plan(arch: Architecture, widths: Sequence[Width], depths: Sequence[int]
     else:
         for i, (w, depth) in enumerate(zip(widths, depths)):
             stage = []
+            if depth:
+                _spatial(arch, "base", size)
             for k in range(depth):
                 stage.append(BlockUnit(f"layer{i + 1}.{k}", "base", w, w, size, size))
             plan.stages.append(stage)
             if i + 1 < len(widths):
-                out = _spatial(arch.reports["downsample"], size)
+                out = _spatial(arch, "downsample", size)
                 plan.downsamples.append(BlockUnit(f"downsample{i + 1}", "downsample", w, widths[i + 1], size, out))
                 size = out
     last = widths[-1]
@@ -391,7 +219,7 @@ def _plan_cells(arch: Architecture, plan: Plan, size: tuple[int, int]) -> tuple[
             pre0 = None
         pre1 = LayerUnit(f"{name}.preprocess1", "relu_conv_bn", c_p, width, s_p, s_p) if c_p != width else None
         part = "downsample" if reduction else "base"
-        out = _spatial(arch.reports[part], s_p)
+        out = _spatial(arch, part, s_p)
         cell = BlockUnit(f"{name}.cell", part, width, width, s_p, out)
         plan.cells.append(CellUnit(name, pre0, pre1, cell, reduction))
         prev_prev, prev = prev, (width, out)
@@ -447,7 +275,7 @@ def plan_cost(arch: Architecture, plan: Plan, convention: str = "torch") -> Cost
     for key, count in counts.items():
         unit = examples[key]
         if isinstance(unit, BlockUnit):
-            c = arch.cost(unit.part, convention).total.substitute(_block_env(unit))
+            c = arch.cost(unit.part, convention, unit.size[0]).total.substitute(_block_env(unit))
         else:
             c = layer_cost(unit)
         total = total + c.scale(count)
@@ -469,7 +297,7 @@ def plan_constraints(arch: Architecture, plan: Plan) -> list[tuple[Constraint, s
         if isinstance(unit, BlockUnit):
             block = arch.block(unit.part)
             env = _block_env(unit)
-            for c in arch.reports[unit.part].shapes.constraints:
+            for c in arch.report_at(unit.part, unit.size[0]).shapes.constraints:
                 size = substitute(c.size, env)
                 why = f" ({c.reason})" if c.reason else ""
                 where = f"the {unit.part} block `{block.name}` at {unit.name} (C={unit.C}) requires {c}{why}"
@@ -539,7 +367,7 @@ def _memory_monotone(arch: Architecture, plan: Plan) -> bool:
     for unit in plan.units():
         if isinstance(unit, BlockUnit):
             env = _block_env(unit)
-            for p in arch.cost(unit.part).elements.values():
+            for p in arch.cost(unit.part, size=unit.size[0]).elements.values():
                 if not nondecreasing(substitute(p, env)):
                     return False
     return True
@@ -557,7 +385,7 @@ def peak_memory(arch: Architecture, plan: Plan, x: Optional[int] = None) -> int:
     def block_peak(unit: BlockUnit) -> int:
         sizes = {"B": 1, "C": _width_int(unit.C, x), "dim": _width_int(unit.dim, x),
                  "H": unit.size[0], "W": unit.size[1]}
-        return arch.cost(unit.part).peak_elements(sizes)
+        return arch.cost(unit.part, size=unit.size[0]).peak_elements(sizes)
 
     peak = block_peak(plan.stem)
     if plan.skeleton.cells:
@@ -658,7 +486,7 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
         "skeleton": skel.name, "dataset": data.name, "params": figures.params, "flops": figures.flops,
         "macs": figures.macs, "nader_flops": nader.flops, "memory": peak_memory(arch, plan), "widths": list(width_values),
         "depths": list(depth_values), "num_classes": data.num_classes, "input_size": size,
-        "stem_stride": arch.stem_stride,
+        "stem_stride": arch.stem_stride, "notes": list(arch.notes),
     }
     base.update(info)
     base["_plan"] = plan
@@ -671,8 +499,9 @@ def build_network(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar
     """Build a whole network from an architecture file's text.
 
     Returns `(module, info)`; `info` holds params, flops (thop convention), macs, memory (peak
-    activation bytes), widths, depths, num_classes, input_size, stem_stride, and when the widths
-    were fitted, the budget and which of its limits binds. Raises BuildError for invalid input.
+    activation bytes), widths, depths, num_classes, input_size, stem_stride, notes (e.g. that the
+    skeleton's standard stem stands in for a missing one), and when the widths were fitted, the
+    budget and which of its limits binds. Raises BuildError for invalid input.
     """
     info = analyze(arch_text, skeleton, dataset, widths=widths, depths=depths, input_size=input_size,
                    stem_stride=stem_stride, budget=budget)
@@ -690,11 +519,11 @@ def assemble(arch: Architecture, plan: Plan):
     modules = _torch_classes()
 
     def build(unit: BlockUnit):
-        role = arch.reports[unit.part].role
+        report = arch.report_at(unit.part, unit.size[0])
         try:
             return torch_backend.build_torch(arch.block(unit.part), _width_int(unit.C, None),
-                                             _width_int(unit.dim, None), role=role,
-                                             stem_stride=arch.stem_stride, report=arch.reports[unit.part])
+                                             _width_int(unit.dim, None), role=report.role,
+                                             stem_stride=arch.stem_stride, report=report, input_size=unit.size[0])
         except torch_backend.BuildError as error:
             raise BuildError(str(error), getattr(error, "diagnostics", ())) from None
 
@@ -745,6 +574,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Architecture", "BuildError", "DATASETS", "NetworkModel", "Plan", "SKELETONS", "analyze", "assemble",
-           "build_network", "dataset_info", "load_architecture", "make_plan", "network_model", "peak_memory",
-           "plan_constraints", "plan_cost", "skeleton_info"]
+__all__ = ["Architecture", "BuildError", "DATASETS", "NetworkModel", "Plan", "SKELETONS", "STANDARD_BLOCKS", "Skeleton",
+           "analyze", "architecture_from_program", "assemble", "build_network", "dataset_info", "load_architecture",
+           "make_plan", "network_model", "peak_memory", "plan_constraints", "plan_cost", "skeleton_info"]

@@ -29,7 +29,9 @@ How each line of the reply is judged (leading and trailing blanks ignored):
    kept only if it is a whole block: it starts with a header and holds a
    node or an edge; stray block-like lines in the prose around fenced blocks
    ("change `5:ReLU` to ...") are dropped. Without block fences every run is
-   kept.
+   kept, except node lines with a named id that no edge of the run
+   mentions: "Answer: ReLU" or "Note: BN" after a block read as nodes, but
+   are prose.
 5. **Everything else** outside fences is prose and dropped.
 6. **Headers** with three or more hashes are rewritten to `##Name##`, and a
    header wrapped whole in markdown emphasis or code (`**##Name##**`,
@@ -99,6 +101,7 @@ class _Line:
     text: str  # the normalised text to keep
     fence: Optional[int] = None  # index of the fence holding the line
     header: Optional[str] = None
+    ids: tuple = ()  # node lines: the id; edge lines: every id they name
 
 
 _EMPHASIS = re.compile(r"^(\*\*|__|`)(?P<inner>#{2,}[^#`*]*#{2,})\1$")
@@ -117,9 +120,9 @@ def _classify(number: int, raw: str) -> _Line:
         text = f"##{item.name}##" + (f"  {parsed.comment}" if parsed.comment else "")
         return _Line(number, raw, _HEADER, text if item.hashes > 2 else stripped, header=item.name)
     if isinstance(item, NodeLine):
-        return _Line(number, raw, _NODE, stripped)
+        return _Line(number, raw, _NODE, stripped, ids=(item.id,))
     if isinstance(item, EdgeLine):
-        return _Line(number, raw, _EDGE, stripped)
+        return _Line(number, raw, _EDGE, stripped, ids=(*item.sources, item.target))
     if item is None and parsed.comment is not None and not parsed.problems:
         return _Line(number, raw, _COMMENT, stripped)
     return _Line(number, raw, _PROSE, stripped)
@@ -209,8 +212,20 @@ def _judge_run(run: list[_Line], fenced_reply: bool, keep: dict[int, bool], reas
             if l.kind != _BLANK:
                 reasons[l.number] = "block line outside the code fences"
         return
+    # Prose can read as a node with a named id ("Answer: ReLU", "Note: BN"); a node line whose
+    # name no edge of its run mentions is taken for prose. Integer ids stay: the compiler reports them.
+    mentioned = {i for l in block if l.kind == _EDGE for i in l.ids}
+    prose_like = {l.number for l in block if l.kind == _NODE and isinstance(l.ids[0], str) and l.ids[0] not in mentioned}
+    for l in block:
+        if l.number in prose_like:
+            reasons[l.number] = "prose (a named node that no edge mentions)"
+    block = [l for l in block if l.number not in prose_like]
+    if not block:
+        return
     first, last = block[0].number, block[-1].number
     for l in run:
+        if l.number in prose_like:
+            continue
         if l.kind in _BLOCK_KINDS:
             keep[l.number] = True
         elif l.kind == _COMMENT:

@@ -1,6 +1,6 @@
 """`make demo`: compile the bundled example end to end on this machine.
 
-Parses and formats examples/resnet_basic.nad, verifies every block for all sizes,
+Parses and formats examples/resnet_basic.nad, verifies every block for every square size,
 builds the PyTorch modules and runs them, trains the network on the embedded digits
 data set with the `quick` preset, then runs a short search from it (8 trials of
 regularized evolution with the compiler's mutations), prints the best architecture and
@@ -30,7 +30,7 @@ def main() -> int:
     nadc(str(EXAMPLE), "--emit", "ir")
     step("nadc fmt  (the canonical form)")
     nadc("fmt", str(EXAMPLE))
-    step("nadc verify  (structure and shapes, for all sizes)")
+    step("nadc verify  (structure and shapes, for every square input size)")
     if nadc("verify", str(EXAMPLE)) != 0:
         return 1
 

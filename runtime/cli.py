@@ -50,7 +50,8 @@ def _fmt(v, spec):
     return format(v, spec)
 
 
-def _human(n):
+def human(n) -> str:
+    """A count for tables: 1.23M, 45.60K."""
     if n is None:
         return "-"
     for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
@@ -62,7 +63,7 @@ def _human(n):
 def render_table(results) -> str:
     head = ["seed", "status", "test_acc", "valid_acc", "train_loss", "params", "flops", "epochs", "seconds"]
     rows = [[str(r.seed), r.status, _fmt(r.test_acc, ".2f"), _fmt(r.valid_acc, ".2f"), _fmt(r.train_loss, ".4f"),
-             _human(r.params), _human(r.flops), str(r.epochs), _fmt(r.seconds, ".1f")] for r in results]
+             human(r.params), human(r.flops), str(r.epochs), _fmt(r.seconds, ".1f")] for r in results]
     ok = [r for r in results if r.status == "ok" and r.test_acc is not None]
     if len(ok) > 1:
         def ms(vals):
@@ -201,6 +202,9 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         finally:
             progress.close()
             ex.close()
+        # The builder's notes (e.g. the skeleton's standard stem standing in for a missing one), once.
+        for note in dict.fromkeys(n for r in results for n in (r.info or {}).get("notes", ())):
+            click.echo(f"note: {note}", err=True)
         if fmt == "json":
             click.echo(json.dumps([r.summary() for r in results], indent=2))
         else:

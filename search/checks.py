@@ -106,12 +106,17 @@ class Checker:
             if same_architecture(arch, self._arch(tree, other)):
                 return Checked("duplicate", hash=h, duplicate_of=other)
         try:
+            # The blocks verify at the network's concrete stage sizes here (square-domain shape
+            # errors that only some sizes have surface now): such an architecture is invalid.
             model = network_model(arch, self._skeleton, self.depths, self._data.input_size, self._data.num_classes)
-            x = self.space.base_width if self.space is not None else None
-            if x is not None:  # the space fixes the widths: no fit, no budget
-                figures = model.figures(x)
-                return Checked("proposed", hash=h, widths=list(model.widths(x)), params=int(figures.params),
-                               flops=int(figures.flops), binding="fixed", arch=arch)
+        except BuildError as exc:
+            return Checked("invalid", hash=h, diagnostics=_diagnostics(exc))
+        x = self.space.base_width if self.space is not None else None
+        if x is not None:  # the space fixes the widths: no fit, no budget
+            figures = model.figures(x)
+            return Checked("proposed", hash=h, widths=list(model.widths(x)), params=int(figures.params),
+                           flops=int(figures.flops), binding="fixed", arch=arch)
+        try:
             fitted = fit(model, self.budget)
         except (BuildError, CostError) as exc:
             return Checked("over-budget", hash=h, diagnostics={"message": str(exc), "diagnostics": []})

@@ -83,7 +83,7 @@ def _strategy_epilog() -> str:
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")
 @click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
-              help="[default: digits] All but digits are read from --data-dir; cifar10 trains NB201's cifar10-valid setting (25k/25k).")
+              help="[default: digits] All but digits are read from --data-dir; cifar10 and cifar10-valid both train NB201's cifar10-valid setting (25k/25k).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
               help="Folder with the dataset files [env NADER_DATA_DIR].")
 @click.option("--preset", default=None, help="Training preset: quick, nb201-12, nb201-N, nb201 [default: quick].")

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 from nader.runtime.errors import ConfigError
 
-DATASETS = ("digits", "cifar10", "cifar100", "imagenet16-120")
+DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 EXECUTORS = ("local", "pool", "ray")
 PROXIES = ("naswot", "synflow")
 
@@ -77,10 +77,10 @@ class SearchConfig:
         """The params/FLOPs budget: the skeleton's and dataset's preset (NADER's: 1.5 M parameters,
         0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding."""
         from nader.compiler.fit import Budget, FitError, preset_budget
-        from nader.compiler.network import resolve_depths, skeleton_info
+        from nader.compiler.network import dataset_info, resolve_depths, skeleton_info
 
         try:
-            base = preset_budget(self.skeleton, self.dataset, resolve_depths(skeleton_info(self.skeleton), self.depths))
+            base = preset_budget(self.skeleton, dataset_info(self.dataset).name, resolve_depths(skeleton_info(self.skeleton), self.depths))
         except FitError:
             base = Budget()
         params = self.max_params if self.max_params is not None else base.params

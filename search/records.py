@@ -13,6 +13,8 @@ import json
 import math
 from typing import List, Optional
 
+from nader.runtime.cli import human  # the runtime tables' count format (search/cli.py uses it from here)
+
 COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
            "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
@@ -65,15 +67,6 @@ def _num(v, spec: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, spec)
-
-
-def human(n) -> str:
-    if n is None:
-        return "-"
-    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(n) >= div:
-            return f"{n / div:.2f}{unit}"
-    return str(n)
 
 
 def _change(rec: dict) -> str:

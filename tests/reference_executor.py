@@ -3,8 +3,14 @@
 It runs a block's IR directly with torch, creating each layer lazily from the
 tensor that actually reaches it, and evaluates expressions with the sizes of
 the real input. It never consults shape inference, so comparing its outcome
-with `nadc verify`'s verdict tests the verifier against execution. Weights are
-created once per width and then reused at every resolution, as in a network.
+with `nadc verify`'s verdict tests the verifier against execution.
+
+It executes what a compiled block executes: the nodes on a path to `output`
+(dead nodes are dropped; every node must still be well-formed). Weights are
+created once and reused for every run of one `ReferenceBlock`, as in a network:
+at a second batch size (the last, smaller batch; evaluation), and, for the `any`
+domain, at every resolution. For the square domain a network builds each block
+for its stage's resolution: each size is then a run of its own.
 """
 from __future__ import annotations
 
@@ -13,7 +19,6 @@ import math
 import operator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -91,28 +96,32 @@ class ReferenceBlock:
         outputs = [n for n in block.nodes if n.op is Op.OUTPUT]
         if len(outputs) != 1:
             raise Failure("outputs")
+        for node in block.nodes:  # well-formed, dead or alive
+            if node.op is None:
+                raise Failure("unknown op")
+            if node.op in terminals and block.inputs_of(node.id):
+                raise Failure("edge into input")
+            d = node.opdef
+            if node.op not in terminals and node.op is not Op.OUTPUT:
+                if not d.arity.accepts(len(block.inputs_of(node.id))):
+                    raise Failure("arity")
+                if any(p.required and p.name not in node.params for p in d.params):
+                    raise Failure("missing parameter")
+        live = _live(block, outputs[0].id)
         result = None
         for node_id in order:
+            if node_id not in live:
+                continue  # dead: dropped when compiled
             node = nodes[node_id]
             ins = [values[i] for i in block.inputs_of(node_id)]
             if node.op in terminals:
-                if ins:
-                    raise Failure("edge into input")
                 values[node_id] = torch.randn(B, in_c, H, W, requires_grad=True)
                 continue
-            if node.op is None:
-                raise Failure("unknown op")
             if node.op is Op.OUTPUT:
                 if len(ins) != 1:
                     raise Failure("output fan-in")
                 result = ins[0]
                 continue
-            d = node.opdef
-            if not d.arity.accepts(len(ins)):
-                raise Failure("arity")
-            for p in d.params:
-                if p.required and p.name not in node.params:
-                    raise Failure("missing parameter")
             out = self._apply(node, ins, env, train)
             out.retain_grad()
             values[node_id] = out
@@ -125,13 +134,8 @@ class ReferenceBlock:
             raise Failure(f"output shape {tuple(result.shape)} breaks the role contract")
         (result.float() * torch.randn_like(result.float())).sum().backward()
         for node_id, tensor in values.items():
-            if nodes[node_id].op in terminals:
-                continue
-            if tensor.grad is None:
-                raise Failure(f"node {node_id} does not reach the output")
-        for n in block.nodes:
-            if n.op in terminals and n.id in values and values[n.id].grad is None:
-                raise Failure("input unused")
+            if nodes[node_id].op not in terminals and tensor.grad is None:
+                raise Failure(f"node {node_id} gets no gradient")
         return values
 
     def _layer(self, node, make):
@@ -218,13 +222,31 @@ class ReferenceBlock:
         raise Failure(f"no reference for {op}")
 
 
-def runs(block: Block, role: Role, C: int, dim: int, heights, batch: int = 2, stem_stride: int = 1) -> tuple[bool, str, Optional[ReferenceBlock]]:
-    """Whether the block runs forward and backward at every height (weights shared across heights)."""
+def _live(block: Block, output: int) -> set:
+    """The nodes with a path to `output` (output included)."""
+    live, todo = {output}, [output]
+    while todo:
+        for source in block.inputs_of(todo.pop()):
+            if source not in live:
+                live.add(source)
+                todo.append(source)
+    return live
+
+
+ERRORS = (Failure, RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionError, KeyError)
+BATCHES = (2, 3)  # a second batch size with the same weights: the last batch of an epoch, evaluation
+
+
+def runs(block: Block, role: Role, C: int, dim: int, sizes, stem_stride: int = 1) -> tuple[bool, str, ReferenceBlock]:
+    """Whether the block runs forward and backward at every size (an int `n` is `n x n`), at both batch
+    sizes, with one set of weights; returns (ok, why, the ReferenceBlock). For weights built per
+    resolution (the square domain), run one size per call."""
     ref = ReferenceBlock(block, role, C, dim, stem_stride)
-    for size in heights:
+    for size in sizes:
         H, W = size if isinstance(size, tuple) else (size, size)
-        try:
-            ref.run(batch, H, W)
-        except (Failure, RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionError, KeyError) as error:
-            return False, f"H={H}: {type(error).__name__}: {error}", ref
+        for batch in BATCHES:
+            try:
+                ref.run(batch, H, W)
+            except ERRORS as error:
+                return False, f"B={batch}, H={H}, W={W}: {type(error).__name__}: {error}", ref
     return True, "", ref

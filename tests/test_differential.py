@@ -1,26 +1,38 @@
 """The verifier against execution: its verdict must equal what running the block does.
 
-For each block, `nadc verify`'s verdict is compared with an independent
-reference executor (tests/reference_executor.py) that runs the block forward
-and backward at C in {16, 48, 64, 128} and H in {8, 16, 32}, respecting the
-constraints the verifier reports. Accepted blocks must run at every such size
-and produce exactly the inferred shapes; rejected blocks must fail at one.
-NADER_DIFF_EXAMPLES raises the number of generated and mutated blocks.
+Every block is checked in both size domains (docs/semantics.md, "Domains"):
+
+* `square` (the default) at the square sizes 32, 16, 8 (the concrete stage resolutions of the
+  nb201 skeleton) and 7 (odd), with the block's weights built for each resolution, as a network
+  builds each stage's blocks. The nb201 stage sizes of the block's role (base 32, 16, 8;
+  downsample 32, 16; stem 32) are also verified as fixed resolutions, as `--network` commands
+  do, and compared with the run at that size.
+* `any` at the same squares and 32x16, with one set of weights for every size.
+
+Each run goes forward and backward at batch 2, then at batch 3 with the same weights (the last
+batch of an epoch, evaluation). Accepted blocks must run at every size that meets the constraints
+the verifier reports, and produce exactly the inferred shapes; rejected blocks must fail at one.
+Widths: C in {16, 48, 64, 128}; an accepted block runs at the first two widths that meet its
+constraints, a rejected one at each until it fails. The tests print the counts per domain
+(`test_report_counts`). NADER_DIFF_EXAMPLES raises the number of generated and mutated blocks.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import re
+from collections import Counter
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from nader.compiler.passes import verify_block
+from nader.compiler.passes import ANY, SQUARE, fixed, verify_block
 from nader.compiler.passes.shapes import SIZE_LIMIT, evaluate_shape
 from nader.dsl import parse
 from nader.dsl.ir import Role
+from nader.dsl.ops import Op
 
 import sys
 from pathlib import Path
@@ -29,59 +41,118 @@ sys.path.insert(0, str(Path(__file__).parent))
 from reference_executor import runs  # noqa: E402
 
 WIDTHS = (16, 48, 64, 128)
-HEIGHTS = (8, 16, 32)
+SQUARES = (7, 8, 16, 32)
+NON_SQUARE = (32, 16)
+NB201_SIZES = {Role.STEM: (32,), Role.BASE: (32, 16, 8), Role.DOWNSAMPLE: (32, 16), Role.CELL: (32, 16, 8),
+               Role.REDUCTION_CELL: (32, 16)}
 EXAMPLES = int(os.environ.get("NADER_DIFF_EXAMPLES", "500"))
 torch.set_num_threads(1)
 
-STATS = {"agree": 0, "accepted": 0, "rejected": 0, "refused": 0, "untestable": 0}
+#: Verdicts per domain ("fixed": the nb201 stage resolutions), each agreeing with execution.
+STATS: dict[str, Counter] = {"square": Counter(), "any": Counter(), "fixed": Counter()}
 
 
-def check_agreement(block, role=None, stem_stride=1) -> str:
-    """Compare verdict and execution; returns 'ok', 'error', 'refused' or 'untestable'."""
-    report = verify_block(block, role=role, stem_stride=stem_stride)
-    role = report.role
-    if any(d.code is SIZE_LIMIT for d in report.diagnostics):
-        STATS["refused"] += 1
-        return "refused"
-    tested = 0
+def _widths(role: Role):
     for width in WIDTHS:
         if role is Role.STEM:
-            C, dim = 3, width
+            yield 3, width
         else:
-            C, dim = width, (2 * width if role is Role.DOWNSAMPLE else width)
-        sizes_ok = [H for H in HEIGHTS
-                    if report.ok and report.shapes.satisfied({"B": 2, "C": C, "dim": dim, "H": H, "W": H})]
-        heights = sizes_ok if report.ok else list(HEIGHTS)
-        if not heights:
+            yield width, (2 * width if role is Role.DOWNSAMPLE else width)
+
+
+class Executions:
+    """The runs of one block, shared by the verdicts compared with them.
+
+    Weights built per resolution make each size an independent run, cached per size. A run with one
+    set of weights for several sizes (the `any` domain) that succeeds also settles every one of its
+    sizes per resolution: each layer then meets at every size the shape it was built for, which is
+    the shape a layer built for that size would have.
+    """
+
+    def __init__(self, block, role: Role, stem_stride: int):
+        self.block, self.role, self.stem_stride = block, role, stem_stride
+        self.per_size: dict = {}  # (C, dim, size) -> (ok, why, ReferenceBlock)
+        self.shared: dict = {}  # (C, dim, sizes) -> (ok, why, ReferenceBlock)
+
+    def run(self, C: int, dim: int, sizes: list, per_resolution: bool):
+        """(ok, why, a ReferenceBlock that ran the last size)."""
+        if not per_resolution:
+            key = (C, dim, tuple(sizes))
+            if key not in self.shared:
+                self.shared[key] = runs(self.block, self.role, C, dim, sizes, stem_stride=self.stem_stride)
+                if self.shared[key][0]:
+                    for size in sizes:
+                        self.per_size.setdefault((C, dim, size), self.shared[key])
+            return self.shared[key]
+        result = None
+        for size in sizes:
+            key = (C, dim, size)
+            if key not in self.per_size:
+                self.per_size[key] = runs(self.block, self.role, C, dim, [size], stem_stride=self.stem_stride)
+            result = self.per_size[key]
+            if not result[0]:
+                return result
+        return result
+
+
+def _agree(report, sizes, executions: Executions, per_resolution: bool) -> str:
+    """Compare one verdict with execution at `sizes` (ints are n x n); returns 'ok', 'error' or 'untestable'."""
+    block = report.block
+    tested = 0
+    for C, dim in _widths(report.role):
+        def meets(size):
+            H, W = size if isinstance(size, tuple) else (size, size)
+            return report.shapes.satisfied({"B": 2, "C": C, "dim": dim, "H": H, "W": W})
+        chosen = [s for s in sizes if meets(s)] if report.ok else list(sizes)
+        if not chosen:
             continue
-        # One non-square size too: the verdict holds for all H, W, not only H == W.
-        wide = (heights[-1], heights[-1] // 2)
-        if not report.ok or report.shapes.satisfied({"B": 2, "C": C, "dim": dim, "H": wide[0], "W": wide[1]}):
-            heights = heights + [wide]
-        ok, why, ref = runs(block, role, C if role is not Role.STEM else 3, dim, heights, stem_stride=stem_stride)
+        ok, why, ref = executions.run(C, dim, chosen, per_resolution)
         tested += 1
         if report.ok:
-            assert ok, f"verifier accepted {block.name} but it fails at C={C}: {why}\n{block_text(block)}"
-            # Accepted blocks produce exactly the inferred shapes (checked at the last height run).
-            H, W = heights[-1] if isinstance(heights[-1], tuple) else (heights[-1], heights[-1])
+            assert ok, f"verifier accepted {block.name} ({report.domain}) but it fails at C={C}: {why}\n{block_text(block)}"
+            # Accepted blocks produce exactly the inferred shapes (checked at the last size run).
+            last = chosen[-1]
+            H, W = last if isinstance(last, tuple) else (last, last)
             values = ref.run(2, H, W)
-            sizes = {"B": 2, "C": C, "dim": dim, "H": H, "W": W}
+            sizes_at = {"B": 2, "C": C, "dim": dim, "H": H, "W": W}
+            live = {i for i in report.shapes.order if block.node(i).op is not Op.OUTPUT}
+            assert set(values) == live, (block.name, sorted(values), sorted(live))  # dead nodes are dropped
             for node_id, tensor in values.items():
-                expected = evaluate_shape(report.shapes.shapes[node_id], sizes)
-                assert tuple(tensor.shape) == expected, (block.name, node_id, tuple(tensor.shape), expected)
+                expected = evaluate_shape(report.shapes.shapes[node_id], sizes_at)
+                assert tuple(tensor.shape) == expected, (block.name, str(report.domain), node_id, tuple(tensor.shape),
+                                                        expected)
+            if tested == 2:
+                break
         elif not ok:
-            STATS["rejected"] += 1
-            STATS["agree"] += 1
             return "error"
     if not report.ok:
         errors = [f"{d.code.code} {d.message}" for d in report.diagnostics if d.is_error]
-        pytest.fail(f"verifier rejected {block.name} ({errors}) but it runs at every size\n{block_text(block)}")
-    if tested == 0:
-        STATS["untestable"] += 1
-        return "untestable"
-    STATS["accepted"] += 1
-    STATS["agree"] += 1
-    return "ok"
+        pytest.fail(f"verifier rejected {block.name} in {report.domain} ({errors}) but it runs at every size\n"
+                    f"{block_text(block)}")
+    return "ok" if tested else "untestable"
+
+
+def check_agreement(block, role=None, stem_stride=1) -> dict[str, str]:
+    """Compare the verdicts of every domain with execution; returns the outcome per domain ("square",
+    "any"): 'ok', 'error', 'refused' (absurd sizes, not run) or 'untestable' (no width meets the constraints)."""
+    outcome = {}
+    executions = None
+    for domain, sizes, per_resolution in ((ANY, SQUARES + (NON_SQUARE,), False), (SQUARE, SQUARES, True)):
+        report = verify_block(block, role=role, stem_stride=stem_stride, domain=domain)
+        executions = executions or Executions(block, report.role, stem_stride)
+        if any(d.code is SIZE_LIMIT for d in report.diagnostics):
+            outcome[domain.name] = "refused"
+        else:
+            outcome[domain.name] = _agree(report, sizes, executions, per_resolution)
+        STATS[domain.name][outcome[domain.name]] += 1
+    assert not (outcome["any"] == "ok" and outcome["square"] == "error"), "`any` accepted what `square` rejects"
+    for size in NB201_SIZES[executions.role]:
+        report = verify_block(block, role=role, stem_stride=stem_stride, domain=fixed(size))
+        if any(d.code is SIZE_LIMIT for d in report.diagnostics):
+            STATS["fixed"]["refused"] += 1
+            continue
+        STATS["fixed"][_agree(report, (size,), executions, True)] += 1
+    return outcome
 
 
 def block_text(block) -> str:
@@ -99,7 +170,10 @@ def test_compat_blocks_agree_with_execution(compat_dir):
         parsed = parse(path.read_text(), str(path))
         for block in parsed.program.blocks:
             verdicts.append(check_agreement(block, stem_stride=_stride_for(str(path))))
-    assert len(verdicts) == 90 and verdicts.count("ok") == 90 - verdicts.count("error")
+    assert len(verdicts) == 90
+    for domain in ("square", "any"):
+        assert [v[domain] for v in verdicts].count("ok") == 90 - [v[domain] for v in verdicts].count("error")
+    assert all(v["square"] == "ok" for v in verdicts)  # every compatibility block verifies
 
 
 def test_fail2success_log_agrees_with_execution(compat_dir):
@@ -107,23 +181,31 @@ def test_fail2success_log_agrees_with_execution(compat_dir):
     log = json.loads((compat_dir / "fail2success_log.json").read_text())
     records = [r for group in log.values() for recs in group.values() for r in recs]
     assert len(records) == 15
-    runs_despite_nader = []
+    runs_despite_nader: dict[str, list] = {"square": [], "any": []}
     names = [name for group in log.values() for name, recs in group.items() for _ in recs]
     for name, record in zip(names, records):
-        flagged = 0
+        flagged = Counter()
         for side in ("fail_block", "success_block"):
             for text in record[side].values():
                 if not text:
                     continue
                 for block in parse(text).program.blocks:
-                    verdict = check_agreement(block, stem_stride=4)
+                    verdicts = check_agreement(block, stem_stride=4)
                     if side == "success_block":
-                        assert verdict == "ok", block.name
-                    flagged += verdict == "error" and side == "fail_block"
-        if not flagged:
-            runs_despite_nader.append(name)
-    # NADER recorded `reshape(B*H*W,C)` as an error, but the block runs: execution decides.
-    assert runs_despite_nader == ["resnet_base_micro3"]
+                        assert verdicts["square"] == "ok", block.name
+                    for domain, verdict in verdicts.items():
+                        flagged[domain] += verdict == "error" and side == "fail_block"
+        for domain in runs_despite_nader:
+            if not flagged[domain]:
+                runs_despite_nader[domain].append(name)
+    # NADER recorded `reshape(B*H*W,C)` as an error, but the block runs: execution decides. It also
+    # rejected a dead node ("the node is not used"), which runs too (compiling drops it).
+    assert sorted(runs_despite_nader["any"]) == ["resnet_base_macro1", "resnet_base_micro3"]
+    # Its rule that `LN`/`Linear` act on channels rejected blocks that run at the resolution a network
+    # builds them for: resolution-bound layers, valid in the square domain.
+    assert sorted(runs_despite_nader["square"]) == sorted(runs_despite_nader["any"] + [
+        "googlenet_macro6", "mobilenet_micro2", "convnext_micro3", "convnext_micro5", "convnext_micro6",
+        "convnext_micro8"])
 
 
 # -- generated and mutated blocks -------------------------------------------------------
@@ -135,6 +217,8 @@ UNARY = [
     "reshape(B,C,H*W)", "reshape(B,-1,H,W)", "reshape(B,C/4,4,H,W)", "reshape(B,H,W,C)", "reshape(B,-1)",
     "reshape(B,C,H,W)", "mean(dim=1)", "mean(dim=(2,3))", "sum(dim=-1)", "max(dim=1)", "softmax(dim=-1)",
     "softmax(dim=4)", "repeat(1,1,2,2)", "repeat(1,2,1,1)", "MaxPool2d(kernel_size=3,stride=1)",
+    # The batch on a learned axis (rejected), spatial sizes swapped (square-only when merged back).
+    "reshape(1,B*C,H,W)", "permute(1,0,2,3)", "reshape(B,C,W,H)",
 ]
 MERGE = ["Add", "Mul", "concat(dim=1)", "multiply", "Add"]
 
@@ -157,7 +241,11 @@ def layer(draw):
 
 @st.composite
 def random_block(draw):
+    """A block of random layers and merges. Nodes no later node consumes are dead (dropped when
+    compiled); `LN`/`Linear` on the last axis of a (B,C,H,W) tensor are resolution-bound; a cell
+    may leave `input2` unused. Half the blocks name their ids (`2a`, `conv_2`, `n2`) as LLMs do."""
     role = draw(st.sampled_from(["X"] * 6 + ["X_downsample", "X_stem", "Cell"]))
+    style = draw(st.sampled_from(["{}", "{}", "{}a", "conv_{}", "n{}"]))
     inputs = ["input1", "input2"] if role == "Cell" else ["input"]
     lines = [f"{i}:{name}" for i, name in enumerate(inputs)]
     out_id = len(inputs)
@@ -182,7 +270,13 @@ def random_block(draw):
         edges += [f"{last}->{next_id}", f"{available[1]}->{next_id}"]
         last = next_id
     edges.append(f"{last}->{out_id}")
-    return f"##{role}##\n" + "\n".join(lines + edges) + "\n"
+    text = "\n".join(lines + edges)
+    if style != "{}":  # rename every id; terminals are known by their operation, not their id
+        text = re.sub(r"^(\d+):|(\d+)->(\d+)$",
+                      lambda m: (f"{style.format(m[1])}:" if m[1] is not None
+                                 else f"{style.format(m[2])}->{style.format(m[3])}"),
+                      text, flags=re.M)
+    return f"##{role}##\n{text}\n"
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -248,6 +342,12 @@ def test_mutated_compat_blocks_agree_with_execution(compat_dir):
 
 
 def test_report_counts():
-    """Prints the agreement counts of this session's differential tests (run last in this file)."""
-    print(f"\ndifferential: {STATS}")
-    assert STATS["agree"] >= 0
+    """Prints the agreement counts of this session's differential tests, per domain (run last in this file)."""
+    print(f"\ndifferential (blocks agreeing with execution; square sizes {SQUARES}, any: also {NON_SQUARE}; "
+          f"fixed: the nb201 stage sizes {sorted(set(NB201_SIZES[Role.BASE]))}):")
+    for domain, counts in STATS.items():
+        total = sum(counts.values())
+        print(f"  {domain}: accepted {counts['ok']}, rejected {counts['error']}, refused {counts['refused']}, "
+              f"untestable {counts['untestable']}, total {total}")
+    if STATS["square"]:  # the file ran, not only this test
+        assert STATS["square"]["ok"] > STATS["any"]["ok"] and STATS["any"]["error"] > STATS["square"]["error"]

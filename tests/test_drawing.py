@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from conftest import run_nadc
 from nader.compiler.backends import drawing
 from nader.compiler.backends.drawing import ORDERED, draw_block, quote
+from nader.compiler.passes.contract import ANY
 from nader.compiler.passes.shapes import shape_str
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.ops import Group, Op
@@ -222,7 +223,7 @@ def test_every_node_and_edge_is_drawn_with_its_shape(text):
 
 def test_operand_order_is_numbered_on_edges_into_merges():
     block = _block(ATTENTION)
-    graph = read_dot(draw_block(block))
+    graph = read_dot(draw_block(block, domain=ANY))
     into = {}
     for a, b, attrs in graph.edges:
         into.setdefault(b, []).append((a, attrs["label"]))
@@ -230,11 +231,22 @@ def test_operand_order_is_numbered_on_edges_into_merges():
     assert into["7"] == [("6", "#1 (B,C,C)"), ("2", "#2 (B,C,H*W)")]
     assert into["9"] == [("0", "#1 (B,C,H,W)"), ("8", "#2 (B,C,H,W)")]
     assert into["10"] == [("9", "(B,2*C,H,W)")]
+    # In the default domain the inputs are square: one spatial symbol.
+    square = {(a, b): attrs["label"] for a, b, attrs in read_dot(draw_block(block)).edges}
+    assert square[("2", "6")] == "#1 (B,C,H*H)" and square[("9", "10")] == "(B,2*C,H,H)"
+
+
+def test_dead_nodes_are_drawn_dashed_as_dropped():
+    text = RESNET.split("##ResNetBasicBlock_downsample##")[0].replace("0->2\n", "0->2\n0->9\n").replace(
+        "8:Add\n", "8:Add\n9:Sigmoid\n")
+    graph = read_dot(draw_block(_block(text)))
+    assert "dashed" in graph.nodes["9"]["style"] and "dropped" in graph.nodes["9"]["label"]
+    assert "dashed" not in graph.nodes["2"].get("style", "")
 
 
 def test_golden_labels_of_a_small_block():
     block = _block(RESNET)
-    graph = read_dot(draw_block(block))
+    graph = read_dot(draw_block(block, domain=ANY))
     assert graph.nodes["2"]["label"] == "2: Conv2d\nout_channels=C\nkernel_size=3\nstride=1"
     assert graph.nodes["3"]["label"] == "3: BN"
     assert graph.nodes["0"]["label"] == "0: input\n(B,C,H,W)"
@@ -249,7 +261,7 @@ def test_golden_labels_of_a_small_block():
     labels = {(a, b): attrs["label"] for a, b, attrs in graph.edges}
     assert labels[("0", "8")] == "#2 (B,C,H,W)"
     assert labels[("6", "8")] == "#1 (B,C,H,W)"
-    down = read_dot(draw_block(_block(RESNET, 1)))
+    down = read_dot(draw_block(_block(RESNET, 1), domain=ANY))
     assert down.clusters[0]["label"] == "ResNetBasicBlock_downsample (downsample)"
     assert {(a, b): attrs["label"] for a, b, attrs in down.edges}[("2", "3")] == "(B,2*C,ceil(H/2),ceil(W/2))"
     assert down.nodes["1"]["label"] == "1: output\n(B,2*C,ceil(H/2),ceil(W/2))"
@@ -267,7 +279,7 @@ def test_lists_are_written_inline_and_swapped_products_are_marked():
 
 def test_blocks_that_fail_verification_are_drawn_with_the_error():
     block = _block(BROKEN)
-    graph = read_dot(draw_block(block))
+    graph = read_dot(draw_block(block, domain=ANY))
     assert set(graph.nodes) == {"0", "1", "2", "3"}
     assert "NAD301" in graph.nodes["3"]["label"] and graph.nodes["3"]["color"] == "#c00000"
     assert "color" not in graph.nodes["2"]
@@ -356,7 +368,7 @@ def test_svg_is_drawn_without_graphviz(tmp_path):
     assert run.code == 0, run.stderr
     root = _svg_tree(run.stdout)  # well-formed XML
     texts = _svg_texts(root)
-    for text in ("6: multiply", "#2 (B,H*W,C)", "(B,2*C,H,W)", "2: reshape(B,C,H*W)"):
+    for text in ("6: multiply", "#2 (B,H*H,C)", "(B,2*C,H,H)", "2: reshape(B,C,H*W)"):
         assert text in texts, text
     out = tmp_path / "a.svg"
     assert run_nadc([str(src), "--emit", "svg", "-o", str(out)]).code == 0

@@ -295,3 +295,22 @@ def test_extraction_never_raises_and_keeps_only_block_lines(answer):
     for d in got.dropped:
         assert lines[d.line - 1].rstrip("\r") == d.text
     assert got.text.count("\n") + len(got.dropped) <= len(lines)
+
+
+def test_prose_that_reads_as_a_named_node_is_dropped():
+    answer = reply("""\
+        ##A##
+        0:input
+        1:output
+        conv_1:Conv2d(out_channels=C,kernel_size=3,stride=1)
+        0->conv_1
+        conv_1->1
+
+        Answer: ReLU
+        Note: BN
+        """)
+    got = extract_blocks(answer)
+    assert got.text == "##A##\n0:input\n1:output\nconv_1:Conv2d(out_channels=C,kernel_size=3,stride=1)\n" \
+                       "0->conv_1\nconv_1->1\n"
+    assert [(d.line, d.reason) for d in got.dropped] == [(8, "prose (a named node that no edge mentions)"),
+                                                        (9, "prose (a named node that no edge mentions)")]

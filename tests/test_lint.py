@@ -25,6 +25,7 @@ from nader.compiler.lint.rules import MODULES
 from nader.dsl.diagnostics import Code, Severity, code_table
 from nader.dsl.format import format_block, renumber
 from nader.dsl.ir import Role
+from nader.compiler.passes.verify import verify_block
 from nader.dsl.parser import parse
 from nader.dsl.span import Span
 
@@ -50,7 +51,8 @@ def test_one_rule_per_module_with_documented_code():
     assert sorted(r.module.rsplit(".", 1)[1] for r in rules.values()) == sorted(MODULES)
     table = code_table()
     for code, r in rules.items():
-        assert re.fullmatch(r"NAD4\d\d", code) and table[code] is r.code
+        # NAD4xx, or a verifier warning lint reports with the verifier's own check (NAD206).
+        assert (re.fullmatch(r"NAD4\d\d", code) or code == "NAD206") and table[code] is r.code
         assert r.code.severity is Severity.WARNING
         for heading in ("## What it does", "## Why is this bad?", "## Example", "## Fix"):
             assert heading in r.code.doc, (code, heading)
@@ -62,9 +64,10 @@ def test_every_lint_code_has_a_golden_fixture():
     golden = REPO_ROOT / "tests" / "golden"
     for code in all_rules():
         cases = [p for p in golden.glob(f"{code}*") if (p / "args.txt").exists()]
-        assert cases, code
-        assert any(code in (c / "concise.txt").read_text() for c in cases if (c / "concise.txt").exists()), code
-        assert all((c / "args.txt").read_text().split()[0] == "lint" for c in cases)
+        lint_cases = [c for c in cases if (c / "args.txt").read_text().split()[0] == "lint"]
+        assert any(code in (c / "concise.txt").read_text() for c in lint_cases if (c / "concise.txt").exists()), code
+        if code.startswith("NAD4"):  # a verifier warning lint reports too (NAD206) has verify cases as well
+            assert lint_cases == cases, code
 
 
 # -- NAD401 / NAD402 ------------------------------------------------------------------------
@@ -122,9 +125,28 @@ def test_sigmoid_through_concat_and_repeat_reaches_the_gate():
     assert codes_of(text) == []
 
 
-def test_sigmoid_into_output_is_flagged_but_an_unused_one_is_left_to_verify():
+def test_sigmoid_into_output_is_flagged_but_an_unused_one_is_a_dead_node():
     assert codes_of(block_text("2:Sigmoid", "0->2\n2->1")) == ["NAD403"]
-    assert codes_of(block_text("2:ReLU\n3:Sigmoid", "0->2\n0->3\n2->1")) == []
+    assert codes_of(block_text("2:ReLU\n3:Sigmoid", "0->2\n0->3\n2->1")) == ["NAD206"]
+
+
+# -- NAD206 (the verifier's dead-node warning) ----------------------------------------------------
+
+def test_dead_nodes_are_reported_by_lint_as_by_verify():
+    text = block_text("2:ReLU\n3:Conv2d(out_channels=C,kernel_size=3)\n4:BN", "0->2\n0->3\n3->4\n2->1")
+    result = lint_parsed(parse(text), lambda d: True)
+    (d,) = result.diagnostics
+    assert d.code.code == "NAD206" and d.span.line == 5 and "3 (`Conv2d`), 4 (`BN`)" in d.message
+    assert "drops them" in d.message
+    verified = [x for x in verify_block(parse(text).program.blocks[0]).diagnostics if x.code.code == "NAD206"]
+    assert [(x.span, x.message) for x in verified] == [(d.span, d.message)]
+    # A lint code like the others: selectable, ignorable, suppressible on its line.
+    assert codes_of(text) == ["NAD206"]
+    assert not lint_parsed(parse(text), lambda d: d.code.code != "NAD206").diagnostics
+    run = run_nadc(["lint", "-", "--ignore", "dead-node"], stdin=text)
+    assert run.code == 0, run.stdout
+    suppressed = text.replace("3:Conv2d(out_channels=C,kernel_size=3)", "3:Conv2d(out_channels=C,kernel_size=3) # nadc: ignore[NAD206]")
+    assert codes_of(suppressed) == []
 
 
 def test_swish_is_a_gate():

@@ -178,5 +178,5 @@ def test_drawing_names_the_nodes_by_their_ids(nadc, tmp_path):
     path = tmp_path / "named.nad"
     path.write_text(ALL_NAMED)
     dot = nadc([str(path), "--emit", "dot"]).stdout
-    assert '"conv_1" -> "pool" [label="(B,C,H,W)"];' in dot
+    assert '"conv_1" -> "pool" [label="(B,C,H,H)"];' in dot  # square domain
     assert '"conv_1" [label="conv_1: Conv2d' in dot

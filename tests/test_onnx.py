@@ -26,6 +26,7 @@ from nader.compiler.backends import onnx_backend  # noqa: E402
 from nader.compiler.backends.onnx_backend import (  # noqa: E402
     LOWERINGS, MODULE_LOWERINGS, OnnxLoweringError, block_to_onnx, check, export_block, export_network, same_pads)
 from nader.compiler.backends.torch_backend import build_torch  # noqa: E402
+from nader.compiler.passes.contract import ANY  # noqa: E402
 from nader.compiler.passes.verify import verify_block  # noqa: E402
 from nader.dsl.ir import Program, Role  # noqa: E402
 from nader.dsl.ops import Group, Op  # noqa: E402
@@ -427,14 +428,15 @@ def _randomize(module) -> None:
             layer.bias.data.uniform_(-0.5, 0.5)
 
 
-def build(block, stem_stride: int = 1, seed: int = 0):
-    report = verify_block(block, stem_stride=stem_stride)
+def build(block, stem_stride: int = 1, seed: int = 0, domain=ANY):
+    """The block's module, verified in `domain`: `any` by default, so that it runs at the non-square SIZES."""
+    report = verify_block(block, stem_stride=stem_stride, domain=domain)
     assert report.ok, [d.message for d in report.diagnostics]
     torch.manual_seed(seed)
     if report.role is Role.STEM:
-        module = build_torch(block, 3, 16, stem_stride=stem_stride)
+        module = build_torch(block, 3, 16, stem_stride=stem_stride, report=report)
     else:
-        module = build_torch(block, _width(report), stem_stride=stem_stride)
+        module = build_torch(block, _width(report), stem_stride=stem_stride, report=report)
     _randomize(module)
     return module.eval()
 
@@ -670,10 +672,13 @@ def test_nadc_emits_a_checked_model(tmp_path):
     assert run.code == 0, run.stderr
     model = onnx.load(str(out))
     check(model)
-    assert _dims(model.graph.input[0]) == ["B", 24, "H", "W"]
+    assert _dims(model.graph.input[0]) == ["B", 24, "H", "H"]  # the default domain: square inputs
     again = tmp_path / "b.onnx"
     assert run_nadc([str(src), "--emit", "onnx", "-o", str(again), "--in-channels", "24"]).code == 0
     assert out.read_bytes() == again.read_bytes()  # seeded: reproducible
+    run = run_nadc([str(src), "--emit", "onnx", "-o", str(again), "--in-channels", "24", "--domain", "any"])
+    assert run.code == 0, run.stderr
+    assert _dims(onnx.load(str(again)).graph.input[0]) == ["B", 24, "H", "W"]
 
 
 def test_nadc_exports_the_first_of_several_blocks_with_a_note(tmp_path):
@@ -691,7 +696,7 @@ def test_nadc_default_width_meets_the_constraints(tmp_path):
     src.write_text(BLOCKS["padding"][0].replace("groups=C)", "groups=96)"))  # needs C % 96 == 0
     run = run_nadc([str(src), "--emit", "onnx", "-o", str(out)])
     assert run.code == 0, run.stderr
-    assert _dims(onnx.load(str(out)).graph.input[0]) == ["B", 96, "H", "W"]
+    assert _dims(onnx.load(str(out)).graph.input[0]) == ["B", 96, "H", "H"]
     run = run_nadc([str(src), "--emit", "onnx", "-o", str(out), "--in-channels", "64"])
     assert run.code == 1 and "C % 96 == 0" in run.stderr
 
@@ -701,8 +706,8 @@ def test_nadc_stem_width_comes_from_widths(tmp_path):
     run = run_nadc([str(src), "--emit", "onnx", "-o", str(out), "--stem-stride", "3", "--widths", "24,48"])
     assert run.code == 0, run.stderr
     model = onnx.load(str(out))
-    assert _dims(model.graph.input[0]) == ["B", 3, "H", "W"]
-    assert _dims(model.graph.output[0]) == ["B", 24, "ceil(H/3)", "ceil(W/3)"]
+    assert _dims(model.graph.input[0]) == ["B", 3, "H", "H"]
+    assert _dims(model.graph.output[0]) == ["B", 24, "ceil(H/3)", "ceil(H/3)"]
 
 
 def test_nadc_reports_unbuildable_blocks_without_a_traceback(tmp_path):

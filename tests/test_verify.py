@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from nader.compiler.passes import verify_block
+from nader.compiler.passes import ANY, verify_block
 from nader.dsl import parse
 from nader.dsl.ir import Role
 
@@ -30,7 +30,8 @@ def block(text):
 def test_a_resnet_block_verifies_with_its_shapes():
     report = verify_block(block(RESNET))
     assert report.ok and report.role is Role.BASE
-    assert [str(s) for s in report.shapes.shapes[4]] == ["B", "C", "H", "W"]
+    assert [str(s) for s in report.shapes.shapes[4]] == ["B", "C", "H", "H"]  # the default domain: H = W
+    assert [str(s) for s in verify_block(block(RESNET), domain=ANY).shapes.shapes[4]] == ["B", "C", "H", "W"]
 
 
 def test_groups_give_a_width_constraint_not_an_error():
@@ -65,7 +66,7 @@ def test_diagnostics_point_at_the_offending_line_and_state_both_shapes():
     report = verify_block(block(text))
     (error,) = [d for d in report.diagnostics if d.is_error]
     assert error.code.code == "NAD301" and error.span.line == 6
-    assert "(B,2*C,H,W)" in error.message and "(B,C,H,W)" in error.message
+    assert "(B,2*C,H,H)" in error.message and "(B,C,H,H)" in error.message
     assert {label.span.line for label in error.secondary} == {2, 5}  # the BN and the input feeding Add
 
 
@@ -76,8 +77,8 @@ def test_verify_json_has_one_object_per_block(nadc, tmp_path):
     assert result.code == 1
     objects = json.loads(result.stdout)
     assert [o["block"] for o in objects] == ["R", "Bad"]
-    assert set(objects[0]) == {"file", "block", "role", "ok", "diagnostics", "constraints"}
-    assert objects[0]["ok"] and not objects[1]["ok"]
+    assert set(objects[0]) == {"file", "block", "role", "domain", "ok", "diagnostics", "constraints"}
+    assert objects[0]["ok"] and not objects[1]["ok"] and objects[0]["domain"] == "square"
     assert objects[1]["diagnostics"][0]["code"] == "NAD301"
 
 
@@ -88,10 +89,13 @@ def test_verify_shapes_prints_every_node_shape_only_when_asked(nadc, tmp_path):
                     .replace("0->4", "0->5\n5->4").replace("4:Add", "4:Add\n5:Conv2d(out_channels=dim,kernel_size=1,stride=2)"))
     objects = json.loads(nadc(["verify", str(path), "--format", "json", "--shapes"]).stdout)
     assert objects[0]["ok"], objects[0]["diagnostics"]
-    assert objects[0]["shapes"]["0"] == ["B", "C", "H", "W"]
-    assert objects[0]["shapes"]["2"] == ["B", "2*C", "ceil(H/2)", "ceil(W/2)"]
+    assert objects[0]["shapes"]["0"] == ["B", "C", "H", "H"]  # the square domain: one size symbol
+    assert objects[0]["shapes"]["2"] == ["B", "2*C", "ceil(H/2)", "ceil(H/2)"]
     assert set(objects[0]["shapes"]) == {"0", "1", "2", "3", "4", "5"}
-    text = nadc(["verify", str(path), "--shapes"]).stdout
+    anywhere = json.loads(nadc(["verify", str(path), "--format", "json", "--shapes", "--domain", "any"]).stdout)
+    assert anywhere[0]["domain"] == "any"
+    assert anywhere[0]["shapes"]["2"] == ["B", "2*C", "ceil(H/2)", "ceil(W/2)"]
+    text = nadc(["verify", str(path), "--shapes", "--domain", "any"]).stdout
     assert "  2: (B,2*C,ceil(H/2),ceil(W/2))" in text.splitlines()
     assert "ceil(H/2)" not in nadc(["verify", str(path)]).stdout
 

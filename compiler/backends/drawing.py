@@ -3,8 +3,9 @@
 Nodes show their id, operation and parameters as written (as NADER's pictures do); edges
 carry the inferred symbolic shape of the tensor they move, e.g. `(B,C,H,W)`; edges into
 operations whose operand order matters (`concat`, `multiply`, `Add`, `Mul`) are numbered
-`#1`, `#2`, ... in edge order. Terminals are drawn as ellipses, and nodes the verifier
-reports an error on are outlined in red with the diagnostic code. Blocks that fail
+`#1`, `#2`, ... in edge order. Terminals are drawn as ellipses, nodes the verifier
+reports an error on are outlined in red with the diagnostic code, and dead nodes (NAD206,
+dropped when compiled) are dashed and grey. Blocks that fail
 verification are still drawn, with the shapes that could be inferred.
 
 The DOT text is written here, with every identifier and label quoted and escaped; render it
@@ -16,7 +17,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.shapes import shape_str
+from nader.compiler.passes.structure import dead_nodes
 from nader.compiler.passes.verify import BlockReport, verify_block
 from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Category, Group, Op
@@ -37,6 +40,7 @@ _STYLE = (
 _OP_FILL = {Op.MATMUL: "#f2f2f2", Op.SOFTMAX: "#fff2cc", Op.ZERO: "#d9d9d9"}  # operations without a telling category
 _DEFAULT_FILL = "#ffffff"
 _ERROR_COLOR = "#c00000"
+_DEAD_COLOR = "#808080"
 # Operations whose operands are numbered on their incoming edges.
 ORDERED = Group.MERGE | {Op.MATMUL}
 
@@ -110,6 +114,7 @@ def block_dot(report: BlockReport, prefix: str = "", indent: str = "  ") -> list
     shapes = report.shapes.shapes if report.shapes is not None else {}
     facts = report.shapes.facts if report.shapes is not None else {}
     errors = _error_codes(report)
+    dead = set(dead_nodes(block))
     lines = []
     seen: set[int] = set()
     for node in block.nodes:
@@ -126,6 +131,9 @@ def block_dot(report: BlockReport, prefix: str = "", indent: str = "  ") -> list
                 attrs["label"] = f"{label}\n{shape_str(report.shapes.contract.output)}"
         if node.id in facts and facts[node.id].get("swapped"):
             attrs["label"] = f"{attrs['label']}\n(computed as #2 x #1)"
+        if node.id in dead:
+            attrs.update(style="rounded,filled,dashed", fontcolor=_DEAD_COLOR, color=_DEAD_COLOR)
+            attrs["label"] = f"{attrs['label']}\n(dead: dropped)"
         if node.id in errors:
             attrs.update(color=_ERROR_COLOR, penwidth="2", fontcolor=_ERROR_COLOR)
             attrs["label"] = f"{attrs['label']}\n{' '.join(dict.fromkeys(errors[node.id]))}"
@@ -168,14 +176,14 @@ def program_dot(reports: list[BlockReport], title: str = "nader") -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1) -> str:
+def draw_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1, domain: Domain = SQUARE) -> str:
     """The DOT text of one block."""
-    return program_dot([verify_block(block, role=role, stem_stride=stem_stride)], block.name)
+    return program_dot([verify_block(block, role=role, stem_stride=stem_stride, domain=domain)], block.name)
 
 
 def _reports(parsed, options) -> list[BlockReport]:
-    return [verify_block(b, role=options.role, stem_stride=options.stem_stride, file=parsed.program.path)
-            for b in parsed.program.blocks]
+    return [verify_block(b, role=options.role, stem_stride=options.stem_stride, file=parsed.program.path,
+                         domain=options.domain) for b in parsed.program.blocks]
 
 
 def emit_dot(parsed, options) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pprint
 from typing import Optional
 
-from nader.compiler.network import (Architecture, BuildError, CellUnit, LayerUnit, Plan, analyze,
+from nader.compiler.network import (Architecture, BlockUnit, BuildError, CellUnit, LayerUnit, Plan, analyze,
                                     architecture_from_program, skeleton_info)
 
 def _clean(name: str) -> str:
@@ -19,17 +19,41 @@ def _clean(name: str) -> str:
     return cleaned if cleaned[:1].isalpha() else f"Block_{cleaned}"
 
 
-def _class_names(arch: Architecture) -> dict[str, str]:
-    names: dict[str, str] = {}
-    used: set[str] = {"Network", "Cell", "FactorizedReduce", "DropPath", "StagedNetwork", "DartsNetwork"}
-    for part in ("base", "stem", "downsample"):
-        name = _clean(arch.block(part).name)
-        candidate, k = name, 2
-        while candidate in used:
-            candidate, k = f"{name}_{k}", k + 1
-        used.add(candidate)
-        names[part] = candidate
-    return names
+class _Classes:
+    """One class per block and verdict: a block whose square verdict serves every stage is one class
+    (taking `H` where resolution-bound layers need it); one verified per stage is a class per size."""
+
+    def __init__(self, arch: Architecture, plan: Plan):
+        from nader.compiler.backends.torch_backend import block_source
+
+        self.arch = arch
+        self.names: dict[tuple, str] = {}  # (part, domain) -> class name
+        self.sources: list[str] = []
+        used: set[str] = {"Network", "Cell", "FactorizedReduce", "DropPath", "StagedNetwork", "DartsNetwork"}
+        units = [plan.stem] + [u for stage in plan.stages for u in stage] + list(plan.downsamples) \
+            + [c.cell for c in plan.cells]
+        for part in ("base", "stem", "downsample"):
+            reports = {}
+            for unit in units:
+                if unit.part == part:
+                    report = arch.report_at(part, unit.size[0])
+                    reports.setdefault(report.domain, report)
+            for domain, report in reports.items():
+                name = _clean(arch.block(part).name) + (f"_{domain.size}" if len(reports) > 1 else "")
+                candidate, k = name, 2
+                while candidate in used:
+                    candidate, k = f"{name}_{k}", k + 1
+                used.add(candidate)
+                self.names[(part, domain)] = candidate
+                self.sources.append(block_source(arch.block(part), report, candidate))
+
+    def call(self, unit: BlockUnit, *args: int) -> str:
+        """The constructor call of one block unit."""
+        report = self.arch.report_at(unit.part, unit.size[0])
+        extra = [str(a) for a in args]
+        if report.shapes.resolution_bound and report.domain.size is None:
+            extra.append(f"H={unit.size[0]}")
+        return f"{self.names[(unit.part, report.domain)]}({', '.join(extra)})"
 
 
 def _w(width) -> int:
@@ -44,23 +68,24 @@ def _layer_text(unit: Optional[LayerUnit]) -> str:
     return f"{fn}({_w(unit.cin)}, {_w(unit.cout)})"
 
 
-def network_class_source(arch: Architecture, plan: Plan, names: dict[str, str]) -> str:
+def network_class_source(arch: Architecture, plan: Plan, classes: _Classes) -> str:
     """The `Network` class of a plan with concrete widths: the shared skeleton class, configured."""
     doc = (f'    """{plan.skeleton.name} network: widths {plan.concrete_widths()}, depths {list(plan.depths)}, '
            f'{plan.input_size}x{plan.input_size} input."""')
-    stem = f"{names['stem']}(3, {_w(plan.stem.dim)})"
+    stem = classes.call(plan.stem, 3, _w(plan.stem.dim))
     if plan.skeleton.cells:
         lines = ["class Network(DartsNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
                  "        super().__init__(", f"            stem={stem},", "            cells=["]
-        lines += [f"                {_cell_text(c, names)}," for c in plan.cells]
+        lines += [f"                {_cell_text(c, classes)}," for c in plan.cells]
         lines += ["            ],"]
     else:
         lines = ["class Network(StagedNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
                  "        super().__init__(", f"            stem={stem},", "            stages=["]
         for i, stage in enumerate(plan.stages, 1):
-            lines.append(f"                [{names['base']}({_w(plan.widths[i - 1])}) for _ in range({len(stage)})],")
+            call = classes.call(stage[0], _w(plan.widths[i - 1])) if stage else "None"
+            lines.append(f"                [{call} for _ in range({len(stage)})],")
         lines.append("            ],")
-        downsamples = ", ".join(f"{names['downsample']}({_w(d.C)}, {_w(d.dim)})" for d in plan.downsamples)
+        downsamples = ", ".join(classes.call(d, _w(d.C), _w(d.dim)) for d in plan.downsamples)
         lines.append(f"            downsamples=[{downsamples}],")
     lines += [f"            in_features={_w(plan.fc.cin)},", "            num_classes=num_classes,"]
     if plan.lastact is not None:
@@ -69,19 +94,16 @@ def network_class_source(arch: Architecture, plan: Plan, names: dict[str, str]) 
     return "\n".join(lines) + "\n"
 
 
-def _cell_text(c: CellUnit, names: dict[str, str]) -> str:
-    cls = names["downsample" if c.reduction else "base"]
-    return (f"Cell({_layer_text(c.preprocess0)}, {_layer_text(c.preprocess1)}, {cls}({_w(c.cell.C)}), "
+def _cell_text(c: CellUnit, classes: _Classes) -> str:
+    return (f"Cell({_layer_text(c.preprocess0)}, {_layer_text(c.preprocess1)}, {classes.call(c.cell, _w(c.cell.C))}, "
             f"{c.reduction})")
 
 
 def network_source(arch: Architecture, plan: Plan, info: dict) -> str:
     """The whole standalone file."""
-    from nader.compiler.backends.torch_backend import SOURCE_PRELUDE, block_source
+    from nader.compiler.backends.torch_backend import SOURCE_PRELUDE
 
-    names = _class_names(arch)
-    parts = ["base", "stem", "downsample"]
-    classes = [block_source(arch.block(p), arch.reports[p], names[p]) for p in parts]
+    classes = _Classes(arch, plan)
     summary = {k: v for k, v in info.items() if not k.startswith("_") and k != "fit"}
     size = plan.input_size
     header = (f'"""Generated by nadc from {arch.path}: the {plan.skeleton.name} network on {info["dataset"]}.\n\n'
@@ -93,8 +115,8 @@ def network_source(arch: Architecture, plan: Plan, info: dict) -> str:
             'if __name__ == "__main__":\n'
             "    model = Network().eval()\n"
             f"    print(tuple(model(torch.randn(2, 3, {size}, {size})).shape))\n")
-    return (header + SOURCE_PRELUDE + "\n\n" + "\n\n".join(classes) + "\n\n"
-            + network_class_source(arch, plan, names) + tail)
+    return (header + SOURCE_PRELUDE + "\n\n" + "\n\n".join(classes.sources) + "\n\n"
+            + network_class_source(arch, plan, classes) + tail)
 
 
 def emit_network_source(parsed, options) -> str:
@@ -112,7 +134,10 @@ def emit_network_source(parsed, options) -> str:
     except BuildError as error:
         raise EmitError(str(error)) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
-    return network_source(arch, plan, info)
+    source = network_source(arch, plan, info)
+    from nader.compiler.commands.common import print_notes
+    print_notes(parsed.program.path, info)
+    return source
 
 
 def _default_dataset(skeleton: str) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.shapes import ShapeResult, shape_str
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue, Value, constant_int
@@ -626,9 +627,7 @@ def lower_block(g: Lowering, block: Block, shapes: ShapeResult, layers: Mapping[
     """Lowers one block's nodes into `g`; `inputs` maps input terminals to tensors. Returns the output tensor."""
     ctx = BlockContext(block, shapes, layers, dict(widths), dict(inputs), g)
     nodes = block.node_map()
-    order = block.topological_order()
-    if order is None:
-        raise OnnxLoweringError(f"block `{block.name}` has a cycle")
+    order = shapes.order  # the live nodes: dead ones are dropped
     values: dict[int, str] = {}
     output: Optional[str] = None
     for node_id in order:
@@ -659,13 +658,20 @@ def block_to_onnx(block: Block, module, *, role: Optional[Role] = None, stem_str
     """The ONNX model of `block` with the weights of `module` (a BlockModule of the PyTorch backend).
 
     Inputs are `input` (or `input1`, `input2` for cells) of shape `(B,C,H,W)` and the output is
-    `output`; `B`, `H` and `W` are symbolic unless `input_size` fixes `H = W = input_size`.
+    `output`; `B`, `H` and `W` are symbolic unless `input_size` fixes `H = W = input_size`. In the
+    square domain both spatial dimensions are `H`; a module built for one resolution (resolution-
+    bound layers, or verified at a fixed size) fixes the input to it.
     Intermediate tensors carry their symbolic shapes where they are expressible in `B`, `H`, `W`.
     """
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise OnnxLoweringError(f"opset {opset} is not supported; use {MIN_OPSET} to {MAX_OPSET}")
     report = _module_report(module, block, role, stem_stride)
     shapes = report.shapes
+    built_for = getattr(module, "input_size", None) if (shapes.resolution_bound or report.domain.size) else None
+    if built_for is not None:
+        if input_size is not None and input_size != built_for:
+            raise OnnxLoweringError(f"block `{block.name}` was built for {built_for}x{built_for} inputs, not {input_size}")
+        input_size = built_for
     widths = _widths(module, report, in_channels, out_channels)
     width_constraints = [c for c in shapes.constraints if c.size.free_symbols() <= {"C", "dim"}]
     if not all(c.holds(widths) for c in width_constraints):
@@ -777,7 +783,7 @@ def emit(parsed, options) -> bytes:
         in_channels, out_channels = options.in_channels or (widths[0] if widths else None), None
     try:
         model = export_block(block, role=role, stem_stride=options.stem_stride, in_channels=in_channels,
-                             out_channels=out_channels, input_size=options.input_size)
+                             out_channels=out_channels, input_size=options.input_size, domain=options.domain)
     except OnnxLoweringError as error:
         raise EmitError(str(error)) from None
     return model.SerializeToString()
@@ -785,7 +791,8 @@ def emit(parsed, options) -> bytes:
 
 def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1,
                  in_channels: Optional[int] = None, out_channels: Optional[int] = None,
-                 input_size: Optional[int] = None, opset: int = DEFAULT_OPSET, seed: int = 0) -> onnx.ModelProto:
+                 input_size: Optional[int] = None, opset: int = DEFAULT_OPSET, seed: int = 0,
+                 domain: Domain = SQUARE) -> onnx.ModelProto:
     """Builds the PyTorch module (seeded, so the output is reproducible) and exports it.
 
     Widths not given default to 64, or to the smallest width above it that meets the block's
@@ -796,16 +803,21 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     from nader.compiler.backends import torch_backend
     from nader.compiler.passes.verify import verify_block
 
-    report = verify_block(block, role=role, stem_stride=stem_stride)
+    report = verify_block(block, role=role, stem_stride=stem_stride, domain=domain)
     role = report.role
     if role is Role.STEM:
         c_in, c_out = 3, out_channels or _default_width(report)
     else:
         c_in, c_out = in_channels or _default_width(report), out_channels
+    if report.ok and report.shapes.resolution_bound and input_size is None and report.domain.size is None:
+        raise OnnxLoweringError(f"block `{block.name}` is tied to its input resolution (node "
+                                f"{report.shapes.resolution_bound[0]} learns over a spatial axis, NAD317): "
+                                f"give the size to export it for with --input-size")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         try:
-            module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride, report=report)
+            module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride, report=report,
+                                               input_size=input_size)
         except torch_backend.BuildError as error:
             raise OnnxLoweringError(str(error)) from None
     module.eval()
@@ -1025,6 +1037,9 @@ def export_network(parsed, *, skeleton: str, dataset: Optional[str] = None, widt
         raise OnnxLoweringError(str(error)) from None
     module.eval()
     name = f"{arch.base.name} on {skel.name}"
+    # Symbolic H and W only where every block runs at every size with one set of weights; a network
+    # with square-only or resolution-bound blocks is fixed to the input size it was built for.
+    fix_input_size = fix_input_size or not arch.runs_at_any_size()
     model = network_to_onnx(module, opset=opset, input_size=info["input_size"] if fix_input_size else None,
                             info={k: v for k, v in info.items() if k in
                                   ("skeleton", "dataset", "widths", "depths", "num_classes", "input_size",
@@ -1039,9 +1054,11 @@ def _emit_network(parsed, options) -> bytes:
     # --stem-stride defaults to 1 on the command line; 1 then means "the stride the stem has".
     stride = options.stem_stride if options.stem_stride and options.stem_stride != 1 else None
     try:
-        model, _, _ = export_network(parsed, skeleton=options.network, dataset=options.dataset,
-                                     widths=options.widths, depths=options.depths, input_size=options.input_size,
-                                     stem_stride=stride)
+        model, _, info = export_network(parsed, skeleton=options.network, dataset=options.dataset,
+                                        widths=options.widths, depths=options.depths, input_size=options.input_size,
+                                        stem_stride=stride)
     except OnnxLoweringError as error:
         raise EmitError(str(error)) from None
+    from nader.compiler.commands.common import print_notes
+    print_notes(parsed.program.path, info)
     return model.SerializeToString()

@@ -18,7 +18,8 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from nader.dsl.expr import TupleValue, constant_int
+from nader.dsl.expr import Neg, Num, Sym, TupleValue, constant_int
+from nader.dsl.expr import evaluate as evaluate_expr
 from nader.dsl.ir import Block, Node, NodeId, Role, id_token
 from nader.dsl.ops import Group, Op
 from nader.compiler.passes.cost import has_bias
@@ -236,19 +237,34 @@ def _lower_permute(ctx: LowerContext) -> Lowered:
     return Lowered(None, lambda m, env, a: a.permute(*dims), lambda ins, ref: f"{ins[0]}.permute{dims}")
 
 
-def _size_fn(sizes: Sequence[Poly]) -> tuple[Callable[[Mapping[str, int]], tuple[int, ...]], str]:
+def _python(expr, top: bool = True) -> str:
+    """A size expression as integer Python (`/` is exact where the block verifies, so `//` computes it)."""
+    if isinstance(expr, Num):
+        return str(expr.value)
+    if isinstance(expr, Sym):
+        return expr.name
+    if isinstance(expr, Neg):
+        return "-" + _python(expr.operand, False)
+    op = "//" if expr.op in ("/", "//") else expr.op
+    text = f"{_python(expr.lhs, False)} {op} {_python(expr.rhs, False)}"
+    return text if top else f"({text})"
+
+
+def _size_fn(values: Sequence) -> tuple[Callable[[Mapping[str, int]], tuple[int, ...]], str]:
+    """The sizes as written, evaluated with the input's B, H, W when the block runs (as NADER's code does):
+    the module then computes what the block says at every input size, not only in the verified domain."""
     def evaluate(env: Mapping[str, int]) -> tuple[int, ...]:
-        return tuple(int(s.evaluate(env)) for s in sizes)
-    return evaluate, "(" + ", ".join(_sym(s) for s in sizes) + ("," if len(sizes) == 1 else "") + ")"
+        return tuple(int(evaluate_expr(v, env)) for v in values)
+    return evaluate, "(" + ", ".join(_python(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
 def _lower_repeat(ctx: LowerContext) -> Lowered:
-    evaluate, text = _size_fn(ctx.facts()["repeats"])
+    evaluate, text = _size_fn(ctx.node.params["sizes"].items)  # type: ignore[union-attr]
     return Lowered(None, lambda m, env, a: a.repeat(*evaluate(env)), lambda ins, ref: f"{ins[0]}.repeat(*{text})")
 
 
 def _lower_reshape(ctx: LowerContext) -> Lowered:
-    evaluate, text = _size_fn(ctx.report.shapes.shapes[ctx.node.id])
+    evaluate, text = _size_fn(ctx.node.params["shape"].items)  # type: ignore[union-attr]
     return Lowered(None, lambda m, env, a: a.reshape(evaluate(env)), lambda ins, ref: f"{ins[0]}.reshape({text})")
 
 
@@ -293,18 +309,21 @@ class Step:
 class BlockModule(nn.Module):
     """One block as a module; `forward` takes the block's inputs in terminal order."""
 
-    def __init__(self, block: Block, report: BlockReport, in_channels: int, out_channels: int):
+    def __init__(self, block: Block, report: BlockReport, in_channels: int, out_channels: int,
+                 input_size: Optional[int] = None):
         super().__init__()
         self.block_name = block.name
         self.role = report.role
         self.in_channels, self.out_channels = in_channels, out_channels
+        self.input_size = input_size  # the resolution resolution-bound layers are built for
         self.report = report
         self.layers = nn.ModuleDict()
         shapes = report.shapes
-        sizes = dict(shapes.sizes(in_channels, out_width=out_channels, in_channels=in_channels))
+        sizes = dict(shapes.sizes(in_channels, height=input_size or 32, out_width=out_channels,
+                                  in_channels=in_channels))
         ctx = LowerContext(block, report, sizes)
         nodes = block.node_map()
-        order = block.topological_order() or []
+        order = shapes.order  # dead nodes are dropped
         input_ops = list(shapes.contract.inputs)
         self.input_ids = [next(n.id for n in block.nodes if n.op is op) for op in input_ops]
         self.steps: list[Step] = []
@@ -342,7 +361,8 @@ class BlockModule(nn.Module):
         return values[self.output_id]
 
     def extra_repr(self) -> str:
-        return f"block={self.block_name}, role={self.role}, C={self.in_channels}, dim={self.out_channels}"
+        size = f", H=W={self.input_size}" if self.input_size else ""
+        return f"block={self.block_name}, role={self.role}, C={self.in_channels}, dim={self.out_channels}{size}"
 
 
 def _default_out(report: BlockReport, in_channels: int) -> Optional[int]:
@@ -353,8 +373,13 @@ def _default_out(report: BlockReport, in_channels: int) -> Optional[int]:
 
 
 def build_torch(block: Block, in_channels: int, out_channels: Optional[int] = None, *, role: Optional[Role] = None,
-                stem_stride: int = 1, report: Optional[BlockReport] = None) -> BlockModule:
-    """Build the block as an nn.Module for input width `in_channels` (stem: output width `out_channels`)."""
+                stem_stride: int = 1, report: Optional[BlockReport] = None,
+                input_size: Optional[int] = None) -> BlockModule:
+    """Build the block as an nn.Module for input width `in_channels` (stem: output width `out_channels`).
+
+    `input_size` is the input's resolution (H = W): a block with resolution-bound layers (NAD317)
+    needs it, and only runs at that size; a report verified at a fixed resolution implies it.
+    """
     report = report or verify_block(block, role=role, stem_stride=stem_stride)
     if not report.ok:
         errors = [d for d in report.diagnostics if d.is_error]
@@ -370,13 +395,23 @@ def build_torch(block: Block, in_channels: int, out_channels: Optional[int] = No
     elif out_channels is not None and out_channels != expected:
         raise BuildError(f"a {report.role} block with C={in_channels} outputs {expected} channels, not {out_channels}")
     out = out_channels if out_channels is not None else expected
-    sizes = report.shapes.sizes(in_channels, out_width=out, in_channels=in_channels)
-    width_constraints = [c for c in report.shapes.constraints if c.size.free_symbols() <= {"C", "dim"}]
+    fixed_size = report.domain.size
+    if fixed_size is not None and input_size is not None and input_size != fixed_size:
+        raise BuildError(f"block {block.name} was verified at {fixed_size}x{fixed_size}, not {input_size}x{input_size}")
+    input_size = input_size or fixed_size
+    bound = report.shapes.resolution_bound
+    if bound and input_size is None:
+        raise BuildError(f"block {block.name} is tied to its input resolution (node {bound[0]} learns over a spatial "
+                         f"axis, NAD317): give the input size it is built for")
+    sizes = report.shapes.sizes(in_channels, height=input_size or 32, out_width=out, in_channels=in_channels)
+    known = {"C", "dim", "H", "W"} if input_size else {"C", "dim"}
+    width_constraints = [c for c in report.shapes.constraints if c.size.free_symbols() <= known]
     broken = [str(c) for c in width_constraints if not c.holds(sizes)]
     if broken:
-        raise BuildError(f"block {block.name} cannot be built at C={sizes['C']}, dim={sizes['dim']}: "
+        at = f" and H=W={input_size}" if input_size else ""
+        raise BuildError(f"block {block.name} cannot be built at C={sizes['C']}, dim={sizes['dim']}{at}: "
                          f"it requires {', '.join(broken)}")
-    return BlockModule(block, report, in_channels, out)  # type: ignore[arg-type]
+    return BlockModule(block, report, in_channels, out, input_size)  # type: ignore[arg-type]
 
 
 # -- standalone source ------------------------------------------------------------------
@@ -386,20 +421,28 @@ def _class_name(name: str) -> str:
     return cleaned if cleaned[:1].isalpha() else f"Block_{cleaned}"
 
 
-def block_source(block: Block, report: BlockReport, class_name: Optional[str] = None) -> str:
-    """Python source of one class `Name(nn.Module)` with `__init__(self, C, dim)`; state_dict keys match BlockModule."""
+def block_source(block: Block, report: BlockReport, class_name: Optional[str] = None,
+                 input_size: Optional[int] = None) -> str:
+    """Python source of one class `Name(nn.Module)` with `__init__(self, C, dim)`; state_dict keys match BlockModule.
+
+    A block with resolution-bound layers (NAD317) takes its input resolution too, `H` (keyword,
+    default `input_size` when given): the layers are built for it.
+    """
     class_name = class_name or _class_name(block.name)
     shapes = report.shapes
     nodes = block.node_map()
-    order = block.topological_order() or []
+    order = shapes.order  # dead nodes are dropped
     file = report.file
     sizes = dict(shapes.sizes(64, out_width=64 if report.role is Role.STEM else None))
     ctx = LowerContext(block, report, sizes)
     inputs = [next(n.id for n in block.nodes if n.op is op) for op in shapes.contract.inputs]
     dim_default = {Role.BASE: "C", Role.CELL: "C", Role.REDUCTION_CELL: "C", Role.DOWNSAMPLE: "2 * C"}.get(report.role)
+    resolution = ""
+    if shapes.resolution_bound and report.domain.size is None:
+        resolution = f", *, H={input_size}" if input_size else ", *, H"
     init = [f"class {class_name}(nn.Module):",
             f'    """Block {block.name} ({report.role}) from {file}; generated by nadc."""', "",
-            f"    def __init__(self, C{', dim=None' if dim_default else ', dim'}):",
+            f"    def __init__(self, C{', dim=None' if dim_default else ', dim'}{resolution}):",
             "        super().__init__()"]
     if report.role is Role.STEM:
         init.append("        C = 3")
@@ -440,11 +483,12 @@ def emit(parsed, options) -> str:
         return emit_network_source(parsed, options)
     classes = []
     for block in parsed.program.blocks:
-        report = verify_block(block, role=options.role, stem_stride=options.stem_stride, file=parsed.program.path)
+        report = verify_block(block, role=options.role, stem_stride=options.stem_stride, file=parsed.program.path,
+                              domain=options.domain)
         if not report.ok:
             errors = [d for d in report.diagnostics if d.is_error]
             first = errors[0]
             raise EmitError(f"{first.file}:{first.span.line}:{first.span.col}: block {block.name} does not verify: "
                             f"{first.message} (run `nadc verify` for details)")
-        classes.append(block_source(block, report))
+        classes.append(block_source(block, report, input_size=options.input_size))
     return f'"""Generated by nadc from {parsed.program.path}. Needs only torch."""\n' + SOURCE_PRELUDE + "\n\n" + "\n\n".join(classes)

@@ -16,6 +16,7 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
+from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
 from nader.dsl.ir import Program, Role
 from nader.dsl.parser import ParseResult
 
@@ -44,6 +45,7 @@ class EmitOptions:
     input_size: Optional[int] = None
     in_channels: Optional[int] = None  # block-level emitters: input width to build at
     out_path: Optional[str] = None
+    domain: Domain = SQUARE  # block-level emitters: the input sizes blocks are verified for
 
 
 def program_json(program: Program) -> dict:
@@ -82,11 +84,18 @@ def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
 @click.option("--depths", default=None, help="Blocks per stage, e.g. 5,5,5.")
 @click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution of the network.")
 @click.option("--in-channels", type=click.IntRange(1), default=None, help="Block input width for block-level emitters.")
+@click.option("--domain", default="square", show_default=True, metavar="square|any|N",
+              help="Input sizes blocks are verified for (block-level emitters; see `nadc verify --help`).")
 @format_option
-def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widths, depths, input_size, in_channels, fmt):
+def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widths, depths, input_size, in_channels,
+                domain, fmt):
     """Parse FILEs and emit IR (readable dump), JSON, PyTorch source, ONNX or a drawing."""
+    try:
+        domain = parse_domain(domain)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--domain") from None
     options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, int_list(widths, "--widths"),
-                          int_list(depths, "--depths"), input_size, in_channels, out_path)
+                          int_list(depths, "--depths"), input_size, in_channels, out_path, domain)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
     # stdout is the artifact: diagnostics go to stderr in every format, JSON included.

@@ -12,7 +12,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import int_list, load
+from nader.compiler.commands.common import int_list, load, print_notes
 
 
 def _m(value: int) -> str:
@@ -112,6 +112,7 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
             budget_text = ""
             if info.get("budget"):
                 budget_text = f" ({Budget(**info['budget']).describe()})"
+            print_notes(path, info)
             click.echo(f"{path}: {skel.name}/{data.name} widths {','.join(map(str, info['widths']))} "
                        f"depths {','.join(map(str, info['depths']))}{stride}  params {_m(info['params'])} ({info['params']:,})  "
                        f"FLOPs {_g(info['flops'])} ({info['flops']:,}){binding}{budget_text}")

@@ -10,8 +10,9 @@ The configuration of a file is the nearest `pyproject.toml` holding a
 `[tool.nadc.lint]` table, looking in the file's folder and then its parents
 (standard input: the working directory). `--select` replaces the
 configuration's `select`, `--ignore` replaces its `ignore`. By default every
-lint code (NAD4xx) and every front-end warning (NAD111, NAD115, NAD116, ...)
-is selected. Front-end errors are always reported: they are not style.
+lint rule's code (NAD4xx, and NAD206 dead nodes) and every front-end warning
+(NAD111, NAD115, NAD116, ...) is selected. Front-end errors are always
+reported: they are not style.
 """
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ class ConfigError(ValueError):
 
 
 def lintable_codes() -> dict[str, Code]:
-    """The codes lint can report and selectors apply to: NAD4xx and front-end warnings."""
-    from . import engine  # noqa: F401
+    """The codes lint can report and selectors apply to: its rules' (NAD4xx, and verifier warnings
+    it checks too, such as NAD206) and front-end warnings."""
+    from .engine import all_rules
+    rules = all_rules()
     return {c: e for c, e in code_table().items()
-            if c.startswith("NAD4") or (c.startswith("NAD1") and e.severity is Severity.WARNING)}
+            if c in rules or c.startswith("NAD4") or (c.startswith("NAD1") and e.severity is Severity.WARNING)}
 
 
 def resolve(selectors: Iterable[str], origin: str) -> frozenset[str]:

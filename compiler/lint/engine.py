@@ -2,7 +2,9 @@
 
 A rule is a function `check(block, ctx) -> Iterable[Finding]` registered with
 `@rule(CODE)`, where CODE is declared with `define_code` in the rule's own
-module (rules/<name>.py, one rule per module). A rule that needs symbolic
+module (rules/<name>.py, one rule per module), or, for a verifier warning that
+lint reports too (NAD206 dead nodes), imported with the check it shares from
+the pass that declares it. A rule that needs symbolic
 shapes says so (`@rule(CODE, needs_shapes=True)`) and is skipped unless the
 caller supplies them: `ctx.shapes` is then a `ShapeResult` of
 `nader.compiler.passes.shapes`, else None. `ctx.verification` likewise holds

@@ -54,8 +54,9 @@ class BlockFacts:
         shape = self.shape(node_id)
         if len(shape) != 4 or not shape[1].free_symbols() <= {"C"}:
             return None
-        if shape[2].free_symbols() != {"H"} or shape[3].free_symbols() != {"W"}:
-            return None
+        for axis in shape[2:]:  # spatial: H, W (H alone in the square domain) or a stride of them
+            if len(axis.free_symbols()) != 1 or not axis.free_symbols() <= {"H", "W"}:
+                return None
         return shape[1]
 
     def groups(self, node_id: NodeId) -> Optional[Poly]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypeVar
@@ -36,7 +37,16 @@ class Mutation:
 
 
 def load_parent(arch_text: str, path: str = "<parent>") -> tuple[Program, Architecture]:
-    """Parse and verify an architecture (base, stem and downsample blocks, or DARTS cells)."""
+    """Parse and verify an architecture (base, stem and downsample blocks, or DARTS cells).
+
+    Cached by text: a search mutates the same parents again and again (REA's tournament
+    winners, the tree's open nodes). Callers treat the result as read-only, as operators do.
+    """
+    return _load_parent(arch_text, path)
+
+
+@functools.lru_cache(maxsize=128)
+def _load_parent(arch_text: str, path: str) -> tuple[Program, Architecture]:
     parsed = parse(arch_text, path)
     cells = any(b.inferred_role() in (Role.CELL, Role.REDUCTION_CELL) for b in parsed.program.blocks)
     try:

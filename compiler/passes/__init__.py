@@ -1,7 +1,8 @@
 """Passes over the IR: structure checks (NAD2xx), shape inference (NAD3xx), verification."""
 from . import shapes, structure  # noqa: F401 - importing declares the diagnostic codes
+from .contract import ANY, SQUARE, Domain, fixed, parse_domain
 from .shapes import Limits, ShapeResult, contract, evaluate_shape, infer_shapes
 from .verify import BlockReport, verify_block, verify_program
 
-__all__ = ["BlockReport", "Limits", "ShapeResult", "contract", "evaluate_shape", "infer_shapes",
-           "verify_block", "verify_program"]
+__all__ = ["ANY", "SQUARE", "BlockReport", "Domain", "Limits", "ShapeResult", "contract", "evaluate_shape", "fixed",
+           "infer_shapes", "parse_domain", "verify_block", "verify_program"]

@@ -309,7 +309,7 @@ def block_cost(block: Block, result: ShapeResult, convention: str = "torch") -> 
     ctx = CostContext(block, result, convention)
     cost = BlockCost(block, result)
     nodes = block.node_map()
-    order = block.topological_order() or []
+    order = result.order  # the live nodes: dead ones are dropped when compiled, so they cost nothing
     total = NO_COST
     for node_id in order:
         node = nodes[node_id]

@@ -1,11 +1,12 @@
 """Symbolic shape inference (NAD3xx), written as an interpreter over the block.
 
 Each operation has a shape rule in `SHAPE_RULES`, keyed by `Op`; the
-interpreter walks nodes in topological order and stores every node's shape
-(a tuple of `Poly` sizes in `B C dim H W`) and facts the backends need (for
-example whether a `multiply` runs with swapped operands). Verdicts hold for
-all sizes: where a block is valid only for some widths, the pass records the
-constraint (`C % 4 == 0`) instead of guessing at one sample size.
+interpreter walks the live nodes in topological order and stores every node's
+shape (a tuple of `Poly` sizes in `B C dim H W`) and facts the backends need
+(for example whether a `multiply` runs with swapped operands). Verdicts hold
+for every size of the domain (`contract.py`: square inputs by default): where a
+block is valid only for some widths, the pass records the constraint
+(`C % 4 == 0`) instead of guessing at one sample size.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Op
 from nader.dsl.span import Span
 
+from .contract import SQUARE, Contract, Domain, contract
+from .structure import dead_nodes
 from .symbolic import (ONE, Constraint, Poly, assume_exact, ceil_div, exact_quotient, floor_div, integer_constraint,
                        product)
 
@@ -103,10 +106,38 @@ AXIS_OUT_OF_RANGE = define_code("NAD309", "axis-out-of-range", E, "An axis does 
     ## Fix
     Use an axis between `-rank` and `rank-1`.
 """)
-LAYER_SIZE_DEPENDS = define_code("NAD310", "layer-size-depends-on-input-size", E, "A layer's weight size would depend on H, W or B.", """
+LAYER_SIZE_DEPENDS = define_code("NAD310", "layer-size-depends-on-input-size", E, "A layer's weight size would depend on the batch size (or, in `--domain any`, on H or W).", """
     ## What it does
     Checks the axis a layer learns over: `Linear` and `LN` act on the last axis, `Conv2d` and `BN` on
-    axis 1. That axis must be a channel size in `C`/`dim`, never `H`, `W` or `B`.
+    axis 1. That axis must never depend on the batch size `B`. In `--domain any`, where one module
+    must run at every `H` and `W`, it must not depend on `H` or `W` either; in the default domain
+    that makes the layer resolution-bound instead (NAD317, a warning).
+    ## Why is this bad?
+    The weights are created once, for the batch size the network is built with. The last batch of
+    an epoch is usually smaller, and evaluation may use another batch size: the layer then
+    receives an axis of another size and the run crashes.
+    ## Example
+    ```
+    2:reshape(1,B*C,H,W)
+    3:BN
+    0->2
+    2->3
+    ```
+    `BN` learns over axis 1, here `B*C`.
+    ## Fix
+    Keep the batch on an axis of its own (`reshape(B,...)`), and learn over channels: `permute(0,2,3,1)`
+    to channels-last before `Linear`/`LN`, and back with `permute(0,3,1,2)`.
+""")
+RESOLUTION_BOUND = define_code("NAD317", "resolution-bound-layer", W, "A layer learns over a spatial axis: the block is tied to its input resolution.", """
+    ## What it does
+    Warns when the axis a layer learns over (`Linear`/`LN`: the last axis; `Conv2d`/`BN`: axis 1)
+    is a spatial size, such as `W` or `ceil(H/2)`, or `H*W` after a `reshape`.
+    ## Why is this bad?
+    It is valid: NADER builds each block for the resolution of its stage, and so do the network
+    builder and the backends here, giving the layer the concrete size of its stage (an `LN` over
+    `W` is `LayerNorm(32)` in the first NAS-Bench-201 stage, `LayerNorm(16)` in the second). But
+    the weights then fit only that resolution: the same block cannot run at another input size,
+    and blocks at different stages learn different parameter counts. `--domain any` rejects it.
     ## Example
     ```
     2:LN
@@ -114,6 +145,7 @@ LAYER_SIZE_DEPENDS = define_code("NAD310", "layer-size-depends-on-input-size", E
     ```
     on `(B,C,H,W)` normalises over `W`.
     ## Fix
+    Nothing, if normalising over a spatial axis is meant. To learn over channels instead,
     `permute(0,2,3,1)` to channels-last before `Linear`/`LN`, and back with `permute(0,3,1,2)`.
 """)
 CONTRACT = define_code("NAD311", "role-contract", E, "The block's output shape does not fit its role.", """
@@ -178,38 +210,9 @@ class ShapeError(Exception):
 
 Shape = tuple  # tuple[Poly, ...]
 
-B, C, DIM, H, W = (Poly.atom(s) for s in ("B", "C", "dim", "H", "W"))
-
 
 def shape_str(shape: Shape) -> str:
     return "(" + ",".join(str(s) for s in shape) + ")"
-
-
-@dataclass(frozen=True)
-class Contract:
-    inputs: Mapping[Op, Shape]
-    output: Shape
-    env: Mapping[str, Poly]
-
-
-def contract(role: Role, stem_stride: int = 1) -> Contract:
-    """Input shapes, output shape and symbol bindings of a role (see docs/semantics.md)."""
-    two = Poly.const(2)
-    if role is Role.STEM:
-        s = stem_stride
-        return Contract({Op.INPUT: (B, Poly.const(3), H, W)}, (B, DIM, ceil_div(H, s), ceil_div(W, s)),
-                        {"B": B, "C": Poly.const(3), "dim": DIM, "H": H, "W": W})
-    if role is Role.DOWNSAMPLE:
-        return Contract({Op.INPUT: (B, C, H, W)}, (B, two * C, ceil_div(H, 2), ceil_div(W, 2)),
-                        {"B": B, "C": C, "dim": two * C, "H": H, "W": W})
-    if role is Role.CELL:
-        return Contract({Op.INPUT1: (B, C, H, W), Op.INPUT2: (B, C, H, W)}, (B, C, H, W),
-                        {"B": B, "C": C, "dim": C, "H": H, "W": W})
-    if role is Role.REDUCTION_CELL:
-        # Cells see inputs already preprocessed to the cell's width, so C = dim (as in DARTS).
-        return Contract({Op.INPUT1: (B, C, H, W), Op.INPUT2: (B, C, H, W)}, (B, C, ceil_div(H, 2), ceil_div(W, 2)),
-                        {"B": B, "C": C, "dim": C, "H": H, "W": W})
-    return Contract({Op.INPUT: (B, C, H, W)}, (B, C, H, W), {"B": B, "C": C, "dim": C, "H": H, "W": W})
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,13 @@ class ShapeResult:
     constraints: list[Constraint] = field(default_factory=list)
     facts: dict[int, dict] = field(default_factory=dict)  # per node: e.g. {"swapped": True}
     failed: bool = False
+    domain: Domain = SQUARE
+    order: list = field(default_factory=list)  # the live nodes (dead ones dropped), in topological order
+
+    @property
+    def resolution_bound(self) -> list:
+        """Nodes whose layer learns over a spatial size: the block must be built for its input resolution."""
+        return [i for i, f in self.facts.items() if f.get("resolution_bound")]
 
     def input_shapes(self, block: Block, node_id: int) -> list[Shape]:
         return [self.shapes[i] for i in block.inputs_of(node_id)]
@@ -264,6 +274,7 @@ class ShapeContext:
         self.env = result.contract.env
         self.node: Node = None  # type: ignore[assignment]
         self._seen_constraints: set[tuple] = set()
+        self.warnings: list[tuple[Code, str, str]] = []  # of the current node's rule
 
     # -- sizes from expressions ----------------------------------------------------
     def size(self, value: Value, what: str) -> Poly:
@@ -393,13 +404,34 @@ class ShapeContext:
         return True
 
     # -- helpers for rules -----------------------------------------------------------
+    def warn(self, code: Code, message: str, help: str) -> None:
+        """A warning on the current node, emitted once the rule has succeeded."""
+        self.warnings.append((code, message, help))
+
     def layer_axis(self, size: Poly, what: str) -> None:
-        bad = size.free_symbols() & {"H", "W", "B"}
-        if bad:
-            names = ", ".join(sorted(bad))
-            raise ShapeError(LAYER_SIZE_DEPENDS, f"{what} is `{size}`, which depends on {names}",
-                             "`permute(0,2,3,1)` to channels-last before `Linear`/`LN`, and back after"
-                             if what.startswith(("`Linear`", "`LN`")) else "keep channels on axis 1 of a (B,C,H,W) tensor")
+        """The axis a layer learns over: never in B; in H or W, resolution-bound (or, in `any`, an error)."""
+        free = size.free_symbols()
+        channels_last = what.startswith(("`Linear`", "`LN`"))
+        fix = ("`permute(0,2,3,1)` to channels-last before `Linear`/`LN`, and back after" if channels_last
+               else "keep channels on axis 1 of a (B,C,H,W) tensor")
+        if "B" in free:
+            raise ShapeError(LAYER_SIZE_DEPENDS, f"{what} is `{size}`, which depends on the batch size B: the weights "
+                                                 f"are made for one batch size, so the last, smaller batch of an epoch "
+                                                 f"or an evaluation at another batch size would crash",
+                             "keep the batch on an axis of its own (`reshape(B,...)`); " + fix)
+        spatial = sorted(free & {"H", "W"})
+        if not spatial:
+            return
+        names = ", ".join(spatial)
+        if not self.result.domain.per_resolution:
+            raise ShapeError(LAYER_SIZE_DEPENDS, f"{what} is `{size}`, which depends on {names}: in the `any` domain one "
+                                                 f"module must run at every H and W",
+                             fix + " (the default, square domain accepts it as a resolution-bound layer)")
+        self.result.facts.setdefault(self.node.id, {})["resolution_bound"] = True
+        square = " (square inputs: H = W)" if self.result.domain.name == "square" else ""
+        self.warn(RESOLUTION_BOUND, f"{what} is `{size}`, a spatial size{square}: the block is tied to its input "
+                                    f"resolution (each network stage builds this layer for its own size)",
+                  "nothing to do if learning over a spatial axis is meant; else " + fix)
 
     def axis(self, value: int, rank: int, what: str) -> int:
         if not -rank <= value < rank:
@@ -636,7 +668,6 @@ def _rule_repeat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
         if value is not None and value < 1:
             raise ShapeError(BAD_REPEAT, f"`repeat` size {s} is below 1", "use counts of at least 1")
         ctx.require_positive(s, "`repeat` size")
-    ctx.result.facts.setdefault(node.id, {})["repeats"] = tuple(sizes)
     padded = (ONE,) * (len(sizes) - len(x)) + tuple(x)
     return tuple(p * s for p, s in zip(padded, sizes))
 
@@ -728,14 +759,18 @@ _RULE_RESULTS: dict[tuple, tuple] = {}
 
 
 def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride: int = 1,
-                 limits: Limits = Limits()) -> ShapeResult:
-    """Infer every node's shape; the block must have passed the structure checks."""
-    result = ShapeResult(role, contract(role, stem_stride))
+                 limits: Limits = Limits(), domain: Domain = SQUARE) -> ShapeResult:
+    """Infer the shape of every live node in `domain`; the block must have passed the structure checks.
+
+    Dead nodes (NAD206) are dropped when compiled, so they get no shape and no shape checks.
+    """
+    result = ShapeResult(role, contract(role, stem_stride, domain), domain=domain)
     ctx = ShapeContext(block, result)
     nodes = block.node_map()
-    order = block.topological_order() or []
+    dead = set(dead_nodes(block))
+    result.order = [i for i in block.topological_order() or [] if i not in dead]
     _prescan_sizes(ctx, block)
-    for node_id in order:
+    for node_id in result.order:
         node = nodes[node_id]
         ctx.node = node
         op = node.op
@@ -746,24 +781,29 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
         if any(s is None for s in inputs):
             result.failed = True
             continue  # an upstream node failed; it was reported there
-        key = (node.op_name, id(node.args), tuple(inputs), role, stem_stride, tuple(result.constraints))
+        key = (node.op_name, id(node.args), tuple(inputs), role, stem_stride, domain, tuple(result.constraints))
         hit = _RULE_RESULTS.get(key)
         if hit is not None and hit[0] is node.args:
-            _, shape, added, facts = hit
+            _, shape, added, facts, warnings = hit
             for c in added:
                 ctx.add_constraint(c)
             if facts:
                 result.facts[node_id] = dict(facts)
+            for code, message, help_text in warnings:
+                sink.emit(code, message, node.span, help_text, block.name)
             result.shapes[node_id] = shape
             continue
         before = len(result.constraints)
+        ctx.warnings = []
         try:
             shape = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
             result.shapes[node_id] = shape
+            for code, message, help_text in ctx.warnings:
+                sink.emit(code, message, node.span, help_text, block.name)
             if len(_RULE_RESULTS) > 65_536:
                 _RULE_RESULTS.clear()
             _RULE_RESULTS[key] = (node.args, shape, tuple(result.constraints[before:]),
-                                  dict(result.facts.get(node_id, {})))
+                                  dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
         except _Warning as warning:
             sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
             result.shapes[node_id] = warning.shape

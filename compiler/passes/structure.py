@@ -75,11 +75,13 @@ TERMINAL_EDGES = define_code("NAD205", "terminal-edges", E, "An input has incomi
     ## Fix
     Route the results through a merge node whose single edge goes to `output`.
 """)
-UNUSED_NODE = define_code("NAD206", "unused-node", E, "A node is not on a path from an input to the output.", """
+DEAD_NODE = define_code("NAD206", "dead-node", W, "A node's result never reaches the output; compiling drops it.", """
     ## What it does
-    Reports nodes whose result never reaches `output`, and nodes that no input reaches.
+    Reports nodes whose result never reaches `output` (dead nodes), and inputs the block ignores.
     ## Why is this bad?
-    Their weights receive no gradient and their compute is wasted; usually an edge is missing.
+    The block runs: PyTorch would compute a dead node and ignore its result, so the verifier
+    accepts the block. The backends and the cost model drop dead nodes (NADER's own cost counts
+    them; see docs/semantics.md). They are usually a missing edge, or leftovers of an edit.
     ## Example
     ```
     5:ReLU
@@ -88,6 +90,7 @@ UNUSED_NODE = define_code("NAD206", "unused-node", E, "A node is not on a path f
     (and nothing consumes 5)
     ## Fix
     Connect the node's result to a consumer on the way to `output`, or delete the node.
+    `nadc lint` reports this warning too.
 """)
 WRONG_ARITY = define_code("NAD207", "wrong-number-of-inputs", E, "An operation receives the wrong number of inputs.", """
     ## What it does
@@ -307,36 +310,52 @@ def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
             sink.emit(WRONG_ARITY, f"`{n.op_name}` takes {d.arity.describe()} but node {n.id} has {count}", n.span, fix, block.name)
 
 
-def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
+def dead_nodes(block: Block) -> tuple:
+    """Ids of the nodes whose result never reaches `output`, in file order (none without an output)."""
+    return block.analysis("dead_nodes", _dead_nodes)
+
+
+def _dead_nodes(block: Block) -> tuple:
     facts = graph_facts(block)
-    nodes, forward, backward = facts.nodes, facts.succ, facts.pred
+    if not facts.sinks:
+        return ()
+    alive, todo = set(facts.sinks), list(facts.sinks)
+    while todo:
+        for source in facts.pred[todo.pop()]:
+            if source not in alive:
+                alive.add(source)
+                todo.append(source)
+    return tuple(i for i in facts.nodes if i not in alive)
 
-    def reach(starts: list[int], graph: dict[int, list[int]]) -> set[int]:
-        seen, todo = set(starts), list(starts)
-        while todo:
-            for nxt in graph[todo.pop()]:
-                if nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return seen
 
-    from_inputs = reach(facts.sources, forward)
-    to_output = reach(facts.sinks, backward)
-    if len(from_inputs) == len(nodes) and len(to_output) == len(nodes):
-        return
-    for node_id, n in nodes.items():
-        if n.op in Group.SOURCE and node_id not in to_output:
-            sink.emit(UNUSED_NODE, f"input `{n.op_name}` (node {node_id}) never reaches `output`", n.span,
-                      f"use node {node_id} on the way to output; a block must depend on every input", block.name)
-            continue
-        if n.op in Group.TERMINAL:
-            continue
-        if node_id not in to_output:
-            sink.emit(UNUSED_NODE, f"node {node_id} (`{n.op_name}`) never reaches `output`", n.span,
-                      f"connect node {node_id} to a consumer on the way to output, or delete it", block.name)
-        elif node_id not in from_inputs:
-            sink.emit(UNUSED_NODE, f"node {node_id} (`{n.op_name}`) is not reached from any input", n.span,
-                      f"add an edge into node {node_id}, or delete it", block.name)
+def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, ...]]]:
+    """(span, message, help, labels) of NAD206 for a block: one for its dead nodes, one per ignored input.
+
+    Nodes no input reaches are not reported here: they lie on a cycle, or miss an edge or a
+    node, which NAD202, NAD203 and NAD207 report.
+    """
+    nodes = graph_facts(block).nodes
+    dead = dead_nodes(block)
+    inputs = [i for i in dead if nodes[i].op in Group.SOURCE]
+    computed = [i for i in dead if nodes[i].op not in Group.SOURCE]
+    out = []
+    for i in inputs:
+        out.append((nodes[i].span, f"input `{nodes[i].op_name}` (node {i}) never reaches `output`: the block ignores it",
+                    f"use node {i} on the way to output, or accept that the block does not depend on it", ()))
+    if computed:
+        first = nodes[computed[0]]
+        listed = ", ".join(f"{i} (`{nodes[i].op_name}`)" for i in computed)
+        noun = "node" if len(computed) == 1 else "nodes"
+        verb = "never reaches" if len(computed) == 1 else "never reach"
+        labels = tuple(Label(nodes[i].span, f"node {i} is dropped too") for i in computed[1:])
+        out.append((first.span, f"{noun} {listed} {verb} `output`; compiling drops {'it' if len(computed) == 1 else 'them'}",
+                    "connect the result to a consumer on the way to output, or delete the dead nodes", labels))
+    return out
+
+
+def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    for span, message, help_text, labels in dead_node_warnings(block):
+        sink.emit(DEAD_NODE, message, span, help_text, block.name, labels)
 
 
 @lru_cache(maxsize=4096)

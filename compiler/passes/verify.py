@@ -1,4 +1,4 @@
-"""The verifier: structure checks, then symbolic shape inference, per block."""
+"""The verifier: structure checks, then symbolic shape inference in a size domain, per block."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -8,6 +8,7 @@ from nader.dsl.diagnostics import Diagnostic, DiagnosticSink, Label
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import ParseResult
 
+from .contract import SQUARE, Domain
 from .shapes import Limits, ShapeResult, infer_shapes
 from .structure import DUPLICATE_BLOCK, check_structure
 
@@ -19,6 +20,7 @@ class BlockReport:
     role: Role
     diagnostics: list[Diagnostic] = field(default_factory=list)
     shapes: Optional[ShapeResult] = None
+    domain: Domain = SQUARE  # the input sizes the verdict holds for
 
     @property
     def ok(self) -> bool:
@@ -44,6 +46,7 @@ class BlockReport:
             "file": self.file,
             "block": self.block.name,
             "role": self.role.value,
+            "domain": str(self.domain),
             "ok": self.ok,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "constraints": self.constraints,
@@ -60,21 +63,26 @@ class BlockReport:
 
 
 def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1, limits: Limits = Limits(),
-                 file: str = "<string>", front_end: tuple[Diagnostic, ...] = ()) -> BlockReport:
-    """Verify one block. `front_end` carries the parser's diagnostics for this block."""
+                 file: str = "<string>", front_end: tuple[Diagnostic, ...] = (), domain: Domain = SQUARE) -> BlockReport:
+    """Verify one block for the input sizes of `domain` (square ones by default; `ANY`: every H and W).
+
+    `front_end` carries the parser's diagnostics for this block.
+    """
     role = role or block.inferred_role()
     sink = DiagnosticSink(file)
     sink.items.extend(front_end)
     check_structure(block, role, sink)
-    report = BlockReport(file, block, role)
-    if not sink.has_errors:
-        report.shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits)
+    report = BlockReport(file, block, role, domain=domain)
+    # An unknown operation is the parser's error (NAD104), which a second block of the same name does
+    # not carry: such a block has no shapes either way.
+    if not sink.has_errors and all(n.opdef is not None for n in block.nodes):
+        report.shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits, domain=domain)
     report.diagnostics = sink.items
     return report
 
 
 def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_stride: int = 1,
-                   limits: Limits = Limits()) -> tuple[list[BlockReport], list[Diagnostic]]:
+                   limits: Limits = Limits(), domain: Domain = SQUARE) -> tuple[list[BlockReport], list[Diagnostic]]:
     """Verify every block of a parsed file; returns the reports and file-level diagnostics."""
     program: Program = parsed.program
     by_block: dict[Optional[str], list[Diagnostic]] = {}
@@ -91,5 +99,5 @@ def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_str
         seen.setdefault(block.name, block)
         front_end = tuple(by_block.get(block.name, ())) if seen[block.name] is block else ()
         reports.append(verify_block(block, role=role, stem_stride=stem_stride, limits=limits, file=program.path,
-                                    front_end=front_end))
+                                    front_end=front_end, domain=domain))
     return reports, file_level

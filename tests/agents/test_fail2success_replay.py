@@ -13,7 +13,7 @@ printed (`pytest -s`):
 
 Execution is the judge: the test's reference executor (tests/reference_executor.py, which
 never consults our shape inference) runs every block that the two checkers disagree on, at the
-resolutions of an NB201 network (32, 16, 8) and C = 16.
+resolutions of an NB201 network (32, 16, 8) and C = 16 (a stem: the 32x32 image, C = 3).
 """
 from __future__ import annotations
 
@@ -56,8 +56,13 @@ def _executes(text: str, role: Role) -> bool:
     blocks = parse(text).program.blocks
     if not blocks:
         return False
-    ok, _, _ = runs(blocks[0], role, C=16, dim=32 if role is Role.DOWNSAMPLE else 16, heights=[32, 16, 8])
-    return ok
+    # As a network builds it: weights per stage resolution, square maps. A stem takes the image
+    # (C = 3) at 32x32, at the stride it has (the builder adopts it: 1, 2 or 4); dim = 48 meets the
+    # `dim % C == 0` that grouped stems (groups=C) need.
+    if role is Role.STEM:
+        return any(runs(blocks[0], role, C=3, dim=48, sizes=[32], stem_stride=s)[0] for s in (1, 2, 4))
+    dim = 32 if role is Role.DOWNSAMPLE else 16
+    return all(runs(blocks[0], role, C=16, dim=dim, sizes=[size])[0] for size in (32, 16, 8))
 
 
 def test_nader_failures_through_our_feedback_loop(server, tmp_path, compat_dir):

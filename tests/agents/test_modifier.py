@@ -96,7 +96,10 @@ def test_interface_failure_after_k_rounds(server, tmp_path):
     stem_down = ARCH[ARCH.index("##ResNetBasic_stem##"):]
     bad_parent = BASE + stem_down.replace("7:AvgPool2d(kernel_size=2,stride=2)", "7:Identity") \
         .replace("kernel_size=3,stride=2", "kernel_size=3,stride=1")
-    server.responder = ScriptedLLM({PLAN: [GOOD]}, interface="##X_stem##\n0:input\n1:output\n0->1\n")
+    # Each interface reply keeps a downsample block that does not downsample (a lone stem would do:
+    # the skeleton's standard downsample block fills in).
+    still_bad = "##ResNetBasic_downsample##\n0:input\n1:output\n2:Conv2d(out_channels=dim,kernel_size=3,stride=1)\n0->2\n2->1\n"
+    server.responder = ScriptedLLM({PLAN: [GOOD]}, interface=still_bad)
     client = make_client(server, tmp_path)
     m = Modifier(client, rounds=2).modify(bad_parent, PLAN)
     client.close()

@@ -225,7 +225,8 @@ def test_time_limit_starts_no_new_trial(tmp_path):
 
 def test_invalid_root_is_a_usage_error(tmp_path):
     bad = tmp_path / "bad.nad"
-    bad.write_text("##A##\n0:input\n1:output\n0->1\n")
+    # A base block that halves the resolution: no skeleton can stack it.
+    bad.write_text("##A##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3,stride=2)\n0->2\n2->1\n")
     with pytest.raises(ConfigError, match="root architecture .* is not a valid architecture"):
         run_search(settings(tmp_path / "run", root=str(bad)))
 

@@ -94,6 +94,16 @@ def test_config_budget_defaults_to_nader_presets():
     assert (cfg.budget().params, cfg.budget().flops) == (1000, 200_000_000)
 
 
+def test_cifar10_valid_is_cifar10_for_the_budget_and_trains_as_named():
+    from nader.search.evaluator import SEARCH_TRAINING_SETS
+
+    cfg = merge({"root_text": ROOT_TEXT, "dataset": "cifar10-valid"})
+    cfg.check()
+    assert (cfg.budget().params, cfg.budget().flops) == (1_500_000, 200_000_000)
+    assert SEARCH_TRAINING_SETS.get("cifar10-valid", "cifar10-valid") == "cifar10-valid"
+    assert SEARCH_TRAINING_SETS["cifar10"] == "cifar10-valid"
+
+
 # ---------------------------------------------------------------------- store
 
 

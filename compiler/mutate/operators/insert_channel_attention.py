@@ -1,16 +1,12 @@
 """insert-channel-attention: CBAM's channel attention after a node."""
 from __future__ import annotations
 
-from fractions import Fraction
+from nader.dsl.ops import Op
 
-from nader.dsl.ir import Block
-from nader.dsl.ops import Group, Op
-
-from ..base import BlockFacts, MutationOperator
-from ..rewrite import Rewrite, size_arg
+from .insert_se import InsertSqueezeExcitation
 
 
-class InsertChannelAttention(MutationOperator):
+class InsertChannelAttention(InsertSqueezeExcitation):
     name = "insert-channel-attention"
     summary = "Insert CBAM's channel attention (Woo et al. 2018) after a node: average and max descriptors."
     arguments = ("node", "reduction")
@@ -31,25 +27,4 @@ class InsertChannelAttention(MutationOperator):
     `node`: the node whose output is gated. `reduction`: 4 (`X % 4 == 0` becomes a constraint).
     """
 
-    reduction = 4
-
-    def sites(self, facts: BlockFacts) -> list[dict]:
-        return [{"node": i, "reduction": self.reduction} for i in facts.order
-                if facts.nodes[i].op not in Group.SINK and facts.channels(i) is not None]
-
-    def rewrite(self, facts: BlockFacts, args: dict) -> Block:
-        x = args["node"]
-        width = facts.channels(x)
-        hidden = size_arg(width.scale(Fraction(1, int(args["reduction"]))))
-        rw = Rewrite(facts.block)
-        consumers = rw.consumers_of(x)
-        descriptors = []
-        for pool in (Op.ADAPTIVE_AVG_POOL2D, Op.ADAPTIVE_MAX_POOL2D):
-            pooled = rw.add(pool, [x], output_size=1)
-            squeeze = rw.add(Op.CONV2D, [pooled], out_channels=hidden, kernel_size=1)
-            act = rw.add(Op.RELU, [squeeze])
-            descriptors.append(rw.add(Op.CONV2D, [act], out_channels=size_arg(width), kernel_size=1))
-        gate = rw.add(Op.SIGMOID, [rw.add(Op.ADD, descriptors)])
-        gated = rw.add(Op.MUL, [x, gate])
-        rw.redirect(x, gated, consumers)
-        return rw.block()
+    pools = (Op.ADAPTIVE_AVG_POOL2D, Op.ADAPTIVE_MAX_POOL2D)

@@ -30,6 +30,7 @@ class InsertSqueezeExcitation(MutationOperator):
     """
 
     reduction = 4
+    pools = (Op.ADAPTIVE_AVG_POOL2D,)  # the channel descriptors the gate sees
 
     def sites(self, facts: BlockFacts) -> list[dict]:
         return [{"node": i, "reduction": self.reduction} for i in facts.order
@@ -41,11 +42,14 @@ class InsertSqueezeExcitation(MutationOperator):
         hidden = size_arg(width.scale(Fraction(1, int(args["reduction"]))))
         rw = Rewrite(facts.block)
         consumers = rw.consumers_of(x)
-        pooled = rw.add(Op.ADAPTIVE_AVG_POOL2D, [x], output_size=1)
-        squeeze = rw.add(Op.CONV2D, [pooled], out_channels=hidden, kernel_size=1)
-        act = rw.add(Op.RELU, [squeeze])
-        excite = rw.add(Op.CONV2D, [act], out_channels=size_arg(width), kernel_size=1)
-        gate = rw.add(Op.SIGMOID, [excite])
+        descriptors = []
+        for pool in self.pools:  # squeeze, then the excitation MLP X -> X/r -> X
+            pooled = rw.add(pool, [x], output_size=1)
+            squeeze = rw.add(Op.CONV2D, [pooled], out_channels=hidden, kernel_size=1)
+            act = rw.add(Op.RELU, [squeeze])
+            descriptors.append(rw.add(Op.CONV2D, [act], out_channels=size_arg(width), kernel_size=1))
+        merged = descriptors[0] if len(descriptors) == 1 else rw.add(Op.ADD, descriptors)
+        gate = rw.add(Op.SIGMOID, [merged])
         gated = rw.add(Op.MUL, [x, gate])
         rw.redirect(x, gated, consumers)
         return rw.block()

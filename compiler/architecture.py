@@ -1,0 +1,404 @@
+"""Architectures: the blocks of an architecture file, picked by role and verified for a skeleton.
+
+An architecture file holds NADER's three blocks: the base block `X`, the stem `X_stem` and
+the downsample block `X_downsample` (or a DARTS cell pair, `X` and the reduction cell
+`X_downsample`, plus `X_stem`). A file may hold the base block alone: the skeleton's standard
+stem and downsample block (`STANDARD_BLOCKS`) fill in, and a note says so.
+
+Each block is verified in the square domain, where verdicts hold for every square input.
+A network asks for each block at the resolution of its stage (`Architecture.report_at`):
+the square verdict serves where it holds at that size; otherwise the block is verified at
+the concrete resolution, so a block that runs at the sizes the network feeds it builds, and
+one that does not is reported with the stage's sizes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Union
+
+from nader.compiler.passes.contract import ANY, fixed
+from nader.compiler.passes.cost import block_cost
+from nader.compiler.passes.verify import BlockReport, verify_block
+from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.ir import Block, Program, Role
+from nader.dsl.parser import parse
+
+
+class BuildError(Exception):
+    """The architecture cannot become a network: it fails verification, breaks a constraint
+    at the requested widths, or no width fits the budget. The message is meant for users."""
+
+    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
+
+
+# -- skeletons ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Skeleton:
+    name: str
+    multipliers: tuple[int, ...]  # stage widths as multiples of the base width
+    depths: tuple[int, ...]  # default blocks (cells) per stage
+    stem_stride: int  # default stem stride
+    cells: bool  # two-input cells (DARTS) instead of base/downsample blocks
+    summary: str
+    lastact: bool = False  # a BN-ReLU after the last stage, before pooling (NAS-Bench-201's `lastact`)
+
+
+SKELETONS: dict[str, Skeleton] = {s.name: s for s in [
+    Skeleton("nb201", (1, 2, 4), (5, 5, 5), 1, False,
+             "NAS-Bench-201: stem, 3 stages of 5 blocks at C, 2C, 4C, downsample blocks between stages"),
+    Skeleton("nas-bench-201", (1, 2, 4), (5, 5, 5), 1, False,
+             "NAS-Bench-201's own network: the nb201 skeleton plus its BN-ReLU before pooling", lastact=True),
+    Skeleton("imagenet", (1, 2, 4, 8), (2, 3, 5, 2), 4, False,
+             "ImageNet-style: stem (stride 4), 4 stages at C, 2C, 4C, 8C, downsample blocks between stages"),
+    Skeleton("darts", (1, 2, 4), (6, 6, 6), 1, True,
+             "DARTS: stem, normal cells with reduction cells at 1/3 and 2/3 (20 cells; depths 2,2,2 for 8)"),
+]}
+
+
+def skeleton_info(name: str) -> Skeleton:
+    key = (name or "").strip().lower()
+    if key not in SKELETONS:
+        raise BuildError(f"unknown skeleton {name!r}; choose one of: {', '.join(SKELETONS)}")
+    return SKELETONS[key]
+
+
+# -- the skeletons' standard stems and downsample blocks ---------------------------------------
+
+@dataclass(frozen=True)
+class StandardBlock:
+    """A block a skeleton uses where the file has none; `@` in the text stands for the base block's name."""
+
+    text: str
+    summary: str
+
+    def block(self, base_name: str, origin: str) -> Block:
+        parsed = parse(self.text.replace("@", base_name), origin)
+        assert parsed.ok and len(parsed.program.blocks) == 1, parsed.diagnostics  # fixed text, tested
+        return parsed.program.blocks[0]
+
+
+_CONV_BN_STEM = StandardBlock("""##@_stem##
+0:input
+1:output
+2:Conv2d(out_channels=dim,kernel_size=3,stride=1)
+3:BN
+0->2
+2->3
+3->1
+""", "a 3x3 Conv2d and BN")
+
+STANDARD_BLOCKS: dict[str, dict[str, StandardBlock]] = {
+    # NAS-Bench-201's stem and its ResNetBasicblock with stride 2 (ReLU-Conv-BN twice; shortcut
+    # AvgPool2d(2) and a 1x1 conv).
+    "nb201": {
+        "stem": _CONV_BN_STEM,
+        "downsample": StandardBlock("""##@_downsample##
+0:input
+1:output
+2:ReLU
+3:Conv2d(out_channels=dim,kernel_size=3,stride=2)
+4:BN
+5:ReLU
+6:Conv2d(out_channels=dim,kernel_size=3,stride=1)
+7:BN
+8:AvgPool2d(kernel_size=2,stride=2)
+9:Conv2d(out_channels=dim,kernel_size=1,stride=1)
+10:Add
+0->2
+2->3
+3->4
+4->5
+5->6
+6->7
+0->8
+8->9
+7->10
+9->10
+10->1
+""", "NAS-Bench-201's residual block with stride 2 (ReLU-Conv-BN twice, shortcut AvgPool2d and 1x1 Conv2d)"),
+    },
+    # ResNet's stem (7x7 stride-2 Conv2d, BN, ReLU, 3x3 stride-2 max pooling: stride 4) and its
+    # basic block with stride 2 and a projection shortcut.
+    "imagenet": {
+        "stem": StandardBlock("""##@_stem##
+0:input
+1:output
+2:Conv2d(out_channels=dim,kernel_size=7,stride=2)
+3:BN
+4:ReLU
+5:MaxPool2d(kernel_size=3,stride=2)
+0->2
+2->3
+3->4
+4->5
+5->1
+""", "ResNet's stem: 7x7 stride-2 Conv2d, BN, ReLU, 3x3 stride-2 MaxPool2d"),
+        "downsample": StandardBlock("""##@_downsample##
+0:input
+1:output
+2:Conv2d(out_channels=dim,kernel_size=3,stride=2)
+3:BN
+4:ReLU
+5:Conv2d(out_channels=dim,kernel_size=3,stride=1)
+6:BN
+7:Conv2d(out_channels=dim,kernel_size=1,stride=2)
+8:BN
+9:Add
+10:ReLU
+0->2
+2->3
+3->4
+4->5
+5->6
+0->7
+7->8
+6->9
+8->9
+9->10
+10->1
+""", "ResNet's basic block with stride 2 and a 1x1 stride-2 Conv2d + BN shortcut"),
+    },
+    # DARTS' stem and the reduction cell of DARTS (V2): 3x3 stride-2 max pooling of both inputs,
+    # four sums, their concatenation brought back to the cell's width (ReLU, 1x1 Conv2d, BN).
+    "darts": {
+        "stem": _CONV_BN_STEM,
+        "downsample": StandardBlock("""##@_downsample##
+0:input1
+1:input2
+2:output
+3:MaxPool2d(kernel_size=3,stride=2)
+4:MaxPool2d(kernel_size=3,stride=2)
+5:Add
+6:Add
+7:Add
+8:Add
+9:concat(dim=1)
+10:ReLU
+11:Conv2d(out_channels=dim,kernel_size=1,stride=1)
+12:BN
+0->3
+1->4
+3,4->5
+5,4->6
+3,5->7
+5,4->8
+5,6,7,8->9
+9->10
+10->11
+11->12
+12->2
+""", "the reduction cell of DARTS (V2): max pooling of both inputs, four sums, concat, ReLU-Conv-BN"),
+    },
+}
+# NAS-Bench-201's own network is the nb201 skeleton with a BN-ReLU before pooling: same blocks.
+STANDARD_BLOCKS["nas-bench-201"] = STANDARD_BLOCKS["nb201"]
+
+
+# -- architectures ------------------------------------------------------------------------------
+
+@dataclass
+class Architecture:
+    """The three blocks of an architecture file, verified in the square domain."""
+
+    path: str
+    base: Block
+    stem: Block
+    downsample: Block
+    reports: dict[str, BlockReport]  # "base", "stem", "downsample": square-domain verdicts
+    stem_stride: int
+    cells: bool
+    warnings: list[Diagnostic] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # standard blocks used, blocks verified per stage
+    _costs: dict = field(default_factory=dict, repr=False)
+    _at: dict = field(default_factory=dict, repr=False)  # (part, resolution) -> BlockReport
+    _any_size: Optional[bool] = field(default=None, repr=False)
+
+    def block(self, part: str) -> Block:
+        return {"base": self.base, "stem": self.stem, "downsample": self.downsample}[part]
+
+    def report_at(self, part: str, size: Optional[int] = None) -> BlockReport:
+        """The verdict that holds for `part` at input resolution `size` (None: the square verdict).
+
+        The square verdict serves where it holds at `size` (its conditions on H met); otherwise
+        the block is verified at `size` x `size`. Raises BuildError where it fails there.
+        """
+        square = self.reports[part]
+        if size is None or (square.ok and _holds_at(square, size)):
+            return square
+        report = self._at.get((part, size))
+        if report is None:
+            report = self._at[(part, size)] = verify_block(self.block(part), role=square.role, file=square.file,
+                                                           stem_stride=self.stem_stride, domain=fixed(size))
+        if not report.ok:
+            raise BuildError(_failure(part, report), [d for d in report.diagnostics if d.is_error])
+        if not square.ok:
+            note = (f"the {part} block `{square.block.name}` does not verify for every square size "
+                    f"({_first_error(square)}); it is verified at the resolutions this network feeds it")
+            if note not in self.notes:
+                self.notes.append(note)
+        return report
+
+    def cost(self, part: str, convention: str = "torch", size: Optional[int] = None):
+        report = self.report_at(part, size)
+        key = (part, convention, report.domain)
+        if key not in self._costs:
+            self._costs[key] = block_cost(self.block(part), report.shapes, convention)
+        return self._costs[key]
+
+    def runs_at_any_size(self) -> bool:
+        """Whether every block verifies in the `any` domain: one network then runs at every H and W."""
+        if self._any_size is None:
+            self._any_size = all(
+                verify_block(self.block(part), role=report.role, stem_stride=self.stem_stride, domain=ANY).ok
+                for part, report in self.reports.items())
+        return self._any_size
+
+
+def _holds_at(report: BlockReport, size: int) -> bool:
+    """Whether the conditions of a square verdict on the resolution alone hold at H = W = size."""
+    sizes = {"H": size, "W": size}
+    return all(c.holds(sizes) for c in report.shapes.constraints if c.size.free_symbols() <= {"H", "W"})
+
+
+def _first_error(report: BlockReport) -> str:
+    errors = [d for d in report.diagnostics if d.is_error]
+    return f"{errors[0].code.code} {errors[0].message}" if errors else "it has no valid shapes"
+
+
+def _failure(part: str, report: BlockReport) -> str:
+    errors = [d for d in report.diagnostics if d.is_error]
+    detail = _describe(errors[0], report.file) if errors else "it has no valid shapes"
+    more = f" (and {len(errors) - 1} more; run `nadc verify {report.file}`)" if len(errors) > 1 else ""
+    where = f" at {report.domain}" if report.domain.size is not None else ""
+    return f"the {part} block `{report.block.name}` does not verify{where}: {detail}{more}"
+
+
+_STEM_STRIDES = (1, 2, 4, 8, 16, 32)
+
+
+def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", *, stem_stride: Optional[int] = None,
+                      path: str = "<string>") -> Architecture:
+    """Parse and verify an architecture for `skeleton`; raises BuildError with a readable reason.
+
+    With `stem_stride=None` the stem's stride is the skeleton's default when the stem verifies
+    with it, else the first of 1, 2, 4, 8, 16, 32 it verifies with (NADER's CIFAR-style
+    ImageNet skeletons use stride-1 stems; see docs/networks.md).
+    """
+    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
+    if not isinstance(arch_text, str):
+        raise BuildError(f"the architecture must be text, not {type(arch_text).__name__}")
+    parsed = parse(arch_text, path)
+    return architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
+
+
+def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic], skeleton: Union[str, Skeleton], *,
+                              stem_stride: Optional[int] = None) -> Architecture:
+    """The architecture of a parsed file. Errors of the file and of the blocks' structure raise
+    BuildError here; shape errors at the square sizes wait for `report_at` (the network's sizes)."""
+    skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
+    by_block: dict[Optional[str], list[Diagnostic]] = {}
+    for d in diagnostics:
+        by_block.setdefault(d.block, []).append(d)
+    file_errors = [d for d in by_block.get(None, []) if d.is_error]
+    if file_errors:
+        raise BuildError(_describe(file_errors[0], program.path), file_errors)
+    blocks = list(program.blocks)
+    if not blocks:
+        raise BuildError(f"{program.path}: the file holds no block")
+    base, stem, down = _pick_blocks(blocks, skel, program.path)
+    notes = []
+    files = {"base": program.path, "stem": program.path, "downsample": program.path}
+    standard = STANDARD_BLOCKS[skel.name]
+    if stem is None:
+        files["stem"] = f"<standard {skel.name} stem>"
+        stem = standard["stem"].block(base.name, files["stem"])
+        notes.append(f"`{base.name}` has no stem block: using the {skel.name} skeleton's standard stem, "
+                     f"{standard['stem'].summary}")
+    if down is None:
+        files["downsample"] = f"<standard {skel.name} {'reduction cell' if skel.cells else 'downsample block'}>"
+        down = standard["downsample"].block(base.name, files["downsample"])
+        what = "reduction cell" if skel.cells else "downsample block"
+        notes.append(f"`{base.name}` has no {what}: using the {skel.name} skeleton's standard one, "
+                     f"{standard['downsample'].summary}")
+    reports = {}
+    for part, block, role in (("base", base, Role.CELL if skel.cells else Role.BASE),
+                              ("downsample", down, Role.REDUCTION_CELL if skel.cells else Role.DOWNSAMPLE)):
+        front_end = tuple(by_block.get(block.name, ())) if files[part] == program.path else ()
+        reports[part] = verify_block(block, role=role, file=files[part], front_end=front_end)
+    front_end = tuple(by_block.get(stem.name, ())) if files["stem"] == program.path else ()
+    stem_report, stride = _verify_stem(stem, files["stem"], front_end, skel, stem_stride)
+    reports["stem"] = stem_report
+    for part in ("stem", "base", "downsample"):
+        report = reports[part]
+        if report.shapes is None:
+            # Front-end and structure errors (no shapes were inferred) hold at every size; shape
+            # errors may not (see report_at).
+            raise BuildError(_failure(part, report), [d for d in report.diagnostics if d.is_error])
+    warnings = [d for r in reports.values() for d in r.diagnostics if not d.is_error]
+    return Architecture(program.path, base, stem, down, reports, stride, skel.cells, warnings, notes)
+
+
+def _describe(d: Diagnostic, path: str) -> str:
+    return f"{d.file or path}:{d.span.line}:{d.span.col}: {d.code.code} {d.message}"
+
+
+def _pick_blocks(blocks: list[Block], skel: Skeleton, path: str) -> tuple[Block, Optional[Block], Optional[Block]]:
+    """The base, stem and downsample blocks (None where the file has none: the skeleton's standard one)."""
+    roles = {b.name: b.inferred_role() for b in blocks}
+    has_cells = any(r in (Role.CELL, Role.REDUCTION_CELL) for r in roles.values())
+    if skel.cells and not has_cells:
+        raise BuildError(f"{path}: the `darts` skeleton needs two-input cells (`input1`/`input2`); "
+                         f"this file holds single-input blocks: use --network nb201 or imagenet")
+    if not skel.cells and has_cells:
+        raise BuildError(f"{path}: the file holds two-input cells (`input1`/`input2`); use the `darts` skeleton")
+    base_role, down_role = (Role.CELL, Role.REDUCTION_CELL) if skel.cells else (Role.BASE, Role.DOWNSAMPLE)
+    found = {part: [b for b in blocks if roles[b.name] is role]
+             for part, role in (("base", base_role), ("stem", Role.STEM), ("downsample", down_role))}
+    if not found["base"]:
+        what = "base block `X`" if not skel.cells else "cell `X` (inputs input1, input2)"
+        names = ", ".join(f"`{b.name}` ({roles[b.name]})" for b in blocks)
+        raise BuildError(f"{path}: no {what} among the blocks {names}")
+    if len(found["base"]) > 1:
+        # Prefer the base block whose name the stem or downsample block extends (X, X_stem, X_downsample).
+        others = [b.name for b in found["stem"] + found["downsample"]]
+        named = [b for b in found["base"] if any(o.startswith(b.name + "_") for o in others)]
+        if len(named) != 1:
+            raise BuildError(f"{path}: several base blocks ({', '.join(b.name for b in found['base'])}); "
+                             f"keep one, or name the stem and downsample blocks after it (X_stem, X_downsample)")
+        found["base"] = named
+    base = found["base"][0]
+    picked: list[Optional[Block]] = []
+    for part in ("stem", "downsample"):
+        candidates = found[part]
+        if len(candidates) > 1:
+            named = [b for b in candidates if b.name.startswith(base.name + "_")]
+            if len(named) != 1:
+                raise BuildError(f"{path}: several {part} blocks ({', '.join(b.name for b in candidates)}); keep one")
+            candidates = named
+        picked.append(candidates[0] if candidates else None)
+    return base, picked[0], picked[1]
+
+
+def _verify_stem(stem: Block, path: str, front_end: tuple, skel: Skeleton,
+                 stem_stride: Optional[int]) -> tuple[BlockReport, int]:
+    if stem_stride is not None:
+        if stem_stride < 1:
+            raise BuildError(f"stem_stride must be a positive integer, not {stem_stride}")
+        return verify_block(stem, role=Role.STEM, stem_stride=stem_stride, file=path, front_end=front_end), stem_stride
+    first = verify_block(stem, role=Role.STEM, stem_stride=skel.stem_stride, file=path, front_end=front_end)
+    if first.ok:
+        return first, skel.stem_stride
+    for stride in _STEM_STRIDES:
+        if stride == skel.stem_stride:
+            continue
+        report = verify_block(stem, role=Role.STEM, stem_stride=stride, file=path, front_end=front_end)
+        if report.ok:
+            return report, stride
+    return first, skel.stem_stride
+
+
+__all__ = ["Architecture", "BuildError", "SKELETONS", "STANDARD_BLOCKS", "Skeleton", "StandardBlock",
+           "architecture_from_program", "load_architecture", "skeleton_info"]
