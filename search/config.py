@@ -13,7 +13,8 @@ names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 
 The *identity* of a search (what a resume must not change) is everything that shapes the tree
 or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
-budget, prescreening, training options and the seed. Stop conditions (trials, time limit,
+budget, prescreening, training options, the seed, and the search space and tabular evaluator
+(when not the defaults). Stop conditions (trials, time limit,
 dollar and token caps), the executor, workers, threads and the data directory's location may
 change between runs.
 """
