@@ -41,6 +41,7 @@ class Op(str, enum.Enum):
     REPEAT = "repeat"
     RESHAPE = "reshape"
     DROP_PATH = "DropPath"
+    ZERO = "Zero"
 
     # Group membership tests are hot: hash in C, consistently with str equality.
     __hash__ = str.__hash__
@@ -214,6 +215,8 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
          "Reshapes keeping the element count, e.g. reshape(B,C,H*W); one size may be -1."),
     _def(Op.DROP_PATH, (_p("prob", _PROB, 0.0),), ONE, [C.REGULARIZATION, C.SHAPE_PRESERVING],
          "Stochastic depth: drops the whole sample with probability prob in training; identity in evaluation."),
+    _def(Op.ZERO, (), ONE, [C.SHAPE_PRESERVING],
+         "Zeros of its input's shape (NAS-Bench-201's cell whose output receives only `none` edges)."),
 ]}
 
 _BY_NAME: dict[str, OpDef] = {d.name: d for d in REGISTRY.values()}

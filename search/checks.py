@@ -6,9 +6,12 @@
 2. **deduplicate**: the architecture's canonical hash (its three blocks' canonical hashes, in
    role order) against every valid architecture of the run, confirmed by an exact isomorphism
    check of each block; a match: ``duplicate`` of the earlier one.
+   In a cell space (``--space nb201``) an architecture outside the space is ``invalid`` too,
+   with the reason (code ``not-in-space``).
 3. **fit**: the analytic width fit (`nader.compiler.fit`) to the run's budget, on the same
    network model `build_network` fits with, so the widths, parameters and FLOPs recorded are the
-   ones training builds; no width fits: ``over-budget``.
+   ones training builds; no width fits: ``over-budget``. A cell space with fixed widths
+   (NAS-Bench-201's 16, 32, 64) skips the fit and records the figures at those widths.
 
 The outcome carries what the tree records: status, hash, diagnostics, widths, params, FLOPs and
 the budget that binds.
@@ -78,8 +81,9 @@ def same_architecture(a: Architecture, b: Architecture) -> bool:
 class Checker:
     """Runs the checks for one search (skeleton, dataset, depths and budget fixed)."""
 
-    def __init__(self, skeleton: str, dataset: str, depths, budget):
+    def __init__(self, skeleton: str, dataset: str, depths, budget, space=None):
         self.skeleton, self.dataset, self.depths, self.budget = skeleton, dataset, list(depths), budget
+        self.space = space  # a cell space refuses what is outside it and fixes the widths
         self._skeleton, self._data = skeleton_info(skeleton), dataset_info(dataset)
         self._archs: dict = {}  # arch_id -> Architecture, for exact duplicate checks
 
@@ -93,6 +97,10 @@ class Checker:
             arch = self.load(text)
         except BuildError as exc:
             return Checked("invalid", diagnostics=_diagnostics(exc))
+        refusal = self.space.refuse(text, arch) if self.space is not None else None
+        if refusal is not None:
+            return Checked("invalid", diagnostics={"message": refusal, "diagnostics": [
+                {"code": "not-in-space", "block": None, "line": None, "col": None, "message": refusal}]})
         h = arch_hash(arch)
         for other in tree.by_hash.get(h, ()):
             if same_architecture(arch, self._arch(tree, other)):
@@ -103,6 +111,11 @@ class Checker:
             model = network_model(arch, self._skeleton, self.depths, self._data.input_size, self._data.num_classes)
         except BuildError as exc:
             return Checked("invalid", hash=h, diagnostics=_diagnostics(exc))
+        x = self.space.base_width if self.space is not None else None
+        if x is not None:  # the space fixes the widths: no fit, no budget
+            figures = model.figures(x)
+            return Checked("proposed", hash=h, widths=list(model.widths(x)), params=int(figures.params),
+                           flops=int(figures.flops), binding="fixed", arch=arch)
         try:
             fitted = fit(model, self.budget)
         except (BuildError, CostError) as exc:

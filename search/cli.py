@@ -79,7 +79,7 @@ def _strategy_epilog() -> str:
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")
-@click.option("--strategy", default=None, help="random, rea, tree or nader [default: rea].")
+@click.option("--strategy", default=None, help="random, rea, tree, nader or genius [default: rea].")
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")
 @click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
@@ -88,7 +88,13 @@ def _strategy_epilog() -> str:
               help="Folder with the dataset files [env NADER_DATA_DIR].")
 @click.option("--preset", default=None, help="Training preset: quick, nb201-12, nb201-N, nb201 [default: quick].")
 @click.option("--seeds", callback=_int_list, default=None, help="Seeds per architecture [default: the preset's].")
-@click.option("--skeleton", default=None, help="Network skeleton: nb201, imagenet, darts [default: nb201].")
+@click.option("--skeleton", default=None, help="Network skeleton: nb201, imagenet, darts [default: nb201; the space's].")
+@click.option("--space", type=click.Choice(("language", "nb201")), default=None,
+              help="Search space: language (any block) or nb201 (NAS-Bench-201's cells on its network; "
+                   "mutations change one edge's operation) [default: language].")
+@click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH",
+              help="Answer trials from a tabular benchmark file instead of training (the user supplies "
+                   "the file) [default: training].")
 @click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Architectures to train, the root included [default: 30].")
@@ -118,11 +124,11 @@ def _strategy_epilog() -> str:
 @click.option("--kb", default=None, type=click.Path(file_okay=False),
               help="nader: the knowledge base directory (filled by `nader-search read`).")
 @click.option("--llm-config", default=None, type=click.Path(dir_okay=False),
-              help="nader: TOML file with the [llm] section [default: ./nader.toml if present].")
-@click.option("--llm-base-url", default=None, help="nader: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-@click.option("--llm-model", default=None, help="nader: chat model name as the endpoint knows it.")
+              help="nader, genius: TOML file with the [llm] section [default: ./nader.toml if present].")
+@click.option("--llm-base-url", default=None, help="nader, genius: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+@click.option("--llm-model", default=None, help="nader, genius: chat model name as the endpoint knows it.")
 @click.option("--replay", default=None, type=click.Path(file_okay=False),
-              help="nader: answer every LLM call from this recorded run (no endpoint).")
+              help="nader, genius: answer every LLM call from this recorded run (no endpoint).")
 @click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
 @click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
               help="nader ablation: take the most similar idea, no LLM ranking.")
@@ -173,6 +179,10 @@ def _run(config_file, fmt, force, flags):
         for key in ("root", "data_dir", "run_dir"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
+        if "evaluator" in given:
+            from .config import resolve_evaluator
+
+            given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
         progress = LiveProgress(stream=sys.stderr)

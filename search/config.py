@@ -13,7 +13,8 @@ names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 
 The *identity* of a search (what a resume must not change) is everything that shapes the tree
 or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
-budget, prescreening, training options and the seed. Stop conditions (trials, time limit,
+budget, prescreening, training options, the seed, and the search space and tabular evaluator
+(when not the defaults). Stop conditions (trials, time limit,
 dollar and token caps), the executor, workers, threads and the data directory's location may
 change between runs.
 """
@@ -64,6 +65,8 @@ class SearchConfig:
     trial_timeout: Optional[float] = None  # seconds per trial (pool executor)
     trials_per_gpu: Optional[int] = None  # pool on GPUs: trials side by side per device (default: measured)
     builder: Optional[str] = None  # "module:function" building networks (tests)
+    space: str = "language"  # language | nb201 (nader.search.spaces.space)
+    evaluator: Optional[str] = None  # None: training; "nats-bench:PATH" or "nas-bench-201:PATH": a table
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -97,7 +100,7 @@ class SearchConfig:
         return opts
 
     def default_run_dir(self) -> str:
-        stem = Path(self.root).stem if self.root else "search"
+        stem = Path(self.root).stem if self.root else self.space if self.space != "language" else "search"
         return str(Path("runs") / f"{stem}-{self.strategy}-{self.dataset}-seed{self.seed}")
 
     def identity(self) -> dict:
@@ -120,6 +123,8 @@ class SearchConfig:
             "prescreen": self.prescreen if self.prescreen > 1 else 0,
             "proxy": self.proxy if self.prescreen > 1 else None,
             "train_options": opts, "seed": self.seed, "builder": self.builder,
+            **({"space": self.space} if self.space != "language" else {}),
+            **({"evaluator": self.evaluator} if self.evaluator else {}),
         }
 
     def to_record(self) -> dict:
@@ -136,8 +141,15 @@ class SearchConfig:
     def check(self) -> None:
         from nader.runtime.presets import check_options, resolve
 
+        from .spaces.space import get_space
         from .strategies import get_strategy
 
+        space = get_space(self.space)
+        if space.skeleton is not None and self.skeleton != space.skeleton:
+            raise ConfigError(f"the {self.space} space runs on the {space.skeleton} skeleton, not {self.skeleton}; "
+                              f"leave --skeleton out")
+        if self.evaluator is not None:
+            self.check_evaluator()
         if not self.root_text:
             raise ConfigError("no root architecture: give --from ARCH.nad (or `from` in the TOML file)")
         if self.dataset not in DATASETS:
@@ -161,6 +173,20 @@ class SearchConfig:
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         self.budget()
+
+    def check_evaluator(self) -> None:
+        from .evaluators.tabular import KINDS, TABULAR_DATASETS
+
+        kind, sep, path = self.evaluator.partition(":")
+        if kind == "training" and not sep:
+            self.evaluator = None
+            return
+        if not sep or not path or kind not in KINDS:
+            raise ConfigError(f"evaluator: expected training, nats-bench:PATH or nas-bench-201:PATH, "
+                              f"not {self.evaluator!r}")
+        if self.dataset not in TABULAR_DATASETS:
+            raise ConfigError(f"the {kind} table has no {self.dataset}; choose --dataset "
+                              f"{', '.join(TABULAR_DATASETS)}")
 
 
 # ---------------------------------------------------------------------- TOML and merging
@@ -220,6 +246,8 @@ KEYS = {
     "device": ("device", _typed("device", str)),
     "trial-timeout": ("trial_timeout", _typed("trial-timeout", float)),
     "trials-per-gpu": ("trials_per_gpu", _typed("trials-per-gpu", int)),
+    "space": ("space", _typed("space", str)),
+    "evaluator": ("evaluator", _typed("evaluator", str)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 
@@ -250,7 +278,17 @@ def read_toml(path) -> dict:
             out[attr] = str((path.parent / Path(out[attr]).expanduser()))
     if "data_dir" in out:
         out["data_dir"] = str(Path(out["data_dir"]).expanduser().resolve())
+    if "evaluator" in out:
+        out["evaluator"] = resolve_evaluator(out["evaluator"], path.parent)
     return out
+
+
+def resolve_evaluator(spec: str, base: Path = Path(".")) -> str:
+    """`KIND:PATH` with PATH made absolute (relative to `base`); `training` as it is."""
+    kind, sep, file = str(spec).partition(":")
+    if not sep or not file:
+        return spec
+    return f"{kind.strip().lower()}:{(base / Path(file).expanduser()).resolve()}"
 
 
 def merge(*layers: Optional[dict]) -> SearchConfig:
@@ -270,7 +308,29 @@ def merge(*layers: Optional[dict]) -> SearchConfig:
                 values[key] = {**values.get(key, {}), **value}
             else:
                 values[key] = value
-    return SearchConfig.from_record(values)
+    return _space_defaults(SearchConfig.from_record(values))
+
+
+def _space_defaults(config: SearchConfig) -> SearchConfig:
+    """A cell space brings its skeleton and, when no root is given, its root (NB201's ResNet cell);
+    a root given as a NAS-Bench-201 string becomes its architecture."""
+    from .spaces.space import SPACES
+
+    space = SPACES.get(config.space)
+    if space is None or space.name == "language":
+        return config
+    if space.skeleton is not None and config.skeleton == SearchConfig.skeleton:
+        config.skeleton = space.skeleton
+    if config.root_text is None:
+        config.root_text = space.default_root()
+    else:
+        from .spaces import nb201
+
+        try:
+            config.root_text = space.root_text(config.root_text)
+        except nb201.NotInSpace as exc:
+            raise ConfigError(f"the root architecture {config.root or ''}: {exc}") from None
+    return config
 
 
 def read_root(path) -> str:

@@ -95,7 +95,13 @@ class SearchLoop:
         from nader.compiler.network import resolve_depths, skeleton_info
 
         self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
-        self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget())
+        from .spaces.space import get_space
+
+        self.space = get_space(config.space)
+        if getattr(strategy, "space", None) is None:  # the strategies' mutations stay in the space
+            strategy.space = self.space
+        self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget(),
+                               space=self.space if self.space.name != "language" else None)
         self.prescreener = prescreener
         self.tree = Tree()
         self.rejects_in_row = 0

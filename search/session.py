@@ -56,6 +56,19 @@ def _layer(x) -> dict:
 
 
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
+    """(executor, evaluator): training on the configured executor, or a tabular benchmark's
+    table (`--evaluator nats-bench:PATH`; no executor)."""
+    if config.evaluator:
+        from nader.runtime.presets import get_preset
+
+        from .evaluators.lookup import TableEvaluator
+        from .evaluators.tabular import EvaluatorError
+
+        try:
+            return None, TableEvaluator.open(config.evaluator, config.dataset,
+                                             config.epochs or get_preset(config.preset).epochs)
+        except EvaluatorError as exc:
+            raise ConfigError(str(exc)) from None
     from nader.runtime.executors import make_executor
 
     from .evaluator import TrainingEvaluator
@@ -119,7 +132,8 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                               f"this tree with the new settings")
         if changed:
             warnings.append(f"continuing with changed settings: {'; '.join(changed)}")
-    if evaluator is None and config.dataset != "digits" and not (config.executor == "ray" and config.address):
+    if evaluator is None and not config.evaluator and config.dataset != "digits" and \
+            not (config.executor == "ray" and config.address):
         from nader.runtime.data import check_dataset
 
         check_dataset(config.dataset, config.data_dir)

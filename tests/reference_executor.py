@@ -188,6 +188,8 @@ class ReferenceBlock:
             return torch.sigmoid(x)
         if op is Op.DROP_PATH:
             return x * 1  # a tensor of its own: returning x would credit x's gradient to this node
+        if op is Op.ZERO:
+            return torch.zeros_like(x)
         if op is Op.ADD:
             return functools.reduce(operator.add, ins)
         if op is Op.MUL:

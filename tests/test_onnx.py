@@ -85,6 +85,8 @@ BLOCKS = {
 9:AvgPool2d(kernel_size=(3,2),stride=1)
 10:GELU
 11:DropPath(prob=0.3)
+12:Zero
+13:Add
 0->2
 0->3
 0->4
@@ -100,7 +102,10 @@ BLOCKS = {
 7->8
 8->10
 10->11
-11->1
+8->12
+11->13
+12->13
+13->1
 """, 1),
 "strided": ("""##Strided_downsample##
 0:input

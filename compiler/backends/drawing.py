@@ -37,7 +37,7 @@ _STYLE = (
     (Category.LAYOUT, "#ededed"),
     (Category.REGULARIZATION, "#ffffff"),
 )
-_OP_FILL = {Op.MATMUL: "#f2f2f2", Op.SOFTMAX: "#fff2cc"}  # operations without a telling category
+_OP_FILL = {Op.MATMUL: "#f2f2f2", Op.SOFTMAX: "#fff2cc", Op.ZERO: "#d9d9d9"}  # operations without a telling category
 _DEFAULT_FILL = "#ffffff"
 _ERROR_COLOR = "#c00000"
 _DEAD_COLOR = "#808080"

@@ -516,6 +516,12 @@ def _lower_identity(ctx: BlockContext, node: Node, xs: list[str], base: str) -> 
     return ctx.g.add("Identity", [xs[0]], base)  # DropPath is the identity in evaluation
 
 
+def _lower_zero(ctx: BlockContext, node: Node, xs: list[str], base: str) -> str:
+    # ConstantOfShape(Shape(x)) gives 0 even where x is inf or NaN (x * 0 would not)
+    zero = helper.make_tensor(f"{base}_value", TensorProto.FLOAT, [1], [0.0])
+    return ctx.g.add("ConstantOfShape", [ctx.g.add("Shape", [xs[0]], f"{base}_shape")], base, value=zero)
+
+
 LOWERINGS: dict[Op, Callable[[BlockContext, Node, list[str], str], str]] = {
     Op.CONV2D: _lower_conv,
     Op.LINEAR: _lower_linear,
@@ -540,6 +546,7 @@ LOWERINGS: dict[Op, Callable[[BlockContext, Node, list[str], str], str]] = {
     Op.REPEAT: _lower_repeat,
     Op.RESHAPE: _lower_reshape,
     Op.DROP_PATH: _lower_identity,
+    Op.ZERO: _lower_zero,
 }
 
 # The ONNX operators each operation becomes (documentation and drawings; docs/backends.md).
@@ -567,6 +574,7 @@ ONNX_OPS: dict[Op, str] = {
     Op.REPEAT: "Tile (+ Unsqueeze)",
     Op.RESHAPE: "Reshape (shape computed from Shape of the input)",
     Op.DROP_PATH: "Identity",
+    Op.ZERO: "ConstantOfShape(Shape)",
 }
 
 

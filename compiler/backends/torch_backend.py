@@ -195,6 +195,10 @@ def _lower_drop_path(ctx: LowerContext) -> Lowered:
     return Lowered(lambda: DropPath(prob), lambda m, env, a: m(a), lambda ins, ref: f"{ref}({ins[0]})", f"DropPath({prob})")
 
 
+def _lower_zero(ctx: LowerContext) -> Lowered:
+    return Lowered(None, lambda m, env, a: torch.zeros_like(a), lambda ins, ref: f"torch.zeros_like({ins[0]})")
+
+
 def _lower_add(ctx: LowerContext) -> Lowered:
     return Lowered(None, lambda m, env, *xs: functools.reduce(operator.add, xs), lambda ins, ref: " + ".join(ins))
 
@@ -288,6 +292,7 @@ LOWERINGS: dict[Op, Callable[[LowerContext], Lowered]] = {
     Op.REPEAT: _lower_repeat,
     Op.RESHAPE: _lower_reshape,
     Op.DROP_PATH: _lower_drop_path,
+    Op.ZERO: _lower_zero,
 }
 
 

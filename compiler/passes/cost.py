@@ -262,6 +262,7 @@ COST_RULES: dict[Op, Rule] = {
     Op.LN: _cost_ln,
     Op.SOFTMAX: _cost_softmax,
     Op.DROP_PATH: _free,
+    Op.ZERO: _free,
     Op.ADD: _free,
     Op.MUL: _free,
     Op.MATMUL: _cost_matmul,  # macs only: torch.matmul is functional, thop does not see it

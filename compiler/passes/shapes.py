@@ -733,6 +733,7 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
     Op.GELU: _rule_same,
     Op.SIGMOID: _rule_same,
     Op.DROP_PATH: _rule_same,
+    Op.ZERO: _rule_same,
     Op.BN: _rule_bn,
     Op.LN: _rule_ln,
     Op.ADD: _broadcast,

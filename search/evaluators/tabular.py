@@ -41,6 +41,7 @@ API_DATASET = {"cifar10-valid": "cifar10-valid", "cifar10": "cifar10", "cifar100
 _VALID_SET = {"cifar10-valid": "x-valid", "cifar10": None, "cifar100": "x-valid", "imagenet16-120": "x-valid"}
 _TEST_SET = {"cifar10-valid": "ori-test", "cifar10": "ori-test", "cifar100": "x-test", "imagenet16-120": "x-test"}
 KINDS = ("nats-bench", "nas-bench-201")
+TABULAR_DATASETS = ("cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # the search's names (cifar10: cifar10-valid)
 
 
 class EvaluatorError(Exception):

@@ -43,16 +43,31 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-def _best_so_far(archs: list[Arch], start: Optional[float]) -> list[dict]:
-    """One point per finished trial, in finishing order: the best validation accuracy so far."""
-    done = sorted((a for a in archs if a.trained and a.finished is not None), key=lambda a: a.finished)
+def simulated_time(run: Run) -> bool:
+    """Whether the run's trials were answered from a tabular benchmark: its time axis is then the
+    simulated training time the table reports, summed over the trials in finishing order."""
+    return bool((run.config or {}).get("evaluator"))
+
+
+def _best_so_far(archs: list[Arch], start: Optional[float], simulated: bool = False) -> list[dict]:
+    """One point per finished trial, in finishing order: the best validation accuracy so far, at
+    the wall time it finished or, for a tabular run, the simulated training time spent by then
+    (every evaluated architecture's, failed ones included)."""
+    order = sorted((a for a in archs if a.finished is not None), key=lambda a: (a.finished, int(a.id)
+                                                                                   if a.id.isdigit() else 0))
+    done = [a for a in order if a.trained]
     best, out = None, []
     t0 = start if start is not None else (min(a.created or a.finished for a in done) if done else 0.0)
-    for index, a in enumerate(done, 1):
+    spent, index = 0.0, 0
+    for a in order:
+        spent += a.seconds or 0.0
+        if not a.trained:
+            continue
+        index += 1
         if best is None or a.valid_acc > best.valid_acc:
             best = a
-        out.append({"trial": index, "seconds": round(a.finished - t0, 3), "valid": best.valid_acc,
-                    "id": best.id})
+        out.append({"trial": index, "seconds": round(spent if simulated else a.finished - t0, 3),
+                    "valid": best.valid_acc, "id": best.id})
     return out
 
 
@@ -132,13 +147,13 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
     facts = summary(run, archs)
     data = {
         "archs": [_arch_json(a) for a in archs],
-        "best_so_far": _best_so_far(archs, run.started),
+        "best_so_far": _best_so_far(archs, run.started, simulated_time(run)),
         "pareto_params": pareto_front((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
         "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
     }
     codes, kinds = _failures(archs)
     return _env().get_template("report.html.j2").render(
-        run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data,
+        run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data, simulated=simulated_time(run),
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
         css=_static("report.css"), d3=_static("d3.min.js"), script=_static("report.js"))
 

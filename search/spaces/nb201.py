@@ -24,8 +24,8 @@ the string; our blocks hold what reaches the output. Two kinds of operation are 
 So for cells with such operations our network differs from NB201's (no learned constant, fewer
 parameters); :func:`effective` gives the string of what the block computes. 9,444 strings have
 no such operation. 341 strings have an output that is zero for every input (node 3 receives
-only ``none`` or zero nodes); they have no block (:class:`NotInSpace` says why), as NB201 trains
-them to chance accuracy.
+only ``none`` or zero nodes; NB201 trains them to chance accuracy); their block is one ``Zero``
+operation, and the header comment says which of them it is.
 
 **Back.** :func:`cell_of_block` decodes a block's graph into a string of a cell that computes the
 same thing, and checks that by converting that string again and comparing canonical forms
@@ -122,6 +122,9 @@ class Cell:
                           for (n, src), op in zip(EDGES, self.ops)))
 
 
+ZERO = Cell(("none",) * len(EDGES))
+
+
 def all_cells() -> Iterator[Cell]:
     """The 15,625 cells of the space (in product order, not NAS-Bench-201's index order)."""
     for ops in itertools.product(OPS, repeat=len(EDGES)):
@@ -137,9 +140,8 @@ def as_cell(cell) -> Cell:
 def cell_block(cell, name: str = "NB201Cell") -> str:
     """The base block of a cell (text in canonical form, header comment naming the string)."""
     cell = as_cell(cell)
-    if 3 in cell.zero_nodes():
-        raise NotInSpace(f"{cell}: the cell's output is zero for every input (node 3 receives only `none` "
-                         f"or zero nodes), which no block can express; NAS-Bench-201 trains it to chance accuracy")
+    if 3 in cell.zero_nodes():  # node 3 receives only `none` or zero nodes: NB201 outputs zeros
+        return "\n".join([f"##{name}##  # {COMMENT_TAG} {cell}", "0:input", "1:output", "2:Zero", "0->2", "2->1"]) + "\n"
     eff = cell.effective()
     nodes: List[str] = ["0:input", "1:output"]
     edges: List[str] = []
@@ -334,13 +336,15 @@ def cell_of_block(block) -> Cell:
     if sources != ["input"]:
         raise NotInSpace(f"block `{block.name}` has inputs {sources or 'none'}; a NAS-Bench-201 cell has one, `input`")
     recorded = _recorded(block)
-    if recorded is not None and 3 not in recorded.zero_nodes():
+    if recorded is not None:
         # the recorded cell's own block: as generated (same lines), or any isomorphic graph
         own_text = cell_block(recorded)
         lines = format_block_lines(block)
         if lines[1:] == own_text.splitlines()[1:] or canonical_hash(_parse_block(own_text)) == canonical_hash(block):
             return recorded
     target = canonical_hash(block)
+    if target == _hash_of(ZERO):  # every zero-output cell has this block; the simplest string names it
+        return ZERO
     allowed = {"input", "output", "ReLU", "Conv2d", "BN", "AvgPool2d", "Add"}
     stray = sorted({n.op_name for n in block.nodes} - allowed)
     if stray:

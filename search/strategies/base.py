@@ -101,6 +101,7 @@ class Strategy:
     options: ClassVar[Dict[str, Option]] = {}
     # Options that may change between the sessions of one run (where an endpoint is, say).
     session_options: ClassVar[frozenset] = frozenset()
+    space = None  # the search space (`nader.search.spaces.space`), set by the loop
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)
@@ -119,6 +120,8 @@ class Strategy:
         raise NotImplementedError
 
     def propose(self, parent: Node, rng: random.Random) -> Optional[Candidate]:
+        if self.space is not None:  # the search space's mutation (a graph rewrite in the language)
+            return self.space.mutate(parent, rng)
         return mutation_candidate(parent, rng)
 
     def tell(self, node: Node) -> None:

@@ -10,7 +10,7 @@ from nader.agents.prompts import prompt_doc, prompt_names, render
 from nader.dsl.ops import REGISTRY
 
 AGENT_PROMPTS = ["proposer_plan.v1", "modifier_implement.v1", "modifier_repair.v1", "modifier_interface.v1",
-                 "reflector_lesson.v1"]
+                 "reflector_lesson.v1", "genius_cell.v1", "genius_block.v1", "genius_repair.v1"]
 
 
 @pytest.mark.parametrize("name", AGENT_PROMPTS)
@@ -20,10 +20,11 @@ def test_each_agent_prompt_is_a_documented_template(name):
     assert doc.startswith(name) and "Inputs:" in doc and "Output:" in doc
 
 
-@pytest.mark.parametrize("name", ["modifier_implement.v1", "modifier_interface.v1"])
+@pytest.mark.parametrize("name", ["modifier_implement.v1", "modifier_interface.v1", "genius_block.v1"])
 def test_every_registered_operation_is_in_the_language_reference(name):
     variables = dict(reference=Modifier.language_reference(), block="##B##\n0:input\n1:output\n0->1", plan="p",
-                     experiences=[], block_name="B", stem="", downsample="", error="")
+                     experiences=[], block_name="B", stem="", downsample="", error="", dataset="digits",
+                     skeleton="nb201", history=[], iteration=1, iterations=10)
     system = render(name, **variables)[0]["content"]
     missing = [op.name for op in REGISTRY.values() if f"- {op.signature()}" not in system]
     assert not missing, f"operations missing from the language reference: {missing}"

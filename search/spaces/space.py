@@ -1,0 +1,122 @@
+"""Search spaces: what a search may propose, and how the offline strategies mutate within it.
+
+| name | what an architecture is | mutation (random, rea, tree) | widths |
+|---|---|---|---|
+| `language` | any architecture of the block language (base, stem, downsample blocks) | a graph rewrite (`nader.compiler.mutate`) | fitted to the budget |
+| `nb201` | a NAS-Bench-201 cell on NAS-Bench-201's network (`nb201.architecture`) | one of the 6 edges gets another of the 5 operations | NB201's 16, 32, 64 |
+
+A space answers four questions for the loop: the root when none is given, how to read a root
+given as text, whether an architecture is inside it (`refuse` gives the reason when not) and
+how to mutate a parent. Graph rewrites would leave the NB201 space, so there a mutation changes
+one edge's operation, as NAS-Bench-201's REA and random search do.
+"""
+from __future__ import annotations
+
+import random
+from typing import Dict, Optional, Tuple
+
+from . import nb201
+
+
+class Space:
+    name = "base"
+    skeleton: Optional[str] = None  # the skeleton the space runs on (None: any)
+    base_width: Optional[int] = None  # fixed base width (None: fitted to the budget)
+
+    def default_root(self) -> Optional[str]:
+        return None
+
+    def root_text(self, text: str) -> str:
+        """The architecture text of a root given as text (a file's contents)."""
+        return text
+
+    def refuse(self, text: str, arch=None) -> Optional[str]:
+        """Why an architecture that verified is outside the space, or None when it is inside
+        (`arch`: the text's loaded Architecture, when the caller has it)."""
+        return None
+
+    def mutate(self, parent, rng: random.Random):
+        from nader.search.strategies.base import mutation_candidate
+
+        return mutation_candidate(parent, rng)
+
+
+class LanguageSpace(Space):
+    name = "language"
+
+
+class NB201Space(Space):
+    name = "nb201"
+    skeleton = nb201.SKELETON
+    base_width = nb201.WIDTHS[0]
+
+    def default_root(self) -> str:
+        return nb201.architecture(nb201.RESNET)
+
+    def root_text(self, text: str) -> str:
+        """A NAS-Bench-201 string (`|op~0|+...`) becomes its architecture; block text stays as it is."""
+        stripped = (text or "").strip()
+        if stripped.startswith("|"):
+            return nb201.architecture(nb201.Cell.parse(stripped))
+        return text
+
+    def cell(self, text: str) -> nb201.Cell:
+        return nb201.cell_of_text(text)
+
+    def refuse(self, text: str, arch=None) -> Optional[str]:
+        try:
+            self.cell(text)
+        except nb201.NotInSpace as exc:
+            return f"not a cell of the NAS-Bench-201 space: {exc}"
+        from nader.compiler.passes.canonical import equivalent
+        from nader.compiler.network import load_architecture
+
+        arch = arch if arch is not None else load_architecture(text, self.skeleton)
+        own = self._network()
+        for part in ("stem", "downsample"):
+            if not equivalent(arch.block(part), own.block(part)):
+                return (f"not NAS-Bench-201's network: its {part} block differs from NB201's "
+                        f"(the space varies the cell only)")
+        return None
+
+    def _network(self):
+        """NB201's stem and reduction blocks (the same for every cell), loaded once."""
+        if getattr(self, "_own", None) is None:
+            from nader.compiler.network import load_architecture
+
+            self._own = load_architecture(nb201.architecture(nb201.RESNET), self.skeleton)
+        return self._own
+
+    def mutate(self, parent, rng: random.Random):
+        """One edge of the parent's cell gets another operation (uniform edge, uniform new op)."""
+        from nader.search.strategies.base import Candidate
+
+        try:
+            cell = self.cell(parent.text)
+        except nb201.NotInSpace as exc:
+            return Candidate(None, operator="nb201-edge", error=f"the parent is not a NAS-Bench-201 cell: {exc}")
+        new, change = mutate_cell(cell, rng)
+        return Candidate(nb201.architecture(new), operator="nb201-edge", change=change)
+
+
+def mutate_cell(cell: nb201.Cell, rng: random.Random) -> Tuple[nb201.Cell, dict]:
+    edge = rng.randrange(len(nb201.EDGES))
+    old = cell.ops[edge]
+    op = rng.choice([o for o in nb201.OPS if o != old])
+    ops = list(cell.ops)
+    ops[edge] = op
+    new = nb201.Cell(tuple(ops))
+    node, source = nb201.EDGES[edge]
+    return new, {"operator": "nb201-edge", "edge": f"{source}->{node}", "from": old, "to": op, "cell": str(new)}
+
+
+SPACES: Dict[str, Space] = {s.name: s for s in (LanguageSpace(), NB201Space())}
+
+
+def get_space(name: str) -> Space:
+    from nader.runtime.errors import ConfigError
+
+    try:
+        return SPACES[name]
+    except KeyError:
+        raise ConfigError(f"unknown search space {name!r}; choose one of: {', '.join(SPACES)}") from None
