@@ -81,6 +81,8 @@ def run_one(name: str, cls, seed: int, args, base: Path):
                 "threads": args.threads, "run_dir": str(run_dir)}
     if args.epochs:
         settings["epochs"] = args.epochs
+    if args.train_limit:
+        settings["train_options"] = {"train_limit": args.train_limit, "eval_limit": args.train_limit}
     if args.evaluator:
         settings["evaluator"] = args.evaluator
     summary = run_search(settings)
@@ -98,6 +100,7 @@ def main(argv) -> int:
     ap.add_argument("--depths", default="1,1,1", help="blocks per stage (NB201's is 5,5,5)")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--train-limit", type=int, default=None, help="cap the training and evaluation images (smoke runs)")
     ap.add_argument("--evaluator", default=None, help="nats-bench:PATH or nas-bench-201:PATH (a tabular benchmark)")
     ap.add_argument("--kb", default=None)
     ap.add_argument("--llm-base-url", dest="llm_base_url", default=None)
