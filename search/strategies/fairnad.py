@@ -162,6 +162,7 @@ class FairNADStrategy(Strategy):
             self.skeleton = config.skeleton
             self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
             self.budget = config.budget()
+        self.team()  # a missing knowledge base or a bad endpoint setting is refused before any training
 
     def close(self) -> None:
         if self._team is not None:

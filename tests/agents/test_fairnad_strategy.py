@@ -264,3 +264,19 @@ def test_run_command_with_fairnad(server, tmp_path, kb_dir):
         "SELECT change FROM archs WHERE arch_id > 0 AND status IN ('ok', 'diverged', 'failed') ORDER BY arch_id")]
     conn.close()
     assert stages == ["I", "II"]
+
+
+def test_run_without_a_knowledge_base_is_refused_before_training(server, tmp_path):
+    from click.testing import CliRunner
+
+    from nader.agents.cli import main
+
+    run = tmp_path / "run"
+    result = CliRunner().invoke(main, ["run", "--from", str(settings(run)["root"]), "--dataset", "digits",
+                                       "--trials", "3", "--run-dir", str(run), "--strategy", "fairnad",
+                                       "--llm-base-url", server.base_url, "--llm-model", "m"])
+    assert result.exit_code == 2 and "needs a knowledge base" in result.output and "--kb" in result.output
+    assert "Traceback" not in result.output
+    conn = sqlite3.connect(run / "runs.sqlite")
+    assert conn.execute("SELECT COUNT(*) FROM arch_seeds").fetchone()[0] == 0
+    conn.close()
