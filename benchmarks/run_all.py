@@ -1,4 +1,4 @@
-"""Run every `benchmarks/*_bench.py` in turn (what `make bench` calls).
+"""Run every `benchmarks/*_bench.py` and `strategies.py` in turn (what `make bench` calls).
 
 Each benchmark is a script that prints its own summary line(s) and exits 0;
 this runner prints a header per script and reports scripts that failed.
@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+OTHERS = ("strategies.py",)  # benchmarks named after what they compare rather than `*_bench.py`
 
 
 def main(argv: list[str]) -> int:
-    scripts = sorted(HERE.glob("*_bench.py"))
+    scripts = sorted(HERE.glob("*_bench.py")) + [HERE / name for name in OTHERS]
     if not scripts:
         print("no benchmarks found")
         return 0

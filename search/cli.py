@@ -79,7 +79,7 @@ def _strategy_epilog() -> str:
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")
-@click.option("--strategy", default=None, help="random, rea, tree, nader or genius [default: rea].")
+@click.option("--strategy", default=None, help="A strategy listed below [default: rea].")
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")
 @click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
@@ -122,13 +122,13 @@ def _strategy_epilog() -> str:
 @click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
               help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
 @click.option("--kb", default=None, type=click.Path(file_okay=False),
-              help="nader: the knowledge base directory (filled by `nader-search read`).")
+              help="nader, fairnad: the knowledge base directory (filled by `nader-search read`).")
 @click.option("--llm-config", default=None, type=click.Path(dir_okay=False),
-              help="nader, genius: TOML file with the [llm] section [default: ./nader.toml if present].")
-@click.option("--llm-base-url", default=None, help="nader, genius: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-@click.option("--llm-model", default=None, help="nader, genius: chat model name as the endpoint knows it.")
+              help="LLM strategies: TOML file with the [llm] section [default: ./nader.toml if present].")
+@click.option("--llm-base-url", default=None, help="LLM strategies: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+@click.option("--llm-model", default=None, help="LLM strategies: chat model name as the endpoint knows it.")
 @click.option("--replay", default=None, type=click.Path(file_okay=False),
-              help="nader, genius: answer every LLM call from this recorded run (no endpoint).")
+              help="LLM strategies: answer every LLM call from this recorded run (no endpoint).")
 @click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
 @click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
               help="nader ablation: take the most similar idea, no LLM ranking.")

@@ -35,19 +35,27 @@ def write_report(run_dir: Path, output: Path, top: int) -> tuple[int, int]:
 
 
 @click.command("report")
-@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the HTML (default RUN/report.html).")
+              help="Where to write the HTML (default RUN/report.html; for several runs compare.html).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 200),
               help="How many of the best architectures to show with drawings and diffs.")
 @click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=click.FloatRange(0.5),
               metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
-def report_command(run_dir: Path, output, top: int, watch):
+def report_command(run_dirs: tuple, output, top: int, watch):
     """Write a self-contained HTML report of the search in RUN: summary, modification tree,
     curves, top architectures with drawings and diffs, failures. It needs no server and no
-    network; open it from disk."""
+    network; open it from disk.
+
+    With several RUNs, one page compares them: each run's best validation accuracy against
+    trials, coloured by strategy, and the mean and spread per strategy at a few trial counts.
+    """
     from .load import RunNotFound
 
+    if len(run_dirs) > 1:
+        _compare(run_dirs, output or Path("compare.html"), watch)
+        return
+    run_dir = run_dirs[0]
     output = output or run_dir / "report.html"
     try:
         n, size = write_report(run_dir, output, top)
@@ -68,3 +76,21 @@ def report_command(run_dir: Path, output, top: int, watch):
                 click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
+
+
+def _compare(run_dirs, output: Path, watch) -> None:
+    from .compare import write_compare
+    from .load import RunNotFound
+
+    if watch is not None:
+        click.echo("error: --watch takes one RUN", err=True)
+        sys.exit(2)
+    try:
+        size = write_compare(run_dirs, output)
+    except RunNotFound as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(2)
+    except OSError as error:
+        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+        sys.exit(2)
+    click.echo(f"{output} ({len(run_dirs)} runs compared, {size / 1e6:.2f} MB)")

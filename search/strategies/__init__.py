@@ -7,6 +7,7 @@
 | `tree` | `tree.py` | a parent-selection policy (NADER's DFS/BFS mix, top-k, Pareto) picks the node to mutate |
 | `nader` | `nader.py` | NADER's LLM agents: Proposer, Modifier with compiler feedback, Reflector (docs/agents.md) |
 | `genius` | `genius.py` | GENIUS: the LLM proposes the next architecture from the history of accuracies (docs/search.md) |
+| `fairnad` | `fairnad.py` | FairNAD's stages per round: fair ideas, Pareto-aware refinement, iterative LLM mutation (docs/search.md) |
 
 Add a strategy by writing a module with a `Strategy` subclass and listing it here.
 """
@@ -20,12 +21,12 @@ from .base import Candidate, Option, Strategy, mutation_candidate
 from .random import RandomStrategy
 from .rea import REAStrategy
 from .nader import NaderStrategy
+from .fairnad import FairNADStrategy
 from .genius import GeniusStrategy
 from .tree import TreeStrategy
 
 STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy,
-                                                             NaderStrategy,
-                                                             GeniusStrategy)}
+                                                             NaderStrategy, GeniusStrategy, FairNADStrategy)}
 
 
 def get_strategy(name: str) -> Type[Strategy]:

@@ -1,0 +1,162 @@
+"""Search strategies compared at equal trial counts over several seeds: random, REA, NADER,
+FairNAD and GENIUS (when this checkout has it) on one evaluator.
+
+Each (strategy, seed) is a real search (`nader.search.run_search`, in process) from ``--from``
+(examples/resnet_basic.nad) with ``--trials`` trials, the root included. Without an evaluator
+file it trains on digits with the quick preset (``--dataset``, ``--preset``, ``--depths``);
+``--evaluator nats-bench:PATH`` answers trials from a tabular benchmark instead, where the
+search supports it. Prints, per strategy, the best validation accuracy found after a few trial
+counts and the test accuracy of that architecture (reported, never used to choose): the mean and
+sample standard deviation over seeds. It writes every run's HTML report (``RUN/report.html``)
+and one page with every run's best-so-far curve (``strategies.html``, as
+``nader-search report RUN1 RUN2 ...`` writes it).
+
+The LLM strategies need a model: ``--llm-base-url URL --llm-model M`` (or ``--llm-config``), or
+``--replay DIR`` where ``DIR/<strategy>-seed<N>`` are run directories of an earlier benchmark
+that answer every call (docs/llm.md); NADER and FairNAD also need ``--kb DIR``. A benchmark
+never fakes an LLM: without one, those strategies are listed as skipped with the reason.
+
+    python benchmarks/strategies.py [--trials 8] [--seeds 0,1] [--strategies random,rea,nader,fairnad,genius]
+
+REA's population and tournament are scaled to the trial count (half the trials, half of that);
+FairNAD's stages keep the paper's 8:8:4 ratio and chains of 2 but shrink so that one round fits
+the trials when fewer than 21. Runs are kept under ``--run-dir`` (default: a new temporary
+folder, printed); rerunning with the same folder resumes and retrains nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "resnet_basic.nad"
+ALL = ("random", "rea", "nader", "fairnad", "genius")
+
+
+def strategy_options(name: str, cls, args) -> dict:
+    trials = args.trials
+    if name == "rea":
+        population = max(2, trials // 2)
+        return {"population": population, "sample_size": max(1, population // 2)}
+    options = {}
+    if name == "fairnad" and trials - 1 < 20:
+        n = max(3, trials - 1)
+        fair = pareto = max(1, round(n * 0.4))
+        options.update(fair=fair, pareto=pareto, iterative=max(1, n - fair - pareto))
+    if "kb" in cls.options and args.kb:
+        options["kb"] = str(Path(args.kb).resolve())
+    for flag in ("llm_base_url", "llm_model", "llm_config"):
+        if getattr(args, flag) and flag in cls.options:
+            options[flag] = getattr(args, flag)
+    return options
+
+
+def skipped(name: str, cls, args) -> str | None:
+    """Why a strategy cannot run here, or None."""
+    if cls is None:
+        return "not in this checkout's strategies (search/strategies/__init__.py)"
+    if "llm_base_url" in cls.options:
+        if not (args.llm_base_url or args.llm_config or args.replay):
+            return "no LLM: give --llm-base-url and --llm-model (or --llm-config), or --replay DIR; a benchmark never fakes one"
+        if "kb" in cls.options and not args.kb:
+            return "needs a knowledge base: --kb DIR (fill it with `nader-search read` or `nader-search kb import`)"
+    return None
+
+
+def run_one(name: str, cls, seed: int, args, base: Path):
+    from nader.search import run_search
+
+    run_dir = base / f"{name}-seed{seed}"
+    options = strategy_options(name, cls, args)
+    if args.replay and "replay" in cls.options:
+        recorded = Path(args.replay) / f"{name}-seed{seed}"
+        if not (recorded / "runs.sqlite").exists():
+            return None, f"no recorded run {recorded} to replay"
+        options["replay"] = str(recorded.resolve())
+    settings = {"root": str(args.root), "strategy": name, "strategy_options": options, "dataset": args.dataset,
+                "preset": args.preset, "trials": args.trials, "seed": seed, "depths": args.depths,
+                "threads": args.threads, "run_dir": str(run_dir)}
+    if args.epochs:
+        settings["epochs"] = args.epochs
+    if args.train_limit:
+        settings["train_options"] = {"train_limit": args.train_limit, "eval_limit": args.train_limit}
+    if args.evaluator:
+        settings["evaluator"] = args.evaluator
+    summary = run_search(settings)
+    return summary, None
+
+
+def main(argv) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=8)
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--strategies", default=",".join(ALL))
+    ap.add_argument("--from", dest="root", default=str(EXAMPLE))
+    ap.add_argument("--dataset", default="digits")
+    ap.add_argument("--preset", default="quick")
+    ap.add_argument("--depths", default="1,1,1", help="blocks per stage (NB201's is 5,5,5)")
+    ap.add_argument("--epochs", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--train-limit", type=int, default=None, help="cap the training and evaluation images (smoke runs)")
+    ap.add_argument("--evaluator", default=None, help="nats-bench:PATH or nas-bench-201:PATH (a tabular benchmark)")
+    ap.add_argument("--kb", default=None)
+    ap.add_argument("--llm-base-url", dest="llm_base_url", default=None)
+    ap.add_argument("--llm-model", dest="llm_model", default=None)
+    ap.add_argument("--llm-config", dest="llm_config", default=None)
+    ap.add_argument("--replay", default=None, help="a folder of recorded runs, DIR/<strategy>-seed<N>")
+    ap.add_argument("--run-dir", default=None)
+    args = ap.parse_args(argv)
+    from nader.search.config import SearchConfig
+    from nader.search.report.cli import write_report
+    from nader.search.report.compare import load_curves, text_table, write_compare
+    from nader.search.strategies import STRATEGIES
+
+    if args.evaluator and "evaluator" not in SearchConfig.__dataclass_fields__:
+        print("error: this checkout's search has no tabular evaluator setting (--evaluator)", file=sys.stderr)
+        return 2
+    args.depths = [int(d) for d in args.depths.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [n for n in names if n not in ALL and n not in STRATEGIES]
+    if unknown:
+        print(f"error: unknown strategies {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    base = Path(args.run_dir) if args.run_dir else Path(tempfile.mkdtemp(prefix="nader-strategies-"))
+    t0 = time.perf_counter()
+    ran, notes, seconds = [], [], {}
+    for name in names:
+        cls = STRATEGIES.get(name)
+        why = skipped(name, cls, args)
+        if why:
+            notes.append(f"{name}: skipped: {why}")
+            continue
+        start = time.perf_counter()
+        for seed in seeds:
+            summary, why = run_one(name, cls, seed, args, base)
+            if summary is None:
+                notes.append(f"{name} seed {seed}: skipped: {why}")
+                continue
+            if summary.trials < args.trials:
+                notes.append(f"{name} seed {seed}: stopped after {summary.trials} trials: {summary.stop.message}")
+            write_report(Path(summary.run_dir), Path(summary.run_dir) / "report.html", 10)
+            ran.append(summary.run_dir)
+        seconds[name] = time.perf_counter() - start
+    where = args.evaluator or f"{args.dataset}, {args.preset} preset, depths {args.depths}"
+    print(f"search strategies: {args.trials} trials each (root included), seeds {args.seeds}, {where} "
+          f"({time.perf_counter() - t0:.0f} s: " + ", ".join(f"{n} {s:.0f} s" for n, s in seconds.items()) + ")")
+    if ran:
+        curves = load_curves(ran)
+        print(text_table(curves))
+        page = base / "strategies.html"
+        write_compare(ran, page, title="Search strategies compared", notes=notes)
+        print(f"curves: {page} (each run's report: {base}/<strategy>-seed<N>/report.html)")
+    for note in notes:
+        print(f"  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
