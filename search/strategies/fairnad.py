@@ -37,6 +37,7 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Option, Strategy
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
 
 PLAN_PROMPT = "fairnad_plan.v1"
 SUMMARY_CHARS = 300  # a change as the next iterative step quotes it
@@ -130,12 +131,9 @@ class FairNADStrategy(Strategy):
         "steps": Option(int, 2, "stage III: successive LLM edits per chain (d)", minimum=1),
         "threshold": Option(float, 0.9, "stage II: scale up below this fraction of a budget, else tune", minimum=0.0),
         "repairs": Option(int, 2, "execution feedback: repair rounds after the first reply", minimum=0),
-        "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
-        "llm_base_url": Option(str, "", "the endpoint (overrides the configuration)"),
-        "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
-        "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
+        **LLM_OPTIONS,
     }
-    session_options = frozenset({"llm_config", "llm_base_url", "llm_model", "replay"})
+    session_options = LLM_SESSION_OPTIONS
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -315,8 +313,6 @@ class _Team:
 
     def __init__(self, s: dict, run_dir, skeleton: str):
         from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
-        from nader.agents.llm import LLMClient, LLMError
-        from nader.agents.llm.options import config_from_options
         from nader.agents.modifier import Modifier
         from nader.agents.tokens import CountingClient
 
@@ -325,12 +321,11 @@ class _Team:
         if not s["kb"]:
             raise ConfigError("the fairnad strategy needs a knowledge base of tagged ideas: --kb DIR "
                               "(fill one with `nader-search read PAPERS --kb DIR` or `nader-search kb import`)")
+        self.client = open_llm_client(s, run_dir, "fairnad")
         try:
-            flags = {k: v for k, v in (("base_url", s["llm_base_url"]), ("model", s["llm_model"])) if v}
-            config = config_from_options(config_path=s["llm_config"] or None, replay=s["replay"] or None, **flags)
-            self.client = LLMClient.from_config(config, store=run_dir, replay=s["replay"] or None, role="fairnad")
             self.kb = KnowledgeBase.open(s["kb"])
-        except (LLMError, KnowledgeBaseError, OSError) as exc:
+        except (KnowledgeBaseError, OSError) as exc:
+            self.client.close()
             raise ConfigError(str(exc)) from None
         self.counting = CountingClient(self.client)
         self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton)

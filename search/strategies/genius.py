@@ -36,6 +36,7 @@ from nader.runtime.errors import ConfigError
 
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
 from .base import Candidate, Option, Strategy
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
 
 CELL_PROMPT = "genius_cell.v1"
 BLOCK_PROMPT = "genius_block.v1"
@@ -52,12 +53,9 @@ class GeniusStrategy(Strategy):
     options = {
         "iterations": Option(int, 10, "proposals to evaluate (the root is evaluated first, besides)", minimum=1),
         "repairs": Option(int, 2, "unusable replies sent back with the reason, per proposal", minimum=0),
-        "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
-        "llm_base_url": Option(str, "", "the endpoint (overrides the configuration)"),
-        "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
-        "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
+        **LLM_OPTIONS,
     }
-    session_options = frozenset({"llm_config", "llm_base_url", "llm_model", "replay"})
+    session_options = LLM_SESSION_OPTIONS
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -75,19 +73,11 @@ class GeniusStrategy(Strategy):
 
     def _llm(self):
         if self._counting is None:
-            from nader.agents.llm import LLMClient, LLMError
-            from nader.agents.llm.options import config_from_options
             from nader.agents.tokens import CountingClient
 
             if self.run_dir is None:
                 raise ConfigError("the genius strategy needs the run directory (bind(run_dir))")
-            s = self.settings
-            try:
-                flags = {k: v for k, v in (("base_url", s["llm_base_url"]), ("model", s["llm_model"])) if v}
-                config = config_from_options(config_path=s["llm_config"] or None, replay=s["replay"] or None, **flags)
-                self._client = LLMClient.from_config(config, store=self.run_dir, replay=s["replay"] or None, role=ROLE)
-            except (LLMError, OSError) as exc:
-                raise ConfigError(str(exc)) from None
+            self._client = open_llm_client(self.settings, self.run_dir, ROLE)
             self._counting = CountingClient(self._client)
         return self._counting
 

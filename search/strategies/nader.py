@@ -24,6 +24,7 @@ from nader.runtime.errors import ConfigError
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
 
 
 class NaderStrategy(Strategy):
@@ -40,12 +41,9 @@ class NaderStrategy(Strategy):
         "selection": Option(str, "nader", "parent-selection policy", choices=tuple(POLICIES)),
         "dfs": Option(float, 0.5, "nader: probability of a depth-first step", minimum=0.0),
         "width": Option(int, 3, "nader: children a node may have before it is closed", minimum=1),
-        "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
-        "llm_base_url": Option(str, "", "the endpoint (overrides the configuration)"),
-        "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
-        "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
+        **LLM_OPTIONS,
     }
-    session_options = frozenset({"llm_config", "llm_base_url", "llm_model", "replay"})
+    session_options = LLM_SESSION_OPTIONS
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -137,8 +135,6 @@ class _Team:
 
     def __init__(self, s: dict, run_dir):
         from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
-        from nader.agents.llm import LLMClient, LLMError
-        from nader.agents.llm.options import config_from_options
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
@@ -149,12 +145,11 @@ class _Team:
         if not s["kb"]:
             raise ConfigError("the nader strategy needs a knowledge base: --option kb=DIR "
                               "(fill one with `nader-search read PAPERS --kb DIR`)")
+        self.client = open_llm_client(s, run_dir, "nader")
         try:
-            flags = {k: v for k, v in (("base_url", s["llm_base_url"]), ("model", s["llm_model"])) if v}
-            config = config_from_options(config_path=s["llm_config"] or None, replay=s["replay"] or None, **flags)
-            self.client = LLMClient.from_config(config, store=run_dir, replay=s["replay"] or None, role="nader")
             self.kb = KnowledgeBase.open(s["kb"])
-        except (LLMError, KnowledgeBaseError, OSError) as exc:
+        except (KnowledgeBaseError, OSError) as exc:
+            self.client.close()
             raise ConfigError(str(exc)) from None
         self.counting = CountingClient(self.client)
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
