@@ -5,7 +5,9 @@
    compiler's diagnostics.
 2. **deduplicate**: the architecture's canonical hash (its three blocks' canonical hashes, in
    role order) against every valid architecture of the run, confirmed by an exact isomorphism
-   check of each block; a match: ``duplicate`` of the earlier one.
+   check of each block; a match: ``duplicate`` of the earlier one. Dead nodes (NAD206) are left
+   out: compiling drops them, so a block and the same block with a dead node train the same
+   network.
    In a cell space (``--space nb201``) an architecture outside the space is ``invalid`` too,
    with the reason (code ``not-in-space``).
 3. **fit**: the analytic width fit (`nader.compiler.fit`) to the run's budget, on the same
@@ -18,6 +20,7 @@ the budget that binds.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
@@ -27,6 +30,8 @@ from nader.compiler.network import (Architecture, BuildError, dataset_info, load
                                     skeleton_info)
 from nader.compiler.passes.canonical import canonical_hash, equivalent
 from nader.compiler.passes.cost import CostError
+from nader.compiler.passes.structure import dead_nodes
+from nader.dsl.ir import Block
 
 from .tree import Tree
 
@@ -56,8 +61,17 @@ class Checked:
                 "binding": self.binding}
 
 
+def live_block(block: Block) -> Block:
+    """The block without its dead nodes and the edges into them: what compiling builds."""
+    dead = set(dead_nodes(block))
+    if not dead:
+        return block
+    return dataclasses.replace(block, nodes=tuple(n for n in block.nodes if n.id not in dead),
+                               edges=tuple(e for e in block.edges if e.target not in dead))
+
+
 def arch_hash(arch: Architecture) -> str:
-    parts = "\n".join(f"{p}:{canonical_hash(arch.block(p))}" for p in PARTS)
+    parts = "\n".join(f"{p}:{canonical_hash(live_block(arch.block(p)))}" for p in PARTS)
     return hashlib.sha256(f"{ARCH_HASH_VERSION}\n{parts}".encode()).hexdigest()
 
 
@@ -75,7 +89,7 @@ def _diagnostics(error: BuildError) -> dict:
 
 
 def same_architecture(a: Architecture, b: Architecture) -> bool:
-    return all(equivalent(a.block(p), b.block(p)) for p in PARTS)
+    return all(equivalent(live_block(a.block(p)), live_block(b.block(p))) for p in PARTS)
 
 
 class Checker:

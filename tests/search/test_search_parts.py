@@ -218,3 +218,18 @@ def test_prescreener_scores_compiled_networks_deterministically():
     rng_state = torch.random.get_rng_state()
     Prescreener("synflow", skeleton="nb201", dataset="digits", depths=DEPTHS).score(ROOT_TEXT, a.widths)
     assert torch.equal(rng_state, torch.random.get_rng_state())  # scoring leaves the global RNG alone
+
+
+def test_a_dead_node_does_not_make_a_new_architecture(checker):
+    from nader.search.tree import Tree
+
+    with_dead = ROOT_TEXT.replace("0->2\n", "0->2\n0->99\n", 1).replace("2:", "99:ReLU\n2:", 1)
+    assert with_dead != ROOT_TEXT
+    assert arch_hash_of_text(with_dead, "nb201") == arch_hash_of_text(ROOT_TEXT, "nb201")
+    a, b = checker.load(ROOT_TEXT), checker.load(with_dead)
+    assert any(d.code.code == "NAD206" for d in b.warnings)
+    from nader.search.checks import same_architecture
+
+    assert same_architecture(a, b)
+    live = ROOT_TEXT.replace("8->1\n", "8->99\n99->1\n", 1).replace("2:", "99:ReLU\n2:", 1)  # the same node, used
+    assert arch_hash_of_text(live, "nb201") not in (None, arch_hash_of_text(ROOT_TEXT, "nb201"))
