@@ -190,6 +190,10 @@ class Block:
             for index, s in enumerate(e.sources):
                 yield s, e.target, e, index
 
+    def input_map(self) -> Mapping[NodeId, list[NodeId]]:
+        """Source ids by target, in edge order (what `inputs_of` copies). Shared: do not mutate."""
+        return self._graph()[0]
+
     def inputs_of(self, node_id: NodeId) -> list[NodeId]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
         return list(self._graph()[0].get(node_id, ()))
