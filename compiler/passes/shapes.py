@@ -754,8 +754,9 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
 # Successful rule applications, interned: a rule's result depends only on the node's arguments
 # (the tuple parse_line shares between equal lines, kept alive here so its id stays unique),
 # its input shapes, the role's contract and the constraints found before it. Errors are not
-# cached: they carry spans.
-_RULE_RESULTS: dict[tuple, tuple] = {}
+# cached: they carry spans. One table per contract (role, stem stride, domain), looked up once
+# per block, so the per-node key leaves those out.
+_RULE_RESULTS: dict[tuple, dict[tuple, tuple]] = {}
 
 
 def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride: int = 1,
@@ -773,6 +774,9 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     dead = set(dead_nodes(block))
     result.order = [i for i in block.topological_order() or [] if i not in dead]
     _prescan_sizes(ctx, block)
+    rule_results = _RULE_RESULTS.get((role, stem_stride, domain))
+    if rule_results is None or len(rule_results) > 65_536:
+        rule_results = _RULE_RESULTS[role, stem_stride, domain] = {}
     for node_id in result.order:
         node = nodes[node_id]
         ctx.node = node
@@ -784,8 +788,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
         if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
-        key = (node.op_name, id(node.args), tuple(inputs), role, stem_stride, domain, tuple(result.constraints))
-        hit = _RULE_RESULTS.get(key)
+        key = (node.op_name, id(node.args), tuple(inputs), tuple(result.constraints))
+        hit = rule_results.get(key)
         if hit is not None and hit[0] is node.args:
             _, shape, added, facts, warnings = hit
             for c in added:
@@ -803,10 +807,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
             shapes[node_id] = shape
             for code, message, help_text in ctx.warnings:
                 sink.emit(code, message, node.span, help_text, block.name)
-            if len(_RULE_RESULTS) > 65_536:
-                _RULE_RESULTS.clear()
-            _RULE_RESULTS[key] = (node.args, shape, tuple(result.constraints[before:]),
-                                  dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
+            rule_results[key] = (node.args, shape, tuple(result.constraints[before:]),
+                                 dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
         except _Warning as warning:
             sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
             shapes[node_id] = warning.shape

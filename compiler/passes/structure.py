@@ -12,7 +12,7 @@ from typing import Callable, Optional
 from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
 from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
-from nader.dsl.ops import REQUIRED, Category, Group, Op, ParamKind
+from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
 from nader.dsl.span import Span
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -206,7 +206,8 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
-    sources = [n for n in block.nodes if n.opdef is not None and n.opdef.has(Category.SOURCE)]
+    source_ops = Group.SOURCE
+    sources = [n for n in block.nodes if n.op in source_ops]
     sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
     for n in sources:
         if n.op not in wanted:
@@ -297,9 +298,10 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
     counts = graph_facts(block).in_count
+    terminals = Group.TERMINAL
     for n in block.nodes:
         d = n.opdef
-        if d is None or d.has(Category.TERMINAL):
+        if d is None or n.op in terminals:
             continue
         count = counts.get(n.id, 0)
         if not d.arity.accepts(count):
