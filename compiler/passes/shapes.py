@@ -903,13 +903,10 @@ def _at_reference(size: Poly, sizes: Mapping[str, int], values: dict) -> int:
     return value
 
 
-def _count_at_reference(shape: Shape, sizes: Mapping[str, int], counts: dict, values: dict) -> int:
-    count = counts.get(shape)
-    if count is None:
-        count = 1
-        for s in shape:
-            count *= max(_at_reference(s, sizes, values), 0)
-        counts[shape] = count
+def _count_at_reference(shape: Shape, sizes: Mapping[str, int], values: dict) -> int:
+    count = 1
+    for s in shape:
+        count *= max(_at_reference(s, sizes, values), 0)
     return count
 
 
@@ -920,13 +917,18 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
     else:
         sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
     nodes = block.node_map()
+    sources = block.input_map()
+    shapes = result.shapes
+    max_elements = limits.max_elements
     counts, values = _reference_tables(tuple(sorted(sizes.items())))
-    for node_id, shape in result.shapes.items():
-        try:
-            count = _count_at_reference(shape, sizes, counts, values)
-        except (KeyError, ZeroDivisionError):
-            continue
-        if count > limits.max_elements:
+    for node_id, shape in shapes.items():
+        count = counts.get(shape)  # looked up here: most shapes were counted before (a hot loop)
+        if count is None:
+            try:
+                count = counts[shape] = _count_at_reference(shape, sizes, values)
+            except (KeyError, ZeroDivisionError):
+                continue
+        if count > max_elements:
             node = nodes[node_id]
             sink.emit(SIZE_LIMIT, f"node {node_id} (`{node.op_name}`) produces {count:,} elements per sample at "
                                   f"C={sizes['C']}, H=W={sizes['H']}, past the limit of {limits.max_elements:,}",
@@ -934,11 +936,11 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
             result.failed = True
             return
         node = nodes[node_id]
-        if node.op in (Op.CONV2D, Op.LINEAR):
-            inputs = result.input_shapes(block, node_id)
+        if node.op is Op.CONV2D or node.op is Op.LINEAR:
+            inputs = sources.get(node_id)
             if not inputs:
                 continue
-            x = inputs[0]
+            x = shapes[inputs[0]]
             try:
                 fan_in = _at_reference(x[1 if node.op is Op.CONV2D else -1], sizes, values)
                 out = _at_reference(shape[1 if node.op is Op.CONV2D else -1], sizes, values)
