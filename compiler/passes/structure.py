@@ -169,8 +169,9 @@ def _compute_facts(block: Block) -> GraphFacts:
                 if s in nodes:
                     succ[s].append(t)
                     pred[t].append(s)
-    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in Group.SOURCE],
-                      [i for i, o in ops.items() if o in Group.SINK])
+    source_ops, sink_ops = Group.SOURCE, Group.SINK
+    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in source_ops],
+                      [i for i, o in ops.items() if o in sink_ops])
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -248,7 +249,7 @@ def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None
     facts = graph_facts(block)
     nodes = facts.nodes
     bad_sources = [i for i in facts.sources if facts.in_count.get(i)]
-    bad_sinks = [i for i in facts.sinks if facts.succ[i] or any(i in e.sources for e in block.edges)]
+    bad_sinks = [i for i in facts.sinks if facts.succ[i] or block.consumers_of(i)]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
             if target in bad_sources:
