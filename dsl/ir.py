@@ -13,7 +13,7 @@ from heapq import heappop, heappush
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
-from .ops import REQUIRED, Category, Op, OpDef, lookup
+from .ops import REQUIRED, Group, Op, OpDef, lookup
 from .span import NO_COLS, NO_SPAN, ColSpan, Span
 
 
@@ -190,6 +190,10 @@ class Block:
             for index, s in enumerate(e.sources):
                 yield s, e.target, e, index
 
+    def input_map(self) -> Mapping[NodeId, list[NodeId]]:
+        """Source ids by target, in edge order (what `inputs_of` copies). Shared: do not mutate."""
+        return self._graph()[0]
+
     def inputs_of(self, node_id: NodeId) -> list[NodeId]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
         return list(self._graph()[0].get(node_id, ()))
@@ -231,7 +235,8 @@ class Block:
     # -- roles ------------------------------------------------------------
     @property
     def input_ops(self) -> list[Op]:
-        return [n.op for n in self.nodes if n.opdef and n.opdef.has(Category.SOURCE)]
+        sources = Group.SOURCE
+        return [n.op for n in self.nodes if n.op in sources]
 
     def inferred_role(self) -> Role:
         """The role from the header's suffix and the input terminals."""

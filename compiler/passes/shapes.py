@@ -754,8 +754,9 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
 # Successful rule applications, interned: a rule's result depends only on the node's arguments
 # (the tuple parse_line shares between equal lines, kept alive here so its id stays unique),
 # its input shapes, the role's contract and the constraints found before it. Errors are not
-# cached: they carry spans.
-_RULE_RESULTS: dict[tuple, tuple] = {}
+# cached: they carry spans. One table per contract (role, stem stride, domain), looked up once
+# per block, so the per-node key leaves those out.
+_RULE_RESULTS: dict[tuple, dict[tuple, tuple]] = {}
 
 
 def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride: int = 1,
@@ -767,22 +768,28 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     result = ShapeResult(role, contract(role, stem_stride, domain), domain=domain)
     ctx = ShapeContext(block, result)
     nodes = block.node_map()
+    sources = block.input_map()
+    shapes = result.shapes
+    terminals = result.contract.inputs
     dead = set(dead_nodes(block))
     result.order = [i for i in block.topological_order() or [] if i not in dead]
     _prescan_sizes(ctx, block)
+    rule_results = _RULE_RESULTS.get((role, stem_stride, domain))
+    if rule_results is None or len(rule_results) > 65_536:
+        rule_results = _RULE_RESULTS[role, stem_stride, domain] = {}
     for node_id in result.order:
         node = nodes[node_id]
         ctx.node = node
         op = node.op
-        if op in result.contract.inputs:
-            result.shapes[node_id] = result.contract.inputs[op]
+        if op in terminals:
+            shapes[node_id] = terminals[op]
             continue
-        inputs = [result.shapes.get(i) for i in block.inputs_of(node_id)]
-        if any(s is None for s in inputs):
+        inputs = [shapes.get(i) for i in sources.get(node_id, ())]
+        if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
-        key = (node.op_name, id(node.args), tuple(inputs), role, stem_stride, domain, tuple(result.constraints))
-        hit = _RULE_RESULTS.get(key)
+        key = (node.op_name, id(node.args), tuple(inputs), tuple(result.constraints))
+        hit = rule_results.get(key)
         if hit is not None and hit[0] is node.args:
             _, shape, added, facts, warnings = hit
             for c in added:
@@ -791,22 +798,20 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
                 result.facts[node_id] = dict(facts)
             for code, message, help_text in warnings:
                 sink.emit(code, message, node.span, help_text, block.name)
-            result.shapes[node_id] = shape
+            shapes[node_id] = shape
             continue
         before = len(result.constraints)
         ctx.warnings = []
         try:
             shape = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
-            result.shapes[node_id] = shape
+            shapes[node_id] = shape
             for code, message, help_text in ctx.warnings:
                 sink.emit(code, message, node.span, help_text, block.name)
-            if len(_RULE_RESULTS) > 65_536:
-                _RULE_RESULTS.clear()
-            _RULE_RESULTS[key] = (node.args, shape, tuple(result.constraints[before:]),
-                                  dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
+            rule_results[key] = (node.args, shape, tuple(result.constraints[before:]),
+                                 dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
         except _Warning as warning:
             sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
-            result.shapes[node_id] = warning.shape
+            shapes[node_id] = warning.shape
         except ShapeError as error:
             result.failed = True
             sink.emit(error.code, error.message, error.span or node.span, error.help, block.name, error.labels)
@@ -826,10 +831,19 @@ def _has_floordiv(value) -> bool:
     return False
 
 
+def _block_has_floordiv(block: Block) -> bool:
+    for n in block.nodes:
+        for a in n.args:
+            # Most arguments are a number or a symbol: skip the recursive walk for those.
+            if type(a.value) not in (Num, Sym) and _has_floordiv(a.value):
+                return True
+    return False
+
+
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
     from nader.dsl.ops import ParamKind
-    if not any(_has_floordiv(a.value) for n in block.nodes for a in n.args):
+    if not _block_has_floordiv(block):
         return  # only `//` depends on constraints found elsewhere in the block
     for node in block.nodes:
         d = node.opdef
@@ -870,32 +884,30 @@ def _check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) 
     result.failed = True
 
 
-_REFERENCE_VALUES: dict[tuple, int] = {}
-_REFERENCE_COUNTS: dict[tuple, int] = {}
+# Values at a reference, by reference: {shape: element count} and {size: value}. The same sizes
+# and shapes recur across blocks; one table per reference keeps the lookups to the shape or size.
+_AT_REFERENCE: dict[tuple, tuple[dict, dict]] = {}
 
 
-def _count_at_reference(shape: Shape, sizes: Mapping[str, int], key: tuple) -> int:
-    cache_key = (shape, key)
-    count = _REFERENCE_COUNTS.get(cache_key)
-    if count is None:
-        if len(_REFERENCE_COUNTS) > 100_000:
-            _REFERENCE_COUNTS.clear()
-        count = 1
-        for s in shape:
-            count *= max(_at_reference(s, sizes, key), 0)
-        _REFERENCE_COUNTS[cache_key] = count
-    return count
+def _reference_tables(key: tuple) -> tuple[dict, dict]:
+    tables = _AT_REFERENCE.get(key)
+    if tables is None or len(tables[0]) + len(tables[1]) > 200_000:
+        tables = _AT_REFERENCE[key] = ({}, {})
+    return tables
 
 
-def _at_reference(size: Poly, sizes: Mapping[str, int], key: tuple) -> int:
-    """size evaluated at the reference sizes, cached (the same sizes recur across blocks)."""
-    cache_key = (size, key)
-    value = _REFERENCE_VALUES.get(cache_key)
+def _at_reference(size: Poly, sizes: Mapping[str, int], values: dict) -> int:
+    value = values.get(size)
     if value is None:
-        if len(_REFERENCE_VALUES) > 100_000:
-            _REFERENCE_VALUES.clear()
-        value = _REFERENCE_VALUES[cache_key] = int(size.evaluate(sizes))
+        value = values[size] = int(size.evaluate(sizes))
     return value
+
+
+def _count_at_reference(shape: Shape, sizes: Mapping[str, int], values: dict) -> int:
+    count = 1
+    for s in shape:
+        count *= max(_at_reference(s, sizes, values), 0)
+    return count
 
 
 def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits) -> None:
@@ -905,13 +917,18 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
     else:
         sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
     nodes = block.node_map()
-    key = tuple(sorted(sizes.items()))
-    for node_id, shape in result.shapes.items():
-        try:
-            count = _count_at_reference(shape, sizes, key)
-        except (KeyError, ZeroDivisionError):
-            continue
-        if count > limits.max_elements:
+    sources = block.input_map()
+    shapes = result.shapes
+    max_elements = limits.max_elements
+    counts, values = _reference_tables(tuple(sorted(sizes.items())))
+    for node_id, shape in shapes.items():
+        count = counts.get(shape)  # looked up here: most shapes were counted before (a hot loop)
+        if count is None:
+            try:
+                count = counts[shape] = _count_at_reference(shape, sizes, values)
+            except (KeyError, ZeroDivisionError):
+                continue
+        if count > max_elements:
             node = nodes[node_id]
             sink.emit(SIZE_LIMIT, f"node {node_id} (`{node.op_name}`) produces {count:,} elements per sample at "
                                   f"C={sizes['C']}, H=W={sizes['H']}, past the limit of {limits.max_elements:,}",
@@ -919,14 +936,14 @@ def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limit
             result.failed = True
             return
         node = nodes[node_id]
-        if node.op in (Op.CONV2D, Op.LINEAR):
-            inputs = result.input_shapes(block, node_id)
+        if node.op is Op.CONV2D or node.op is Op.LINEAR:
+            inputs = sources.get(node_id)
             if not inputs:
                 continue
-            x = inputs[0]
+            x = shapes[inputs[0]]
             try:
-                fan_in = _at_reference(x[1 if node.op is Op.CONV2D else -1], sizes, key)
-                out = _at_reference(shape[1 if node.op is Op.CONV2D else -1], sizes, key)
+                fan_in = _at_reference(x[1 if node.op is Op.CONV2D else -1], sizes, values)
+                out = _at_reference(shape[1 if node.op is Op.CONV2D else -1], sizes, values)
             except (KeyError, ZeroDivisionError):
                 continue
             kh, kw = _pair(node.params["kernel_size"]) if node.op is Op.CONV2D else (1, 1)

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
 from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
-from nader.dsl.ops import REQUIRED, Category, Group, Op, ParamKind
+from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
 from nader.dsl.span import Span
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -169,8 +169,9 @@ def _compute_facts(block: Block) -> GraphFacts:
                 if s in nodes:
                     succ[s].append(t)
                     pred[t].append(s)
-    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in Group.SOURCE],
-                      [i for i, o in ops.items() if o in Group.SINK])
+    source_ops, sink_ops = Group.SOURCE, Group.SINK
+    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in source_ops],
+                      [i for i, o in ops.items() if o in sink_ops])
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -206,7 +207,8 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
-    sources = [n for n in block.nodes if n.opdef is not None and n.opdef.has(Category.SOURCE)]
+    source_ops = Group.SOURCE
+    sources = [n for n in block.nodes if n.op in source_ops]
     sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
     for n in sources:
         if n.op not in wanted:
@@ -247,7 +249,7 @@ def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None
     facts = graph_facts(block)
     nodes = facts.nodes
     bad_sources = [i for i in facts.sources if facts.in_count.get(i)]
-    bad_sinks = [i for i in facts.sinks if facts.succ[i] or any(i in e.sources for e in block.edges)]
+    bad_sinks = [i for i in facts.sinks if facts.succ[i] or block.consumers_of(i)]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
             if target in bad_sources:
@@ -297,9 +299,10 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
     counts = graph_facts(block).in_count
+    terminals = Group.TERMINAL
     for n in block.nodes:
         d = n.opdef
-        if d is None or d.has(Category.TERMINAL):
+        if d is None or n.op in terminals:
             continue
         count = counts.get(n.id, 0)
         if not d.arity.accepts(count):
