@@ -37,7 +37,7 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb
 
 PLAN_PROMPT = "fairnad_plan.v1"
 SUMMARY_CHARS = 300  # a change as the next iterative step quotes it
@@ -312,21 +312,12 @@ class _Team:
     """The LLM client, the knowledge base and the Modifier of one search."""
 
     def __init__(self, s: dict, run_dir, skeleton: str):
-        from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
         from nader.agents.modifier import Modifier
         from nader.agents.tokens import CountingClient
 
-        if run_dir is None:
-            raise ConfigError("the fairnad strategy needs the run directory (bind(run_dir))")
-        if not s["kb"]:
-            raise ConfigError("the fairnad strategy needs a knowledge base of tagged ideas: --kb DIR "
-                              "(fill one with `nader-search read PAPERS --kb DIR` or `nader-search kb import`)")
-        self.client = open_llm_client(s, run_dir, "fairnad")
-        try:
-            self.kb = KnowledgeBase.open(s["kb"])
-        except (KnowledgeBaseError, OSError) as exc:
-            self.client.close()
-            raise ConfigError(str(exc)) from None
+        self.client, self.kb = open_client_and_kb(
+            s, run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
+                                   "or `nader-search kb import`)")
         self.counting = CountingClient(self.client)
         self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton)
 

@@ -16,6 +16,22 @@ LLM_OPTIONS = {
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
 
+def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str):
+    """The LLM client (recorded in `run_dir`) and the knowledge base of a strategy that draws ideas."""
+    from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
+
+    if run_dir is None:
+        raise ConfigError(f"the {role} strategy needs the run directory (bind(run_dir))")
+    if not settings["kb"]:
+        raise ConfigError(f"the {role} strategy needs a knowledge base: {kb_help}")
+    client = open_llm_client(settings, run_dir, role)
+    try:
+        return client, KnowledgeBase.open(settings["kb"])
+    except (KnowledgeBaseError, OSError) as exc:
+        client.close()
+        raise ConfigError(str(exc)) from None
+
+
 def open_llm_client(settings: dict, run_dir, role: str):
     """The project's LLM client for a strategy's settings; a bad configuration is a ConfigError."""
     from nader.agents.llm import LLMClient, LLMError

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nader.runtime.errors import ConfigError
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb
 
 
 class NaderStrategy(Strategy):
@@ -134,23 +133,13 @@ class _Team:
     """The agents of one search, sharing one LLM client and the run's database."""
 
     def __init__(self, s: dict, run_dir):
-        from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
         from nader.agents.tokens import CountingClient
 
-        if run_dir is None:
-            raise ConfigError("the nader strategy needs the run directory (bind(run_dir))")
-        if not s["kb"]:
-            raise ConfigError("the nader strategy needs a knowledge base: --option kb=DIR "
-                              "(fill one with `nader-search read PAPERS --kb DIR`)")
-        self.client = open_llm_client(s, run_dir, "nader")
-        try:
-            self.kb = KnowledgeBase.open(s["kb"])
-        except (KnowledgeBaseError, OSError) as exc:
-            self.client.close()
-            raise ConfigError(str(exc)) from None
+        self.client, self.kb = open_client_and_kb(s, run_dir, "nader",
+                                                  "--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)")
         self.counting = CountingClient(self.client)
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
                                  rank=s["ranking"])
