@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
 from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb
