@@ -238,7 +238,7 @@ def _summary_text(s) -> str:
              records.summary_line(s.counts)]
     b = s.best
     if b:
-        lines.append(f"best: #{b['arch_id']} (parent #{b['parent_id']}, {records._change(b)}) valid "
+        lines.append(f"best: #{b['arch_id']} ({records.lineage(b)}) valid "
                      f"{records._num(b['valid_acc'], '.2f')}%, test {records._num(b['test_acc'], '.2f')}%, "
                      f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
@@ -293,7 +293,8 @@ def status_command(run_dir, fmt):
         return
     last = sessions[-1]["stop_reason"] if sessions else None
     state = last or ("running or killed" if sessions else "not started")
-    click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {cfg.get('root', '?')}; "
+    origin = cfg.get("root") or f"the {cfg.get('space', '?')} space's root"
+    click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {origin}; "
                f"{len(sessions)} session(s), last: {state}")
     click.echo(records.summary_line(records.counts_of(recs)))
     click.echo(records.status_table(recs))

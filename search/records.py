@@ -112,9 +112,14 @@ def summary_line(counts_: dict) -> str:
     return f"{sum(counts_.values())} architectures, {trained} trials ({rest})"
 
 
+def lineage(rec: dict) -> str:
+    """`parent #3, insert-se` for a child; `root` for the root, which has no parent."""
+    return _change(rec) if rec["parent_id"] is None else f"parent #{rec['parent_id']}, {_change(rec)}"
+
+
 def best_text(rec: dict) -> str:
     """The best architecture's text with a comment header (valid .nad, ready for nadc)."""
-    head = (f"# nader-search best: arch #{rec['arch_id']} (parent #{rec['parent_id']}, {_change(rec)}), "
+    head = (f"# nader-search best: arch #{rec['arch_id']} ({lineage(rec)}), "
             f"valid {_num(rec['valid_acc'], '.2f')}%, test {_num(rec['test_acc'], '.2f')}%, "
             f"{human(rec['params'])} params, {human(rec['flops'])} FLOPs, widths {rec['widths']}\n")
     return head + rec["text"].rstrip("\n") + "\n"

@@ -233,3 +233,11 @@ def test_a_dead_node_does_not_make_a_new_architecture(checker):
     assert same_architecture(a, b)
     live = ROOT_TEXT.replace("8->1\n", "8->99\n99->1\n", 1).replace("2:", "99:ReLU\n2:", 1)  # the same node, used
     assert arch_hash_of_text(live, "nb201") not in (None, arch_hash_of_text(ROOT_TEXT, "nb201"))
+
+
+def test_the_root_is_named_without_a_parent():
+    from nader.search.records import lineage
+
+    assert lineage({"parent_id": None, "origin": "root", "status": "ok", "operator": None}) == "root"
+    child = {"parent_id": 3, "origin": "mutation", "status": "ok", "operator": "insert-se"}
+    assert lineage(child) == "parent #3, insert-se"
