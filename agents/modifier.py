@@ -160,12 +160,13 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
 class Modifier:
     """Writes blocks with an LLM client (`chat_sync`), checked by the compiler."""
 
-    def __init__(self, client, *, rounds: int = DEFAULT_ROUNDS, skeleton: str = "nb201"):
+    def __init__(self, client, *, rounds: int = DEFAULT_ROUNDS, skeleton: str = "nb201", dataset: str = "cifar10"):
         if rounds < 1:
             raise ValueError("the Modifier needs at least one round")
         self.client = client
         self.rounds = rounds
         self.skeleton = skeleton
+        self.dataset = dataset  # the architecture check verifies at this dataset's stage sizes
 
     @staticmethod
     def language_reference() -> str:
@@ -221,14 +222,14 @@ class Modifier:
         stem = _renamed(stem, f"{name}_stem")
         down = _renamed(down, f"{name}_downsample")
         candidate = out.base_text + stem + down
-        built = check_architecture(candidate, self.skeleton)
+        built = check_architecture(candidate, self.skeleton, self.dataset)
         if built.ok:
             out.arch_text = candidate
             return out
         messages = render(INTERFACE, reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
                           stem=stem.strip(), downsample=down.strip(), error=built.feedback)
         fitted = self._converse(messages, lambda text: check_architecture(out.base_text + _extracted(text),
-                                                                           self.skeleton),
+                                                                           self.skeleton, self.dataset),
                                 prompt=INTERFACE, arch_id=arch_id, attempts=out.interface_attempts)
         if fitted is None:
             out.ok = False

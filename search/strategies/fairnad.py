@@ -141,7 +141,7 @@ class FairNADStrategy(Strategy):
         if s["fair"] + s["pareto"] + s["iterative"] == 0:
             raise ConfigError("fairnad: the stages fair, pareto and iterative cannot all be 0")
         self.run_dir = self.store = self.tree = None
-        self.skeleton, self.depths, self.budget = "nb201", None, None
+        self.skeleton, self.dataset, self.depths, self.budget = "nb201", "cifar10", None, None
         self._slot: Optional[Slot] = None
         self._team = None
 
@@ -157,7 +157,7 @@ class FairNADStrategy(Strategy):
             from ..config import SearchConfig
 
             config = SearchConfig.from_record(record)
-            self.skeleton = config.skeleton
+            self.skeleton, self.dataset = config.skeleton, config.dataset
             self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
             self.budget = config.budget()
         self.team()  # a missing knowledge base or a bad endpoint setting is refused before any training
@@ -169,7 +169,7 @@ class FairNADStrategy(Strategy):
 
     def team(self):
         if self._team is None:
-            self._team = _Team(self.settings, self.run_dir, self.skeleton)
+            self._team = _Team(self.settings, self.run_dir, self.skeleton, self.dataset)
         return self._team
 
     # ------------------------------------------------------------------ the interface
@@ -311,7 +311,7 @@ def _render(render, **variables) -> str:
 class _Team:
     """The LLM client, the knowledge base and the Modifier of one search."""
 
-    def __init__(self, s: dict, run_dir, skeleton: str):
+    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str):
         from nader.agents.modifier import Modifier
         from nader.agents.tokens import CountingClient
 
@@ -319,7 +319,7 @@ class _Team:
             s, run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
                                    "or `nader-search kb import`)")
         self.counting = CountingClient(self.client)
-        self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton)
+        self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton, dataset=dataset)
 
     def close(self) -> None:
         self.kb.close()

@@ -49,15 +49,19 @@ class NaderStrategy(Strategy):
         self.store = None
         self.tree = None
         self._agents = None
+        self.network = ("nb201", "cifar10")  # skeleton, dataset
 
     # ------------------------------------------------------------------ wiring
     def bind(self, run_dir, store=None) -> None:
         """The run directory (its runs.sqlite records LLM calls and experiences) and the store."""
         self.run_dir, self.store = run_dir, store
+        config = (store.config() if store is not None else None) or {}
+        # The Modifier checks an architecture on the search's own network and sizes.
+        self.network = (config.get("skeleton") or "nb201", config.get("dataset") or "cifar10")
 
     def _team(self):
         if self._agents is None:
-            self._agents = _Team(self.settings, self.run_dir)
+            self._agents = _Team(self.settings, self.run_dir, *self.network)
         return self._agents
 
     def close(self) -> None:
@@ -131,7 +135,7 @@ class NaderStrategy(Strategy):
 class _Team:
     """The agents of one search, sharing one LLM client and the run's database."""
 
-    def __init__(self, s: dict, run_dir):
+    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str):
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
@@ -142,7 +146,8 @@ class _Team:
         self.counting = CountingClient(self.client)
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
                                  rank=s["ranking"])
-        self.modifier = Modifier(self.counting, rounds=s["rounds"] if s["feedback"] else 1)
+        self.modifier = Modifier(self.counting, rounds=s["rounds"] if s["feedback"] else 1, skeleton=skeleton,
+                                 dataset=dataset)
         self.reflector = None
         if s["experience"]:
             self.reflector = Reflector(self.counting, ExperienceBase(run_dir, self.kb.embedder))

@@ -104,3 +104,23 @@ def test_interface_failure_after_k_rounds(server, tmp_path):
     m = Modifier(client, rounds=2).modify(bad_parent, PLAN)
     client.close()
     assert not m.ok and len(m.interface_attempts) == 2 and "stem and downsample" in m.error
+
+
+def test_the_architecture_check_uses_the_searchs_dataset_sizes():
+    from nader.agents.modifier import check_architecture
+    from nader.search.strategies.nader import NaderStrategy
+
+    # Valid where H % 8 == 0: CIFAR's stages (32, 16, 8), not digits' (16, 8, 4).
+    eights = BASE.replace("4:ReLU", "4:reshape(B,C,H/8,8,W)\n9:reshape(B,C,H,W)").replace("4->5", "4->9\n9->5")
+    arch = eights + ARCH[ARCH.index("##ResNetBasic_stem##"):]
+    assert check_architecture(arch, "nb201", "cifar10").ok
+    refused = check_architecture(arch, "nb201", "digits")
+    assert not refused.ok and "4x4" in refused.feedback
+
+    class Store:  # what bind reads of the run store
+        def config(self):
+            return {"skeleton": "nb201", "dataset": "digits"}
+
+    strategy = NaderStrategy()
+    strategy.bind(None, Store())
+    assert strategy.network == ("nb201", "digits")
