@@ -108,14 +108,20 @@ def _verify_json(files, checks, with_shapes, jobs) -> bool:
 
 
 def _idle_cores() -> int:
-    """The cores this process may run on, less the load average: on a busy machine, extra workers
-    would only queue behind other jobs (measured: slower than one process)."""
+    """The cores this process may run on, less the other tasks running right now: on a busy machine,
+    extra workers would only queue behind other jobs. Linux counts runnable tasks in /proc/loadavg
+    (this process among them); the one-minute load average, the fallback elsewhere, still counts a
+    job that ended seconds ago."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        load = 0.0
-    return max(1, round(cores - load))
+        with open("/proc/loadavg") as stat:
+            busy = int(stat.read().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        try:
+            busy = round(os.getloadavg()[0])
+        except (AttributeError, OSError):
+            busy = 0
+    return max(1, cores - busy)
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
