@@ -11,8 +11,9 @@ from nader.compiler.commands.common import load
 from nader.compiler.reporting import FORMATS, render
 from nader.dsl.ir import Role
 
-#: Fewest files a process gets: below that, starting processes costs more than it saves.
-FILES_PER_JOB = 100
+#: Fewest files a process gets: below that, a process spends more on reading lines another one
+#: has read already (each has its own table of lines) than it saves.
+FILES_PER_JOB = 25
 
 @click.command("verify")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
@@ -92,15 +93,9 @@ def _verify_json(files, checks, with_shapes, jobs) -> bool:
     work = [(files[start:start + size], checks, with_shapes)
             for start, size in _runs(len(files), processes)]
     if len(work) > 1:
-        import multiprocessing
+        from .forked import map_forked
 
-        from nader.dsl.parser import grammar_parser
-
-        # Forked workers start with everything imported, Lark's parser included (many files hold
-        # a broken line somewhere; each worker would import it again); results come back in order.
-        grammar_parser()
-        with multiprocessing.get_context("fork").Pool(processes) as pool:
-            pieces = pool.map(_json_piece, work, chunksize=1)
+        pieces = map_forked(_json_piece, work)
     else:
         pieces = [_json_piece(w) for w in work]
     click.echo("[" + ",".join(text for text, _ in pieces if text) + "]")
