@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
-from .expr import SIZE_SYMBOLS, BinOp, Neg, TupleValue, Value, symbols
+from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
-from .ops import OpDef, all_names, lookup
+from .ops import OpDef, Param, all_names, lookup
 from .span import ColSpan, Span
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -188,6 +188,8 @@ EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", "
 """)
 
 _BLANK = " \t\f\r"
+# `tuple.__new__(Span, ...)` builds a NamedTuple such as Span without its Python-level __new__ (hot path).
+_new_tuple = tuple.__new__
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
 _ID = r"[A-Za-z0-9_]+"
 # -- line syntax (position-independent, interned) ------------------------------
@@ -207,15 +209,15 @@ class Problem:
     fix: Optional[tuple[ColSpan, str]] = None
 
 
-@dataclass(frozen=True)
-class HeaderLine:
+# The records of a read line are NamedTuples: cheap to build, and built once per distinct line.
+
+class HeaderLine(NamedTuple):
     name: str
     hashes: int
     cols: ColSpan
 
 
-@dataclass(frozen=True)
-class NodeLine:
+class NodeLine(NamedTuple):
     id: NodeId
     op_name: str  # canonical when known
     args: tuple[Arg, ...]
@@ -225,8 +227,7 @@ class NodeLine:
     op_cols: ColSpan
 
 
-@dataclass(frozen=True)
-class ParsedLine:
+class ParsedLine(NamedTuple):
     item: Union[HeaderLine, NodeLine, EdgeLine, None]
     comment: Optional[str] = None
     problems: tuple[Problem, ...] = ()
@@ -334,9 +335,8 @@ def _read_regular(text: str) -> Optional[ParsedLine]:
         key = (text[:start], end - start, text[end:])
         like = _BUT_FOR_ID.get(key)
         if like is not None:
-            n = like.item
-            return ParsedLine(NodeLine(node_id(text[start:end]), n.op_name, n.args, n.params, n.cols, n.id_cols,
-                                       n.op_cols), like.comment, like.problems)
+            return _new_tuple(ParsedLine, (_new_tuple(NodeLine, (node_id(text[start:end]), *like.item[1:])),
+                                           *like[1:]))
     raw = read_line(text)
     if raw is None:
         return None
@@ -351,18 +351,18 @@ def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
     if type(raw) is Problem:
         return ParsedLine(None, None, (raw,))
     item, comment = raw
-    # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
-    # passes downstream (str, evaluate): report them instead.
-    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(item):
-        return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
-                                               f"expression nested more than {_MAX_DEPTH} levels deep",
-                                               "simplify the expression"),))
     problems: list[Problem] = []
-    if type(item) is RawHeader:
-        item = _header(item, problems)
-    elif type(item) is RawNode:
+    if type(item) is RawNode:
+        # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
+        # passes downstream (str, evaluate): report them instead.
+        if len(text) > _MAX_DEPTH - 10 and sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(item):
+            return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
+                                                   f"expression nested more than {_MAX_DEPTH} levels deep",
+                                                   "simplify the expression"),))
         item = _node(item, problems)
-    return ParsedLine(item, comment, tuple(problems))
+    elif type(item) is RawHeader:
+        item = _header(item, problems)
+    return _new_tuple(ParsedLine, (item, comment, tuple(problems)))
 
 
 def header_name(name: str) -> str:
@@ -389,7 +389,7 @@ def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
     if left > 2 or right > 2:
         problems.append(Problem(EXTRA_HASHES, cols, f"header `{text}` uses {max(left, right)} hashes",
                                 f"write `##{name}##`", (cols, f"##{name}##")))
-    return HeaderLine(name, max(left, right), cols)
+    return _new_tuple(HeaderLine, (name, max(left, right), cols))
 
 
 def _suggest(name: str, choices: list[str]) -> Optional[str]:
@@ -403,32 +403,70 @@ def _suggest(name: str, choices: list[str]) -> Optional[str]:
 
 def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
     node_id, op_name, args, cols, id_cols, op_cols = raw
-    opdef = lookup(op_name)
-    if opdef is None:
+    operation = _operation(op_name)
+    if operation is None:
         guess = _suggest(op_name, all_names())
         problems.append(Problem(UNKNOWN_OPERATION, op_cols, f"unknown operation `{op_name}`",
                                 f"did you mean `{guess}`?" if guess else "see `nadc explain ops` for the operations",
                                 (op_cols, guess) if guess else None))
-    elif opdef.name != op_name:
-        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{opdef.name}`",
-                                f"write `{opdef.name}`", (op_cols, opdef.name)))
-        op_name = opdef.name
+    elif operation.name != op_name:
+        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{operation.name}`",
+                                f"write `{operation.name}`", (op_cols, operation.name)))
+        op_name = operation.name
     for arg in args:
-        for sym in symbols(arg.value):
-            if sym.name not in SIZE_SYMBOLS:
-                guess = _suggest(sym.name, list(SIZE_SYMBOLS))
-                problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
-                                        f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W",
-                                        (sym.span, guess) if guess else None))
-    params = _bind(opdef, args, problems) if opdef else {}
-    return NodeLine(node_id, op_name, args, params, cols, id_cols, op_cols)
+        value = arg.value
+        if type(value) is not Num and (type(value) is not Sym or value.name not in _SIZE_SYMBOLS):
+            _check_symbols(value, problems)
+    params = _bind(operation, args, problems) if operation else {}
+    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
 
 
-def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
+_SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
+
+
+def _check_symbols(value: Value, problems: list[Problem]) -> None:
+    for sym in symbols(value):
+        if sym.name not in _SIZE_SYMBOLS:
+            guess = _suggest(sym.name, list(SIZE_SYMBOLS))
+            problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
+                                    f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W",
+                                    (sym.span, guess) if guess else None))
+
+
+class _Operation(NamedTuple):
+    """An operation with what binding arguments to it needs, derived once from its definition."""
+
+    opdef: OpDef
+    name: str  # canonical
+    params: dict[str, Param]  # by name
+    positional: tuple[Param, ...]  # the parameters positional arguments fill, in order
+    variadic: Optional[Param]  # collects the positional arguments, if the operation has one
+    # (name, parameter it defaults to, default value) per parameter; the values are shared by all nodes.
+    defaults: tuple[tuple[str, Optional[str], Optional[Value]], ...]
+
+
+_OPERATIONS: dict[str, _Operation] = {}  # by every spelling `lookup` knows
+
+
+def _operation(op_name: str) -> Optional[_Operation]:
+    operation = _OPERATIONS.get(op_name)
+    if operation is None:
+        opdef = lookup(op_name)
+        if opdef is None:
+            return None
+        operation = _OPERATIONS[op_name] = _Operation(
+            opdef, opdef.name, {p.name: p for p in opdef.params},
+            tuple(p for p in opdef.params if not p.variadic), next((p for p in opdef.params if p.variadic), None),
+            tuple((p.name, p.default_from, default_value(p.default)) for p in opdef.params))
+    return operation
+
+
+def _bind(operation: _Operation, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
     """Bind arguments to the operation's parameters; fill in defaults."""
+    opdef = operation.opdef
     params: dict[str, Value] = {}
-    variadic = next((p for p in opdef.params if p.variadic), None)
-    positional_slots = [p for p in opdef.params if not p.variadic]
+    variadic = operation.variadic
+    positional_slots = operation.positional
     extra: list[Value] = []
     seen_keyword = False
     index = 0
@@ -451,7 +489,7 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
                                         f"remove it; the signature is `{opdef.signature()}`"))
             continue
         seen_keyword = True
-        param = opdef.param(arg.name)
+        param = operation.params.get(arg.name)
         if param is None:
             names = [p.name for p in opdef.params]
             guess = _suggest(arg.name, names) if names else None
@@ -476,12 +514,12 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
                                     "give the sizes either positionally or by keyword"))
         else:
             params[variadic.name] = TupleValue(tuple(extra))
-    for param in opdef.params:
-        if param.name not in params:
-            if param.default_from and param.default_from in params:
-                params[param.name] = params[param.default_from]
-            elif (value := default_value(param.default)) is not None:
-                params[param.name] = value
+    for name, default_from, default in operation.defaults:
+        if name not in params:
+            if default_from is not None and default_from in params:
+                params[name] = params[default_from]
+            elif default is not None:
+                params[name] = default
     return params
 
 
@@ -547,10 +585,6 @@ class _OpenBlock:
         return Block(self.name, tuple(self.nodes), tuple(self.edges), self.leading, self.header_comment,
                      tuple(trailing), Span(self.line, 1, end_line, end_col),
                      Span.on_line(self.line, self.header_cols))
-
-
-# `tuple.__new__(Span, ...)` builds a Span without NamedTuple's Python-level __new__ (hot path).
-_new_tuple = tuple.__new__
 
 
 def _has_header(lines, start):
