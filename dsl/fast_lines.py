@@ -170,13 +170,25 @@ def _node(text: str, head: re.Match) -> Optional[RawLine]:
 
 
 # -- the call: `"(" [arg ("," arg)*] ")"` -------------------------------------------------
-# Most arguments are `name=atom`, `atom` or `atom op atom` (an atom: an integer or a name): one
-# match reads such an argument and the `,` or `)` after it. Any other argument is read from its
-# tokens by a recursive-descent reader of the grammar's `arg` rule.
+# Arguments repeat across distinct lines at the same columns (`kernel_size=3` after `2:Conv2d(`),
+# and what an argument reads as depends only on its text and its column: each distinct argument
+# text at a position is read once. Most arguments are `name=atom`, `atom` or `atom op atom` (an
+# atom: an integer or a name): one match reads such an argument and the `,` or `)` after it. Any
+# other argument is read from its tokens by a recursive-descent reader of the grammar's `arg` rule.
 
 _ATOM = rf"([0-9]+|{_NAME})"
 _SIMPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?{_ATOM}(?:{_WS}(//|[-+*/]){_WS}{_ATOM})?{_WS}([,)])")
 _EMPTY_CALL = re.compile(rf"\({_WS}\)")
+# An argument's text with the `,` or `)` that ends it, when its parentheses nest one level at most.
+_ARG_TEXT = re.compile(r"[^,()]*(?:\([^()]*\)[^,()]*)*[,)]")
+# (argument text, position) -> (argument, the `,` or `)` after it, the position after that)
+_ARGS: dict[tuple[str, int], tuple[Arg, str, int]] = {}
+_MAX_ARGS = 1 << 16
+
+
+def forget() -> None:
+    """Drops the arguments read so far (the parser forgets its interned lines with them)."""
+    _ARGS.clear()
 
 
 def _call(text: str, pos: int) -> tuple[tuple[Arg, ...], int, int]:
@@ -187,15 +199,28 @@ def _call(text: str, pos: int) -> tuple[tuple[Arg, ...], int, int]:
     args = []
     pos += 1
     while True:
-        m = _SIMPLE_ARG.match(text, pos)
-        if m is not None:
-            args.append(_simple_arg(m))
-            separator, pos = m.group(5), m.end()
+        extent = _ARG_TEXT.match(text, pos)
+        if extent is None:
+            arg, separator, pos = _read_arg(text, pos)
         else:
-            arg, separator, pos = _any_arg(text, pos)
-            args.append(arg)
+            key = (extent.group(), pos)
+            known = _ARGS.get(key)
+            if known is None:
+                if len(_ARGS) >= _MAX_ARGS:
+                    _ARGS.clear()
+                known = _ARGS[key] = _read_arg(text, pos)
+            arg, separator, pos = known
+        args.append(arg)
         if separator == ")":
             return tuple(args), pos + 1, pos
+
+
+def _read_arg(text: str, pos: int) -> tuple[Arg, str, int]:
+    """The argument at `pos`, the `,` or `)` after it and the position after that."""
+    m = _SIMPLE_ARG.match(text, pos)
+    if m is not None:
+        return _simple_arg(m), m.group(5), m.end()
+    return _any_arg(text, pos)
 
 
 def _simple_arg(m: re.Match) -> Arg:

@@ -22,6 +22,7 @@ from typing import NamedTuple, Optional, Union
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
 from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
+from .fast_lines import forget as forget_args
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
 from .ops import OpDef, Param, all_names, lookup
 from .span import ColSpan, Span
@@ -274,6 +275,7 @@ def parse_line(text: str) -> ParsedLine:
 def _clear_caches() -> None:
     _LINES.clear()
     _BUT_FOR_ID.clear()
+    forget_args()
 
 
 parse_line.cache_clear = _clear_caches  # type: ignore[attr-defined]
@@ -304,8 +306,7 @@ def _intern(lines: list[str]) -> None:
     if not missing:
         return
     if len(_LINES) + len(missing) > _MAX_LINES:
-        _LINES.clear()
-        _BUT_FOR_ID.clear()
+        _clear_caches()
     irregular = []
     for text in missing:
         parsed = _read_regular(text)
@@ -414,14 +415,26 @@ def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
                                 f"write `{operation.name}`", (op_cols, operation.name)))
         op_name = operation.name
     for arg in args:
-        value = arg.value
-        if type(value) is not Num and (type(value) is not Sym or value.name not in _SIZE_SYMBOLS):
-            _check_symbols(value, problems)
+        if _has_unknown_symbol(arg.value):
+            _check_symbols(arg.value, problems)
     params = _bind(operation, args, problems) if operation else {}
     return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
 
 
 _SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
+
+
+def _has_unknown_symbol(value: Value) -> bool:
+    kind = type(value)
+    if kind is Num:
+        return False
+    if kind is Sym:
+        return value.name not in _SIZE_SYMBOLS
+    if kind is BinOp:
+        return _has_unknown_symbol(value.lhs) or _has_unknown_symbol(value.rhs)
+    if kind is Neg:
+        return _has_unknown_symbol(value.operand)
+    return any(map(_has_unknown_symbol, value.items))  # a tuple
 
 
 def _check_symbols(value: Value, problems: list[Problem]) -> None:
