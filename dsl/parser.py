@@ -640,18 +640,18 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     _intern(lines)
     interned = _LINES.get
-    lineno = 0
-    for line in lines:
-        lineno += 1
-        # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-        if not line.strip(_BLANK):
-            continue
-        parsed = interned(line) or parse_line(line)
-        item = parsed.item
+    for lineno, line in enumerate(lines, 1):
+        parsed = interned(line)
+        if parsed is None:
+            # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
+            if not line.strip(_BLANK):
+                continue
+            parsed = parse_line(line)
+        item, comment, problems = parsed
         kind = type(item)
-        if parsed.problems:
+        if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
-            for p in parsed.problems:
+            for p in problems:
                 help_text, fix = p.help, None
                 if p.fix is not None:
                     if item is None and not _fix_fits(p.code, current, lines, lineno):
@@ -661,16 +661,20 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                 emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), help_text,
                      block=block_name, fix=fix)
         if item is None:
-            if parsed.comment is not None and not parsed.problems:
-                pending.append(parsed.comment)
+            if comment is not None and not problems:
+                pending.append(comment)
             continue
         if kind is HeaderLine:
             if current is not None:
                 blocks.append(current.close([]))
-            current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), parsed.comment)
+            current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
             pending = []
             continue
-        cols = item.cols
+        # The line records are tuples: unpacking them is cheaper than reading their fields.
+        if kind is NodeLine:
+            node_id, op_name, args, params, cols, id_cols, op_cols = item
+        else:
+            sources, target, cols, source_cols, target_cols = item
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -687,15 +691,14 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
         span = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
-        leading = tuple(pending) if pending else ()
-        if kind is NodeLine:
-            current.nodes.append(Node(item.id, item.op_name, item.args, parsed.comment, leading, span,
-                                      item.id_cols, item.op_cols, item.params))
-        else:
-            current.edges.append(Edge(item.sources, item.target, parsed.comment, leading, span,
-                                      item.source_cols, item.target_cols))
+        leading = ()
         if pending:
+            leading = tuple(pending)
             pending = []
+        if kind is NodeLine:
+            current.nodes.append(Node(node_id, op_name, args, comment, leading, span, id_cols, op_cols, params))
+        else:
+            current.edges.append(Edge(sources, target, comment, leading, span, source_cols, target_cols))
         current.last_line = lineno
         current.last_end = cols[1]
     if current is not None:
