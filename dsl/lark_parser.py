@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 import threading
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Optional, Union
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .. import grammar as grammar_package
 from .expr import BinOp, Neg, Num, Sym, TupleValue
 from .fast_lines import EdgeLine, Paren, RawHeader, RawLine, RawNode
 from .fast_lines import end_of as _end
@@ -129,7 +130,9 @@ _STATE = threading.local()
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    grammar = resources.files("nader.grammar").joinpath("nad.lark").read_text(encoding="utf-8")
+    # Found beside the package's __init__ rather than with importlib.resources, whose import and
+    # lookup cost ~5 ms in every process that meets a line only Lark reads.
+    grammar = Path(grammar_package.__file__).with_name("nad.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", start=["line", "program"], transformer=_LineBuilder(),
                 maybe_placeholders=True, cache=True)
 
