@@ -7,8 +7,8 @@ shares it between files. A line not interned yet is read by the fast path
 (nader.dsl.fast_lines: compiled regular expressions for the regular line
 forms, building what the grammar's parser builds) or, when it is not one of
 those forms, by the grammar's LALR parser (nader.dsl.lark_parser, imported
-only then): all of a file's such lines in one pass, resumed after a broken
-line, which is read alone for its diagnostic. The line-level checks (names,
+only then), each line alone: nearly all of them are broken lines, whose
+diagnostics come from Lark's errors. The line-level checks (names,
 parameters, headers) and the block structure (header, then node and edge
 lines) are here. Nothing is `eval`ed.
 """
