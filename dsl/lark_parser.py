@@ -2,11 +2,11 @@
 
 `grammar/nad.lark` defines the language. The parser builds the raw line pieces directly while it
 parses (an inline transformer, no parse tree): the same `RawHeader`, `RawNode` and `EdgeLine`
-that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_lines` reads
-each line alone (the fast path declines little else than broken lines, so a pass over many lines
-would mostly stop at once); a broken line's Lark error is turned into a named diagnostic with a
-fix when one surely applies. Imported only when a line is not one of the fast forms, so most
-`nadc` runs never import Lark.
+that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_alone` reads
+a line the fast path declines (a broken line, mostly: a pass over many such lines would stop at
+once); a broken line's Lark error is turned into a named diagnostic with a fix when one surely
+applies. Imported only when a line is not one of the fast forms, so most `nadc` runs never
+import Lark.
 """
 from __future__ import annotations
 
@@ -143,11 +143,6 @@ def read_alone(text: str) -> Union[RawLine, Problem]:
         return _lark().parse(text, start="line")
     except UnexpectedInput as error:
         return _classify_error(text, error)
-
-
-def read_lines(texts: list[str]) -> list[Union[RawLine, Problem]]:
-    """Each line read by the grammar's parser: its pieces, or the diagnostic of its syntax error."""
-    return [read_alone(text) for text in texts]
 
 
 def _parses(text: str) -> bool:

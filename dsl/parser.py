@@ -267,7 +267,7 @@ def parse_line(text: str) -> ParsedLine:
     parsed = _LINES.get(text)
     if parsed is None:
         if len(_LINES) >= _MAX_LINES:
-            _LINES.clear()
+            _clear_caches()
         parsed = _LINES[text] = _parse_one(text)
     return parsed
 
@@ -298,27 +298,6 @@ def _parse_one(text: str) -> ParsedLine:
 
         parsed = _finish(text, read_alone(text))
     return parsed
-
-
-def _intern(lines: list[str]) -> None:
-    """Reads the lines not interned yet: the fast path, then the grammar's parser for the rest."""
-    missing = [line for line in dict.fromkeys(lines) if line not in _LINES and line.strip(_BLANK)]
-    if not missing:
-        return
-    if len(_LINES) + len(missing) > _MAX_LINES:
-        _clear_caches()
-    irregular = []
-    for text in missing:
-        parsed = _read_regular(text)
-        if parsed is None:
-            irregular.append(text)
-        else:
-            _LINES[text] = parsed
-    if irregular:
-        from .lark_parser import read_lines
-
-        for text, raw in zip(irregular, read_lines(irregular)):
-            _LINES[text] = _finish(text, raw)
 
 
 # Node lines that differ only in their id (`2:Conv2d(...)`, `5:Conv2d(...)`) read the same but
@@ -638,7 +617,6 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    _intern(lines)
     interned = _LINES.get
     for lineno, line in enumerate(lines, 1):
         parsed = interned(line)
