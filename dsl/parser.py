@@ -353,8 +353,15 @@ def header_name(name: str) -> str:
     return cleaned or "block"
 
 
+# `##Name##`, the header agents write: nothing to report.
+_PLAIN_HEADER = re.compile(rf"##({_HEADER_NAME.pattern})##")
+
+
 def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
     text, cols = raw
+    plain = _PLAIN_HEADER.fullmatch(text)
+    if plain is not None:
+        return _new_tuple(HeaderLine, (plain.group(1), 2, cols))
     left = len(text) - len(text.lstrip("#"))
     right = len(text) - len(text.rstrip("#"))
     name = text[left:len(text) - right].strip()
