@@ -574,13 +574,11 @@ class _OpenBlock:
     header_comment: Optional[str]
     nodes: list = field(default_factory=list)
     edges: list = field(default_factory=list)
-    last_line: int = 0
-    last_end: int = 0
     implicit: bool = False  # no header: named after the file
 
-    def close(self, trailing: list[str]) -> Block:
-        end_line = self.last_line or self.line
-        end_col = self.last_end if self.last_line else self.header_cols.end_col
+    def close(self, trailing: list[str], last: Optional[Span]) -> Block:
+        """The block, `last` being the span of its last node or edge line (None when it has none)."""
+        end_line, end_col = (last.line, last.end_col) if last else (self.line, self.header_cols.end_col)
         return Block(self.name, tuple(self.nodes), tuple(self.edges), self.leading, self.header_comment,
                      tuple(trailing), Span(self.line, 1, end_line, end_col),
                      Span.on_line(self.line, self.header_cols))
@@ -619,6 +617,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
+    last: Optional[Span] = None  # the span of the open block's last node or edge line
     has_header: Optional[bool] = None  # known once a node or edge comes before any header
     reported_before_header = False
     lines = text.split("\n")
@@ -651,8 +650,9 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             continue
         if kind is HeaderLine:
             if current is not None:
-                blocks.append(current.close([]))
+                blocks.append(current.close([], last))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
+            add_node, add_edge, last = current.nodes.append, current.edges.append, None
             pending = []
             continue
         # The line records are tuples: unpacking them is cheaper than reading their fields.
@@ -675,19 +675,18 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  Span.on_line(lineno, cols), f"add `{header}` as the first line",
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
-        span = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
+            add_node, add_edge = current.nodes.append, current.edges.append
+        last = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
         leading = ()
         if pending:
             leading = tuple(pending)
             pending = []
         if kind is NodeLine:
-            current.nodes.append(Node(node_id, op_name, args, comment, leading, span, id_cols, op_cols, params))
+            add_node(Node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params))
         else:
-            current.edges.append(Edge(sources, target, comment, leading, span, source_cols, target_cols))
-        current.last_line = lineno
-        current.last_end = cols[1]
+            add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
-        blocks.append(current.close(pending))
+        blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
     return ParseResult(Program(tuple(blocks), path), sink.items, text)
