@@ -315,8 +315,10 @@ def _read_regular(text: str) -> Optional[ParsedLine]:
         key = (text[:start], end - start, text[end:])
         like = _BUT_FOR_ID.get(key)
         if like is not None:
-            return _new_tuple(ParsedLine, (_new_tuple(NodeLine, (node_id(text[start:end]), *like.item[1:])),
-                                           *like[1:]))
+            item, comment, problems = like
+            _, op_name, args, params, cols, id_cols, op_cols = item
+            item = _new_tuple(NodeLine, (node_id(text[start:end]), op_name, args, params, cols, id_cols, op_cols))
+            return _new_tuple(ParsedLine, (item, comment, problems))
     raw = read_line(text)
     if raw is None:
         return None
