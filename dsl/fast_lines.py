@@ -77,7 +77,8 @@ _WS = "[ \t\f]*"
 _ID = "[A-Za-z0-9_]+"
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
-_EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}")
+# An edge line, up to its end (what may follow an edge is the same as after any item: `_TAIL`).
+_EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}(#(?!#).*)?\Z")
 _IDS = re.compile(_ID)
 # The grammar's HEADER terminal, matched where the grammar's lexer matches it.
 _HEADER = re.compile(rf"{_WS}(#{{2,}}[^#\r\n]*#{{2,}}){_WS}")
@@ -123,15 +124,12 @@ def read_line(text: str) -> Optional[RawLine]:
     return None, _comment(tail)
 
 
-def _comment(tail: re.Match) -> Optional[str]:
-    comment = tail.group(1)
+def _comment(tail: re.Match, group: int = 1) -> Optional[str]:
+    comment = tail.group(group)
     return comment.rstrip() if comment is not None else None
 
 
-def _edge(text: str, edge: re.Match) -> Optional[RawLine]:
-    tail = _TAIL.match(text, edge.end())
-    if tail is None:
-        return None
+def _edge(text: str, edge: re.Match) -> RawLine:
     sources_text = edge.group(1)
     if "," in sources_text:
         sources = list(_IDS.finditer(text, edge.start(1), edge.end(1)))
@@ -144,7 +142,7 @@ def _edge(text: str, edge: re.Match) -> Optional[RawLine]:
     target_cols = _new(ColSpan, (start + 1, end + 1))
     item = _new(EdgeLine, (source_ids, node_id(edge.group(2)), _new(ColSpan, (source_cols[0][0], end + 1)),
                            source_cols, target_cols))
-    return item, _comment(tail)
+    return item, _comment(edge, 3)
 
 
 def _node(text: str, head: re.Match) -> Optional[RawLine]:
