@@ -80,8 +80,9 @@ _NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
 # An edge line, up to its end (what may follow an edge is the same as after any item: `_TAIL`).
 _EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}(#(?!#).*)?\Z")
 _IDS = re.compile(_ID)
-# The grammar's HEADER terminal, matched where the grammar's lexer matches it.
-_HEADER = re.compile(rf"{_WS}(#{{2,}}[^#\r\n]*#{{2,}}){_WS}")
+# The grammar's HEADER terminal as the grammar's lexer matches it (atomic: the tail cannot take
+# hashes back from it), up to the line's end.
+_HEADER = re.compile(rf"{_WS}((?>#{{2,}}[^#\r\n]*#{{2,}})){_WS}(#(?!#).*)?\Z")
 # What may end a line: nothing, or a comment (one `#`, then the rest of the line).
 _TAIL = re.compile(r"(#(?!#).*)?\Z")
 # Tokens inside a call. A number must not run into a letter, digit or `.` (`2C`, `1e`, `1.`,
@@ -112,11 +113,8 @@ def read_line(text: str) -> Optional[RawLine]:
         return _edge(text, edge)
     header = _HEADER.match(text)
     if header is not None:
-        tail = _TAIL.match(text, header.end())
-        if tail is None:
-            return None
         start, end = header.span(1)
-        return _new(RawHeader, (header.group(1), _new(ColSpan, (start + 1, end + 1)))), _comment(tail)
+        return _new(RawHeader, (header.group(1), _new(ColSpan, (start + 1, end + 1)))), _comment(header, 2)
     start = len(text) - len(text.lstrip(" \t\f"))
     tail = _TAIL.match(text, start)
     if tail is None or tail.group(1) is None:

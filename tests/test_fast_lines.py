@@ -101,7 +101,7 @@ def test_the_fast_path_declines_what_the_grammar_reads_otherwise():
     for line in ("2:Conv2d(out_channels=C,,kernel_size=3)", "0-2", "2:Conv2d(out_channels=C", "2 ReLU",
                  "2:ReLU x", "##A", "##A## ##", "2:f(1.)", "2:f(.5)", "2:f(2C)", "2:f(1e)", "2:f(C/ /2)",
                  "2:f((1,2)+3)", "2:f(a=(1,(2,3)))", "0->1->2", "2:f(1)\r", "2:f(\u0663)", "", "   ",
-                 "2:f(" + "-" * 60 + "1)"):
+                 "2:f(" + "-" * 60 + "1)", "###B### `# c", "##A## x", "0->1 `#"):
         assert read_line(line) is None, line
 
 
