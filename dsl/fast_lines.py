@@ -2,8 +2,8 @@
 
 A pure accelerator. The grammar (grammar/nad.lark) stays the one definition of the language and
 Lark's LALR parser its reference reader. `read_line` reads only the forms agents write all the
-time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), token by token as the
-grammar's lexer does, and builds exactly what the Lark parser's inline transformer builds
+time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), cut where the grammar's
+lexer cuts its tokens, and builds exactly what the Lark parser's inline transformer builds
 (`RawHeader`, `RawNode`, `EdgeLine`, the same expression objects with the same column spans). For
 any other line, including every line with a syntax error, it returns None and the caller parses
 the line with Lark: every syntax diagnostic, its recovery and its spans come from the grammar.
@@ -138,7 +138,7 @@ def _edge(text: str, edge: re.Match) -> RawLine:
         source_ids, source_cols = (node_id(sources_text),), (_new(ColSpan, (start + 1, end + 1)),)
     start, end = edge.span(2)
     target_cols = _new(ColSpan, (start + 1, end + 1))
-    item = _new(EdgeLine, (source_ids, node_id(edge.group(2)), _new(ColSpan, (source_cols[0][0], end + 1)),
+    item = _new(EdgeLine, (source_ids, node_id(edge.group(2)), _new(ColSpan, (source_cols[0].col, end + 1)),
                            source_cols, target_cols))
     return item, _comment(edge, 3)
 
@@ -223,11 +223,11 @@ def _simple_arg(m: re.Match) -> Arg:
     value = _atom(m, 2)
     if m.group(3) is not None:
         rhs = _atom(m, 4)
-        value = BinOp(m.group(3), value, rhs, _new(ColSpan, (value.span[0], rhs.span[1])))
+        value = BinOp(m.group(3), value, rhs, _new(ColSpan, (value.span.col, rhs.span.end_col)))
     if m.group(1) is None:
         return Arg(None, value, value.span)
     name_start, name_end = m.span(1)
-    return Arg(m.group(1), value, _new(ColSpan, (name_start + 1, value.span[1])),
+    return Arg(m.group(1), value, _new(ColSpan, (name_start + 1, value.span.end_col)),
                _new(ColSpan, (name_start + 1, name_end + 1)))
 
 
