@@ -413,6 +413,7 @@ _SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
 
 
 def _has_unknown_symbol(value: Value) -> bool:
+    """Whether `value` names anything but a size symbol (a quick walk; the rare hit is then reported in order)."""
     kind = type(value)
     if kind is Num:
         return False
