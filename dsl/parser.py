@@ -405,7 +405,7 @@ def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
     for arg in args:
         if _has_unknown_symbol(arg.value):
             _check_symbols(arg.value, problems)
-    params = _bind(operation, args, problems) if operation else {}
+    params = _bind_to(operation, args, problems) if operation else {}
     return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
 
 
@@ -463,8 +463,12 @@ def _operation(op_name: str) -> Optional[_Operation]:
     return operation
 
 
-def _bind(operation: _Operation, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
+def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
     """Bind arguments to the operation's parameters; fill in defaults."""
+    return _bind_to(_operation(opdef.name), args, problems)
+
+
+def _bind_to(operation: _Operation, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
     opdef = operation.opdef
     params: dict[str, Value] = {}
     variadic = operation.variadic
