@@ -172,8 +172,12 @@ def _node(text: str, head: re.Match) -> Optional[RawLine]:
 # atom: an integer or a name): one match reads such an argument and the `,` or `)` after it. Any
 # other argument is read from its tokens by a recursive-descent reader of the grammar's `arg` rule.
 
-_ATOM = rf"([0-9]+|{_NAME})"
+_ATOM = rf"(-{_WS})?([0-9]+|{_NAME})"  # an atom, negated or not
 _SIMPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?{_ATOM}(?:{_WS}(//|[-+*/]){_WS}{_ATOM})?{_WS}([,)])")
+# A tuple of atoms (`kernel_size=(1,3)`, `dim=(-1,-2)`), its items then read one by one.
+_ITEM = rf"{_WS}(?:-{_WS})?(?:[0-9]+|{_NAME}){_WS}"
+_TUPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?(\((?:{_ITEM},)+{_ITEM}\)){_WS}([,)])")
+_TUPLE_ITEM = re.compile(rf"{_WS}{_ATOM}")
 _EMPTY_CALL = re.compile(rf"\({_WS}\)")
 # An argument's text with the `,` or `)` that ends it, when its parentheses nest one level at most.
 _ARG_TEXT = re.compile(r"[^,()]*(?:\([^()]*\)[^,()]*)*[,)]")
@@ -215,15 +219,19 @@ def _read_arg(text: str, pos: int) -> tuple[Arg, str, int]:
     """The argument at `pos`, the `,` or `)` after it and the position after that."""
     m = _SIMPLE_ARG.match(text, pos)
     if m is not None:
-        return _simple_arg(m), m.group(5), m.end()
+        return _simple_arg(m), m.group(7), m.end()
+    m = _TUPLE_ARG.match(text, pos)
+    if m is not None:
+        return _tuple_arg(text, m), m.group(3), m.end()
     return _any_arg(text, pos)
 
 
 def _simple_arg(m: re.Match) -> Arg:
+    """The argument `_SIMPLE_ARG` matched (groups: name, sign, atom, operator, sign, atom, `,` or `)`)."""
     value = _atom(m, 2)
-    if m.group(3) is not None:
-        rhs = _atom(m, 4)
-        value = BinOp(m.group(3), value, rhs, _new(ColSpan, (value.span.col, rhs.span.end_col)))
+    if m.group(4) is not None:
+        rhs = _atom(m, 5)
+        value = BinOp(m.group(4), value, rhs, _new(ColSpan, (value.span.col, rhs.span.end_col)))
     if m.group(1) is None:
         return Arg(None, value, value.span)
     name_start, name_end = m.span(1)
@@ -231,11 +239,26 @@ def _simple_arg(m: re.Match) -> Arg:
                _new(ColSpan, (name_start + 1, name_end + 1)))
 
 
-def _atom(m: re.Match, group: int) -> Union[Num, Sym]:
-    text = m.group(group)
-    start, end = m.span(group)
+def _tuple_arg(text: str, m: re.Match) -> Arg:
+    """The argument `_TUPLE_ARG` matched (groups: name, the tuple, `,` or `)`)."""
+    start, end = m.span(2)
+    items = tuple(_atom(item, 1) for item in _TUPLE_ITEM.finditer(text, start + 1, end - 1))
+    value = TupleValue(items, _new(ColSpan, (start + 1, end + 1)))
+    if m.group(1) is None:
+        return Arg(None, value, value.span)
+    name_start, name_end = m.span(1)
+    return Arg(m.group(1), value, _new(ColSpan, (name_start + 1, end + 1)), _new(ColSpan, (name_start + 1, name_end + 1)))
+
+
+def _atom(m: re.Match, sign: int) -> Union[Num, Sym, Neg]:
+    """The atom whose optional `-` is group `sign` and whose integer or name is the group after."""
+    text = m.group(sign + 1)
+    start, end = m.span(sign + 1)
     cols = _new(ColSpan, (start + 1, end + 1))
-    return Num(int(text), cols) if text.isdigit() else Sym(text, cols)
+    atom = Num(int(text), cols) if text.isdigit() else Sym(text, cols)
+    if m.group(sign) is None:
+        return atom
+    return Neg(atom, _new(ColSpan, (m.start(sign) + 1, end + 1)))
 
 
 def _any_arg(text: str, pos: int) -> tuple[Arg, str, int]:

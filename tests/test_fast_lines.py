@@ -83,7 +83,8 @@ def test_files_parse_the_same_with_and_without_the_fast_path(text):
 VALID = ["##A##", "###B_stem### # c", "## C ##", "0:input", "conv_1:BN", "2a : ReLU ( )",
          "2:Conv2d(out_channels=C,kernel_size=3,stride=1)", "6:Conv2d(out_channels=dim*2,kernel_size=(1,3),groups=C//4)",
          "7:permute(0,2,3,1)", "8:reshape(B,-1,H*W)", "9:DropPath(prob=0.2)", "9:DropPath(1e-5)", "10:Concat(dim=1)",
-         "0->2", "0,1->5", "a , b->c # w", "# comment", "11:mean(dim=(2,3)) # m", "12:x((1),-(-2)-3//(4/5))"]
+         "0->2", "0,1->5", "a , b->c # w", "# comment", "11:mean(dim=(2,3)) # m", "12:x((1),-(-2)-3//(4/5))",
+         "13:mean(dim=( -1 , - C ))", "14:f(a*-b,- 1,-a-b)"]
 TRICKY = "0123456789:,->#()=*/+ \t\f\r\v.eE_aZCdimHW`~\u0663\u00a0x"
 
 
