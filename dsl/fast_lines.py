@@ -168,9 +168,10 @@ def _node(text: str, head: re.Match) -> Optional[RawLine]:
 # -- the call: `"(" [arg ("," arg)*] ")"` -------------------------------------------------
 # Arguments repeat across distinct lines at the same columns (`kernel_size=3` after `2:Conv2d(`),
 # and what an argument reads as depends only on its text and its column: each distinct argument
-# text at a position is read once. Most arguments are `name=atom`, `atom` or `atom op atom` (an
-# atom: an integer or a name): one match reads such an argument and the `,` or `)` after it. Any
-# other argument is read from its tokens by a recursive-descent reader of the grammar's `arg` rule.
+# text at a position is read once. Most arguments are `name=` or nothing, then an atom, `atom op
+# atom` or a tuple of atoms (an atom: an integer or a name, negated or not): one match reads such
+# an argument and the `,` or `)` after it. Any other argument is read from its tokens by a
+# recursive-descent reader of the grammar's `arg` rule.
 
 _ATOM = rf"(-{_WS})?([0-9]+|{_NAME})"  # an atom, negated or not
 _SIMPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?{_ATOM}(?:{_WS}(//|[-+*/]){_WS}{_ATOM})?{_WS}([,)])")
