@@ -2,8 +2,8 @@
 
 A pure accelerator. The grammar (grammar/nad.lark) stays the one definition of the language and
 Lark's LALR parser its reference reader. `read_line` reads only the forms agents write all the
-time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), token by token as the
-grammar's lexer does, and builds exactly what the Lark parser's inline transformer builds
+time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), cut where the grammar's
+lexer cuts its tokens, and builds exactly what the Lark parser's inline transformer builds
 (`RawHeader`, `RawNode`, `EdgeLine`, the same expression objects with the same column spans). For
 any other line, including every line with a syntax error, it returns None and the caller parses
 the line with Lark: every syntax diagnostic, its recovery and its spans come from the grammar.
@@ -12,7 +12,6 @@ tests/test_fast_lines.py checks that both readers give identical results.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import NamedTuple, Optional, Union
 
 from .expr import BinOp, Neg, Num, Sym, TupleValue, Value
@@ -38,8 +37,7 @@ class RawNode(NamedTuple):
     op_cols: ColSpan
 
 
-@dataclass(frozen=True)
-class EdgeLine:
+class EdgeLine(NamedTuple):
     sources: tuple[NodeId, ...]
     target: NodeId
     cols: ColSpan
@@ -79,10 +77,12 @@ _WS = "[ \t\f]*"
 _ID = "[A-Za-z0-9_]+"
 _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
-_EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}")
+# An edge line, up to its end (what may follow an edge is the same as after any item: `_TAIL`).
+_EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}(#(?!#).*)?\Z")
 _IDS = re.compile(_ID)
-# The grammar's HEADER terminal, matched where the grammar's lexer matches it.
-_HEADER = re.compile(rf"{_WS}(#{{2,}}[^#\r\n]*#{{2,}}){_WS}")
+# The grammar's HEADER terminal as the grammar's lexer matches it (atomic: the tail cannot take
+# hashes back from it), up to the line's end.
+_HEADER = re.compile(rf"{_WS}((?>#{{2,}}[^#\r\n]*#{{2,}})){_WS}(#(?!#).*)?\Z")
 # What may end a line: nothing, or a comment (one `#`, then the rest of the line).
 _TAIL = re.compile(r"(#(?!#).*)?\Z")
 # Tokens inside a call. A number must not run into a letter, digit or `.` (`2C`, `1e`, `1.`,
@@ -94,6 +94,11 @@ _MAX_LEN, _MAX_NESTING = 400, 40
 
 class _Decline(Exception):
     """The line is not one of the fast forms."""
+
+
+# Builds a NamedTuple (ColSpan, RawNode, ...) from a tuple of its fields without the Python-level
+# __new__ that calling the class runs (hot path).
+_new = tuple.__new__
 
 
 def read_line(text: str) -> Optional[RawLine]:
@@ -108,10 +113,8 @@ def read_line(text: str) -> Optional[RawLine]:
         return _edge(text, edge)
     header = _HEADER.match(text)
     if header is not None:
-        tail = _TAIL.match(text, header.end())
-        if tail is None:
-            return None
-        return RawHeader(header.group(1), ColSpan(header.start(1) + 1, header.end(1) + 1)), _comment(tail)
+        start, end = header.span(1)
+        return _new(RawHeader, (header.group(1), _new(ColSpan, (start + 1, end + 1)))), _comment(header, 2)
     start = len(text) - len(text.lstrip(" \t\f"))
     tail = _TAIL.match(text, start)
     if tail is None or tail.group(1) is None:
@@ -119,75 +122,181 @@ def read_line(text: str) -> Optional[RawLine]:
     return None, _comment(tail)
 
 
-def _comment(tail: re.Match) -> Optional[str]:
-    comment = tail.group(1)
+def _comment(tail: re.Match, group: int = 1) -> Optional[str]:
+    comment = tail.group(group)
     return comment.rstrip() if comment is not None else None
 
 
-def _edge(text: str, edge: re.Match) -> Optional[RawLine]:
-    tail = _TAIL.match(text, edge.end())
-    if tail is None:
-        return None
-    sources = list(_IDS.finditer(text, edge.start(1), edge.end(1)))
-    source_cols = tuple(ColSpan(m.start() + 1, m.end() + 1) for m in sources)
-    target_cols = ColSpan(edge.start(2) + 1, edge.end(2) + 1)
-    item = EdgeLine(tuple(node_id(m.group()) for m in sources), node_id(edge.group(2)),
-                    ColSpan(source_cols[0].col, target_cols.end_col), source_cols, target_cols)
-    return item, _comment(tail)
+def _edge(text: str, edge: re.Match) -> RawLine:
+    sources_text = edge.group(1)
+    if "," in sources_text:
+        sources = list(_IDS.finditer(text, edge.start(1), edge.end(1)))
+        source_ids = tuple(node_id(m.group()) for m in sources)
+        source_cols = tuple(_new(ColSpan, (m.start() + 1, m.end() + 1)) for m in sources)
+    else:  # one source: the group is its id
+        start, end = edge.span(1)
+        source_ids, source_cols = (node_id(sources_text),), (_new(ColSpan, (start + 1, end + 1)),)
+    start, end = edge.span(2)
+    target_cols = _new(ColSpan, (start + 1, end + 1))
+    item = _new(EdgeLine, (source_ids, node_id(edge.group(2)), _new(ColSpan, (source_cols[0].col, end + 1)),
+                           source_cols, target_cols))
+    return item, _comment(edge, 3)
 
 
 def _node(text: str, head: re.Match) -> Optional[RawLine]:
-    id_cols = ColSpan(head.start(1) + 1, head.end(1) + 1)
-    op_cols = ColSpan(head.start(2) + 1, head.end(2) + 1)
+    id_start, id_end = head.span(1)
+    op_start, op_end = head.span(2)
     pos = head.end()
-    args, end = (), op_cols.end_col
+    args, end = (), op_end + 1
     if pos < len(text) and text[pos] == "(":
         if text.count("(") + text.count("-") > _MAX_NESTING:
             return None
-        tokens = []
-        while (m := _TOKEN.match(text, pos)) is not None:
-            number, name, punct = m.groups()
-            kind = "num" if number is not None else "name" if name is not None else punct
-            tokens.append((kind, m.group(m.lastindex), m.start(m.lastindex) + 1, m.end() + 1))
-            pos = m.end()
-        while pos < len(text) and text[pos] in " \t\f":
-            pos += 1
-        tokens.append(("end", "", pos + 1, pos + 1))
         try:
-            args, end, used = _call(tokens)
+            args, end, pos = _call(text, pos)
         except _Decline:
             return None
-        if used != len(tokens) - 1:
-            return None
+        while pos < len(text) and text[pos] in " \t\f":
+            pos += 1
     tail = _TAIL.match(text, pos)
     if tail is None:
         return None
-    item = RawNode(node_id(head.group(1)), head.group(2), args, ColSpan(id_cols.col, end), id_cols, op_cols)
+    item = _new(RawNode, (node_id(head.group(1)), head.group(2), args, _new(ColSpan, (id_start + 1, end)),
+                          _new(ColSpan, (id_start + 1, id_end + 1)), _new(ColSpan, (op_start + 1, op_end + 1))))
     return item, _comment(tail)
 
 
-# -- the call: a recursive-descent reader of the grammar's `call` rule --------------------
-# Tokens are (kind, text, column, end column); kinds are "num", "name", the punctuation itself
-# and "end". Each function returns what the transformer builds and the index after it.
+# -- the call: `"(" [arg ("," arg)*] ")"` -------------------------------------------------
+# Arguments repeat across distinct lines at the same columns (`kernel_size=3` after `2:Conv2d(`),
+# and what an argument reads as depends only on its text and its column: each distinct argument
+# text at a position is read once. Most arguments are `name=` or nothing, then an atom, `atom op
+# atom` or a tuple of atoms (an atom: an integer or a name, negated or not): one match reads such
+# an argument and the `,` or `)` after it. Any other argument is read from its tokens by a
+# recursive-descent reader of the grammar's `arg` rule.
 
-def _call(t: list) -> tuple[tuple[Arg, ...], int, int]:
-    """`"(" [arg ("," arg)*] ")"`: the arguments, the end column and the tokens used."""
-    if t[0][0] != "(":
-        raise _Decline
+_ATOM = rf"(-{_WS})?([0-9]+|{_NAME})"  # an atom, negated or not
+_SIMPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?{_ATOM}(?:{_WS}(//|[-+*/]){_WS}{_ATOM})?{_WS}([,)])")
+# A tuple of atoms (`kernel_size=(1,3)`, `dim=(-1,-2)`), its items then read one by one.
+_ITEM = rf"{_WS}(?:-{_WS})?(?:[0-9]+|{_NAME}){_WS}"
+_TUPLE_ARG = re.compile(rf"{_WS}(?:({_NAME}){_WS}={_WS})?(\((?:{_ITEM},)+{_ITEM}\)){_WS}([,)])")
+_TUPLE_ITEM = re.compile(rf"{_WS}{_ATOM}")
+_EMPTY_CALL = re.compile(rf"\({_WS}\)")
+# An argument's text with the `,` or `)` that ends it, when its parentheses nest one level at most.
+_ARG_TEXT = re.compile(r"[^,()]*(?:\([^()]*\)[^,()]*)*[,)]")
+# (argument text, position) -> (argument, the `,` or `)` after it, the position after that)
+_ARGS: dict[tuple[str, int], tuple[Arg, str, int]] = {}
+_MAX_ARGS = 1 << 16
+
+
+def forget() -> None:
+    """Drops the arguments read so far (the parser forgets its interned lines with them)."""
+    _ARGS.clear()
+
+
+def _call(text: str, pos: int) -> tuple[tuple[Arg, ...], int, int]:
+    """The call whose `(` is at `pos`: its arguments, its end column and the position after its `)`."""
+    empty = _EMPTY_CALL.match(text, pos)
+    if empty is not None:
+        return (), empty.end() + 1, empty.end()
     args = []
-    i = 1
-    if t[i][0] != ")":
-        while True:
-            arg, i = _arg(t, i)
-            args.append(arg)
-            if t[i][0] == ",":
-                i += 1
-            elif t[i][0] == ")":
-                break
-            else:
-                raise _Decline
-    return tuple(args), t[i][3], i + 1
+    pos += 1
+    while True:
+        extent = _ARG_TEXT.match(text, pos)
+        if extent is None:
+            arg, separator, pos = _read_arg(text, pos)
+        else:
+            key = (extent.group(), pos)
+            known = _ARGS.get(key)
+            if known is None:
+                if len(_ARGS) >= _MAX_ARGS:
+                    _ARGS.clear()
+                known = _ARGS[key] = _read_arg(text, pos)
+            arg, separator, pos = known
+        args.append(arg)
+        if separator == ")":
+            return tuple(args), pos + 1, pos
 
+
+def _read_arg(text: str, pos: int) -> tuple[Arg, str, int]:
+    """The argument at `pos`, the `,` or `)` after it and the position after that."""
+    m = _SIMPLE_ARG.match(text, pos)
+    if m is not None:
+        return _simple_arg(m), m.group(7), m.end()
+    m = _TUPLE_ARG.match(text, pos)
+    if m is not None:
+        return _tuple_arg(text, m), m.group(3), m.end()
+    return _any_arg(text, pos)
+
+
+def _simple_arg(m: re.Match) -> Arg:
+    """The argument `_SIMPLE_ARG` matched (groups: name, sign, atom, operator, sign, atom, `,` or `)`)."""
+    value = _atom(m, 2)
+    if m.group(4) is not None:
+        rhs = _atom(m, 5)
+        value = BinOp(m.group(4), value, rhs, _new(ColSpan, (value.span.col, rhs.span.end_col)))
+    if m.group(1) is None:
+        return Arg(None, value, value.span)
+    name_start, name_end = m.span(1)
+    return Arg(m.group(1), value, _new(ColSpan, (name_start + 1, value.span.end_col)),
+               _new(ColSpan, (name_start + 1, name_end + 1)))
+
+
+def _tuple_arg(text: str, m: re.Match) -> Arg:
+    """The argument `_TUPLE_ARG` matched (groups: name, the tuple, `,` or `)`)."""
+    start, end = m.span(2)
+    items = tuple(_atom(item, 1) for item in _TUPLE_ITEM.finditer(text, start + 1, end - 1))
+    value = TupleValue(items, _new(ColSpan, (start + 1, end + 1)))
+    if m.group(1) is None:
+        return Arg(None, value, value.span)
+    name_start, name_end = m.span(1)
+    return Arg(m.group(1), value, _new(ColSpan, (name_start + 1, end + 1)), _new(ColSpan, (name_start + 1, name_end + 1)))
+
+
+def _atom(m: re.Match, sign: int) -> Union[Num, Sym, Neg]:
+    """The atom whose optional `-` is group `sign` and whose integer or name is the group after."""
+    text = m.group(sign + 1)
+    start, end = m.span(sign + 1)
+    cols = _new(ColSpan, (start + 1, end + 1))
+    atom = Num(int(text), cols) if text.isdigit() else Sym(text, cols)
+    if m.group(sign) is None:
+        return atom
+    return Neg(atom, _new(ColSpan, (m.start(sign) + 1, end + 1)))
+
+
+def _any_arg(text: str, pos: int) -> tuple[Arg, str, int]:
+    """The argument at `pos`, read from its tokens: the argument, the `,` or `)` after it, the position after that."""
+    tokens = _arg_tokens(text, pos)
+    arg, i = _arg(tokens, 0)
+    if i != len(tokens) - 1 or tokens[i][0] not in (",", ")"):
+        raise _Decline
+    return arg, tokens[i][0], tokens[i][3] - 1
+
+
+def _arg_tokens(text: str, pos: int) -> list:
+    """The tokens from `pos` to the first `,` or `)` outside parentheses, included.
+
+    Tokens are (kind, text, column, end column); kinds are "num", "name", the punctuation itself,
+    and "end": the last token when no `,` or `)` ends the argument.
+    """
+    tokens = []
+    depth = 0
+    while (m := _TOKEN.match(text, pos)) is not None:
+        number, name, punct = m.groups()
+        kind = "num" if number is not None else "name" if name is not None else punct
+        tokens.append((kind, m.group(m.lastindex), m.start(m.lastindex) + 1, m.end() + 1))
+        pos = m.end()
+        if kind == "(":
+            depth += 1
+        elif kind == ")" or kind == ",":
+            if depth == 0:
+                return tokens
+            if kind == ")":
+                depth -= 1
+    tokens.append(("end", "", pos + 1, pos + 1))
+    return tokens
+
+
+# Each reader below takes the tokens and an index, and returns what the grammar's transformer
+# builds and the index after it.
 
 def _arg(t: list, i: int) -> tuple[Arg, int]:
     if t[i][0] == "name" and t[i + 1][0] == "=":

@@ -2,22 +2,23 @@
 
 `grammar/nad.lark` defines the language. The parser builds the raw line pieces directly while it
 parses (an inline transformer, no parse tree): the same `RawHeader`, `RawNode` and `EdgeLine`
-that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_lines` reads
-many lines in one LALR pass, resumed after each broken line; a broken line is read alone and
-its Lark error turned into a named diagnostic with a fix when one surely applies. Imported
-only when a line is not one of the fast forms, so most `nadc` runs never import Lark.
+that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_alone` reads
+a line the fast path declines (a broken line, mostly: a pass over many such lines would stop at
+once); a broken line's Lark error is turned into a named diagnostic with a fix when one surely
+applies. Imported only when a line is not one of the fast forms, so most `nadc` runs never
+import Lark.
 """
 from __future__ import annotations
 
 import re
-import threading
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Optional, Union
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .. import grammar as grammar_package
 from .expr import BinOp, Neg, Num, Sym, TupleValue
 from .fast_lines import EdgeLine, Paren, RawHeader, RawLine, RawNode
 from .fast_lines import end_of as _end
@@ -46,8 +47,7 @@ _TERMINAL_TEXT = {
 class _LineBuilder(Transformer):
     """Builds the raw pieces of a line while Lark parses it (`Lark(transformer=...)`): no parse tree.
 
-    Positions come from the tokens, so `(`, `)` and unary `-` are named terminals. Each
-    finished line is also appended to `_STATE.lines` while `read_lines` collects them.
+    Positions come from the tokens, so `(`, `)` and unary `-` are named terminals.
     """
 
     def int(self, ch):
@@ -111,25 +111,20 @@ class _LineBuilder(Transformer):
                     item = RawHeader(str(part), ColSpan(part.column, part.end_column))
             else:
                 item = part
-        raw = item, comment
-        lines = getattr(_STATE, "lines", None)
-        if lines is not None:
-            lines.append(raw)
-        return raw
+        return item, comment
 
     def lines(self, ch):
-        return None  # the lines went to `_STATE.lines`
+        return None  # a whole file (`start="program"`) is only checked: the front end reads lines
 
     def program(self, ch):
         return None
 
 
-_STATE = threading.local()
-
-
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    grammar = resources.files("nader.grammar").joinpath("nad.lark").read_text(encoding="utf-8")
+    # Found beside the package's __init__ rather than with importlib.resources, whose import and
+    # lookup cost ~5 ms in every process that meets a line only Lark reads.
+    grammar = Path(grammar_package.__file__).with_name("nad.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", start=["line", "program"], transformer=_LineBuilder(),
                 maybe_placeholders=True, cache=True)
 
@@ -148,24 +143,6 @@ def read_alone(text: str) -> Union[RawLine, Problem]:
         return _lark().parse(text, start="line")
     except UnexpectedInput as error:
         return _classify_error(text, error)
-
-
-def read_lines(texts: list[str]) -> list[Union[RawLine, Problem]]:
-    """Each line read by the grammar's parser, in one LALR pass resumed after each broken line."""
-    parser = _lark()
-    results: list[Union[RawLine, Problem]] = []
-    while len(results) < len(texts):
-        done = _STATE.lines = []
-        try:
-            parser.parse("\n".join(texts[len(results):]), start="program")
-        except UnexpectedInput:
-            pass
-        finally:
-            _STATE.lines = None
-        results += done
-        if len(results) < len(texts):  # the pass stopped at this line: read it alone for its diagnostic
-            results.append(read_alone(texts[len(results)]))
-    return results
 
 
 def _parses(text: str) -> bool:

@@ -7,8 +7,8 @@ shares it between files. A line not interned yet is read by the fast path
 (nader.dsl.fast_lines: compiled regular expressions for the regular line
 forms, building what the grammar's parser builds) or, when it is not one of
 those forms, by the grammar's LALR parser (nader.dsl.lark_parser, imported
-only then): all of a file's such lines in one pass, resumed after a broken
-line, which is read alone for its diagnostic. The line-level checks (names,
+only then), each line alone: nearly all of them are broken lines, whose
+diagnostics come from Lark's errors. The line-level checks (names,
 parameters, headers) and the block structure (header, then node and edge
 lines) are here. Nothing is `eval`ed.
 """
@@ -17,13 +17,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import NamedTuple, Optional, Union
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
-from .expr import SIZE_SYMBOLS, BinOp, Neg, TupleValue, Value, symbols
+from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
+from .fast_lines import forget as forget_args
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
-from .ops import OpDef, all_names, lookup
+from .ops import OpDef, Param, all_names, lookup
 from .span import ColSpan, Span
 
 E, W = Severity.ERROR, Severity.WARNING
@@ -188,6 +189,8 @@ EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", "
 """)
 
 _BLANK = " \t\f\r"
+# `tuple.__new__(Span, ...)` builds a NamedTuple such as Span without its Python-level __new__ (hot path).
+_new_tuple = tuple.__new__
 _HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
 _ID = r"[A-Za-z0-9_]+"
 # -- line syntax (position-independent, interned) ------------------------------
@@ -207,15 +210,15 @@ class Problem:
     fix: Optional[tuple[ColSpan, str]] = None
 
 
-@dataclass(frozen=True)
-class HeaderLine:
+# The records of a read line are NamedTuples: cheap to build, and built once per distinct line.
+
+class HeaderLine(NamedTuple):
     name: str
     hashes: int
     cols: ColSpan
 
 
-@dataclass(frozen=True)
-class NodeLine:
+class NodeLine(NamedTuple):
     id: NodeId
     op_name: str  # canonical when known
     args: tuple[Arg, ...]
@@ -225,8 +228,7 @@ class NodeLine:
     op_cols: ColSpan
 
 
-@dataclass(frozen=True)
-class ParsedLine:
+class ParsedLine(NamedTuple):
     item: Union[HeaderLine, NodeLine, EdgeLine, None]
     comment: Optional[str] = None
     problems: tuple[Problem, ...] = ()
@@ -265,7 +267,7 @@ def parse_line(text: str) -> ParsedLine:
     parsed = _LINES.get(text)
     if parsed is None:
         if len(_LINES) >= _MAX_LINES:
-            _LINES.clear()
+            _clear_caches()
         parsed = _LINES[text] = _parse_one(text)
     return parsed
 
@@ -273,6 +275,7 @@ def parse_line(text: str) -> ParsedLine:
 def _clear_caches() -> None:
     _LINES.clear()
     _BUT_FOR_ID.clear()
+    forget_args()
 
 
 parse_line.cache_clear = _clear_caches  # type: ignore[attr-defined]
@@ -297,28 +300,6 @@ def _parse_one(text: str) -> ParsedLine:
     return parsed
 
 
-def _intern(lines: list[str]) -> None:
-    """Reads the lines not interned yet: the fast path, then the grammar's parser for the rest."""
-    missing = [line for line in dict.fromkeys(lines) if line not in _LINES and line.strip(_BLANK)]
-    if not missing:
-        return
-    if len(_LINES) + len(missing) > _MAX_LINES:
-        _LINES.clear()
-        _BUT_FOR_ID.clear()
-    irregular = []
-    for text in missing:
-        parsed = _read_regular(text)
-        if parsed is None:
-            irregular.append(text)
-        else:
-            _LINES[text] = parsed
-    if irregular:
-        from .lark_parser import read_lines
-
-        for text, raw in zip(irregular, read_lines(irregular)):
-            _LINES[text] = _finish(text, raw)
-
-
 # Node lines that differ only in their id (`2:Conv2d(...)`, `5:Conv2d(...)`) read the same but
 # for it when the ids are equally wide: every column is the same, and no check of a node line
 # depends on its id. Keyed by the text around the id and its width.
@@ -334,9 +315,10 @@ def _read_regular(text: str) -> Optional[ParsedLine]:
         key = (text[:start], end - start, text[end:])
         like = _BUT_FOR_ID.get(key)
         if like is not None:
-            n = like.item
-            return ParsedLine(NodeLine(node_id(text[start:end]), n.op_name, n.args, n.params, n.cols, n.id_cols,
-                                       n.op_cols), like.comment, like.problems)
+            item, comment, problems = like
+            _, op_name, args, params, cols, id_cols, op_cols = item
+            item = _new_tuple(NodeLine, (node_id(text[start:end]), op_name, args, params, cols, id_cols, op_cols))
+            return _new_tuple(ParsedLine, (item, comment, problems))
     raw = read_line(text)
     if raw is None:
         return None
@@ -351,18 +333,18 @@ def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
     if type(raw) is Problem:
         return ParsedLine(None, None, (raw,))
     item, comment = raw
-    # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
-    # passes downstream (str, evaluate): report them instead.
-    if sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(item):
-        return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
-                                               f"expression nested more than {_MAX_DEPTH} levels deep",
-                                               "simplify the expression"),))
     problems: list[Problem] = []
-    if type(item) is RawHeader:
-        item = _header(item, problems)
-    elif type(item) is RawNode:
+    if type(item) is RawNode:
+        # Expressions hundreds of levels deep (`-----...1`) would overflow the recursive
+        # passes downstream (str, evaluate): report them instead.
+        if len(text) > _MAX_DEPTH - 10 and sum(map(text.count, "(-+*/")) > _MAX_DEPTH - 10 and _too_deep(item):
+            return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
+                                                   f"expression nested more than {_MAX_DEPTH} levels deep",
+                                                   "simplify the expression"),))
         item = _node(item, problems)
-    return ParsedLine(item, comment, tuple(problems))
+    elif type(item) is RawHeader:
+        item = _header(item, problems)
+    return _new_tuple(ParsedLine, (item, comment, tuple(problems)))
 
 
 def header_name(name: str) -> str:
@@ -373,8 +355,15 @@ def header_name(name: str) -> str:
     return cleaned or "block"
 
 
+# `##Name##`, the header agents write: nothing to report.
+_PLAIN_HEADER = re.compile(rf"##({_HEADER_NAME.pattern})##")
+
+
 def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
     text, cols = raw
+    plain = _PLAIN_HEADER.fullmatch(text)
+    if plain is not None:
+        return _new_tuple(HeaderLine, (plain.group(1), 2, cols))
     left = len(text) - len(text.lstrip("#"))
     right = len(text) - len(text.rstrip("#"))
     name = text[left:len(text) - right].strip()
@@ -389,7 +378,7 @@ def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
     if left > 2 or right > 2:
         problems.append(Problem(EXTRA_HASHES, cols, f"header `{text}` uses {max(left, right)} hashes",
                                 f"write `##{name}##`", (cols, f"##{name}##")))
-    return HeaderLine(name, max(left, right), cols)
+    return _new_tuple(HeaderLine, (name, max(left, right), cols))
 
 
 def _suggest(name: str, choices: list[str]) -> Optional[str]:
@@ -403,32 +392,87 @@ def _suggest(name: str, choices: list[str]) -> Optional[str]:
 
 def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
     node_id, op_name, args, cols, id_cols, op_cols = raw
-    opdef = lookup(op_name)
-    if opdef is None:
+    operation = _operation(op_name)
+    if operation is None:
         guess = _suggest(op_name, all_names())
         problems.append(Problem(UNKNOWN_OPERATION, op_cols, f"unknown operation `{op_name}`",
                                 f"did you mean `{guess}`?" if guess else "see `nadc explain ops` for the operations",
                                 (op_cols, guess) if guess else None))
-    elif opdef.name != op_name:
-        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{opdef.name}`",
-                                f"write `{opdef.name}`", (op_cols, opdef.name)))
-        op_name = opdef.name
+    elif operation.name != op_name:
+        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{operation.name}`",
+                                f"write `{operation.name}`", (op_cols, operation.name)))
+        op_name = operation.name
     for arg in args:
-        for sym in symbols(arg.value):
-            if sym.name not in SIZE_SYMBOLS:
-                guess = _suggest(sym.name, list(SIZE_SYMBOLS))
-                problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
-                                        f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W",
-                                        (sym.span, guess) if guess else None))
-    params = _bind(opdef, args, problems) if opdef else {}
-    return NodeLine(node_id, op_name, args, params, cols, id_cols, op_cols)
+        if _has_unknown_symbol(arg.value):
+            _check_symbols(arg.value, problems)
+    params = _bind_to(operation, args, problems) if operation else {}
+    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
+
+
+_SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
+
+
+def _has_unknown_symbol(value: Value) -> bool:
+    """Whether `value` names anything but a size symbol (a quick walk; the rare hit is then reported in order)."""
+    kind = type(value)
+    if kind is Num:
+        return False
+    if kind is Sym:
+        return value.name not in _SIZE_SYMBOLS
+    if kind is BinOp:
+        return _has_unknown_symbol(value.lhs) or _has_unknown_symbol(value.rhs)
+    if kind is Neg:
+        return _has_unknown_symbol(value.operand)
+    return any(map(_has_unknown_symbol, value.items))  # a tuple
+
+
+def _check_symbols(value: Value, problems: list[Problem]) -> None:
+    for sym in symbols(value):
+        if sym.name not in _SIZE_SYMBOLS:
+            guess = _suggest(sym.name, list(SIZE_SYMBOLS))
+            problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
+                                    f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W",
+                                    (sym.span, guess) if guess else None))
+
+
+class _Operation(NamedTuple):
+    """An operation with what binding arguments to it needs, derived once from its definition."""
+
+    opdef: OpDef
+    name: str  # canonical
+    params: dict[str, Param]  # by name
+    positional: tuple[Param, ...]  # the parameters positional arguments fill, in order
+    variadic: Optional[Param]  # collects the positional arguments, if the operation has one
+    # (name, parameter it defaults to, default value) per parameter; the values are shared by all nodes.
+    defaults: tuple[tuple[str, Optional[str], Optional[Value]], ...]
+
+
+_OPERATIONS: dict[str, _Operation] = {}  # by every spelling `lookup` knows
+
+
+def _operation(op_name: str) -> Optional[_Operation]:
+    operation = _OPERATIONS.get(op_name)
+    if operation is None:
+        opdef = lookup(op_name)
+        if opdef is None:
+            return None
+        operation = _OPERATIONS[op_name] = _Operation(
+            opdef, opdef.name, {p.name: p for p in opdef.params},
+            tuple(p for p in opdef.params if not p.variadic), next((p for p in opdef.params if p.variadic), None),
+            tuple((p.name, p.default_from, default_value(p.default)) for p in opdef.params))
+    return operation
 
 
 def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
     """Bind arguments to the operation's parameters; fill in defaults."""
+    return _bind_to(_operation(opdef.name), args, problems)
+
+
+def _bind_to(operation: _Operation, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
+    opdef = operation.opdef
     params: dict[str, Value] = {}
-    variadic = next((p for p in opdef.params if p.variadic), None)
-    positional_slots = [p for p in opdef.params if not p.variadic]
+    variadic = operation.variadic
+    positional_slots = operation.positional
     extra: list[Value] = []
     seen_keyword = False
     index = 0
@@ -451,7 +495,7 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
                                         f"remove it; the signature is `{opdef.signature()}`"))
             continue
         seen_keyword = True
-        param = opdef.param(arg.name)
+        param = operation.params.get(arg.name)
         if param is None:
             names = [p.name for p in opdef.params]
             guess = _suggest(arg.name, names) if names else None
@@ -476,12 +520,12 @@ def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[
                                     "give the sizes either positionally or by keyword"))
         else:
             params[variadic.name] = TupleValue(tuple(extra))
-    for param in opdef.params:
-        if param.name not in params:
-            if param.default_from and param.default_from in params:
-                params[param.name] = params[param.default_from]
-            elif (value := default_value(param.default)) is not None:
-                params[param.name] = value
+    for name, default_from, default in operation.defaults:
+        if name not in params:
+            if default_from is not None and default_from in params:
+                params[name] = params[default_from]
+            elif default is not None:
+                params[name] = default
     return params
 
 
@@ -537,20 +581,14 @@ class _OpenBlock:
     header_comment: Optional[str]
     nodes: list = field(default_factory=list)
     edges: list = field(default_factory=list)
-    last_line: int = 0
-    last_end: int = 0
     implicit: bool = False  # no header: named after the file
 
-    def close(self, trailing: list[str]) -> Block:
-        end_line = self.last_line or self.line
-        end_col = self.last_end if self.last_line else self.header_cols.end_col
+    def close(self, trailing: list[str], last: Optional[Span]) -> Block:
+        """The block, `last` being the span of its last node or edge line (None when it has none)."""
+        end_line, end_col = (last.line, last.end_col) if last else (self.line, self.header_cols.end_col)
         return Block(self.name, tuple(self.nodes), tuple(self.edges), self.leading, self.header_comment,
                      tuple(trailing), Span(self.line, 1, end_line, end_col),
                      Span.on_line(self.line, self.header_cols))
-
-
-# `tuple.__new__(Span, ...)` builds a Span without NamedTuple's Python-level __new__ (hot path).
-_new_tuple = tuple.__new__
 
 
 def _has_header(lines, start):
@@ -586,25 +624,25 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
+    last: Optional[Span] = None  # the span of the open block's last node or edge line
     has_header: Optional[bool] = None  # known once a node or edge comes before any header
     reported_before_header = False
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    _intern(lines)
     interned = _LINES.get
-    lineno = 0
-    for line in lines:
-        lineno += 1
-        # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-        if not line.strip(_BLANK):
-            continue
-        parsed = interned(line) or parse_line(line)
-        item = parsed.item
+    for lineno, line in enumerate(lines, 1):
+        parsed = interned(line)
+        if parsed is None:
+            # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
+            if not line.strip(_BLANK):
+                continue
+            parsed = parse_line(line)
+        item, comment, problems = parsed
         kind = type(item)
-        if parsed.problems:
+        if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
-            for p in parsed.problems:
+            for p in problems:
                 help_text, fix = p.help, None
                 if p.fix is not None:
                     if item is None and not _fix_fits(p.code, current, lines, lineno):
@@ -614,16 +652,21 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                 emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), help_text,
                      block=block_name, fix=fix)
         if item is None:
-            if parsed.comment is not None and not parsed.problems:
-                pending.append(parsed.comment)
+            if comment is not None and not problems:
+                pending.append(comment)
             continue
         if kind is HeaderLine:
             if current is not None:
-                blocks.append(current.close([]))
-            current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), parsed.comment)
+                blocks.append(current.close([], last))
+            current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
+            add_node, add_edge, last = current.nodes.append, current.edges.append, None
             pending = []
             continue
-        cols = item.cols
+        # The line records are tuples: unpacking them is cheaper than reading their fields.
+        if kind is NodeLine:
+            node_id, op_name, args, params, cols, id_cols, op_cols = item
+        else:
+            sources, target, cols, source_cols, target_cols = item
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -639,20 +682,18 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  Span.on_line(lineno, cols), f"add `{header}` as the first line",
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
-        span = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
-        leading = tuple(pending) if pending else ()
-        if kind is NodeLine:
-            current.nodes.append(Node(item.id, item.op_name, item.args, parsed.comment, leading, span,
-                                      item.id_cols, item.op_cols, item.params))
-        else:
-            current.edges.append(Edge(item.sources, item.target, parsed.comment, leading, span,
-                                      item.source_cols, item.target_cols))
+            add_node, add_edge = current.nodes.append, current.edges.append
+        last = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
+        leading = ()
         if pending:
+            leading = tuple(pending)
             pending = []
-        current.last_line = lineno
-        current.last_end = cols[1]
+        if kind is NodeLine:
+            add_node(Node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params))
+        else:
+            add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
-        blocks.append(current.close(pending))
+        blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
     return ParseResult(Program(tuple(blocks), path), sink.items, text)

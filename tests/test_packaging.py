@@ -155,6 +155,8 @@ def test_installed_package_imports_and_parses(installed, tmp_path):
         r = parse("##A##\\n0:input\\n1:output\\n2:Conv2d(out_channels=C,kernel_size=3)\\n0->2\\n2->1\\n", "a.nad")
         assert r.ok and r.diagnostics == [], r.diagnostics
         assert [n.op_name for n in r.program.blocks[0].nodes] == ["input", "output", "Conv2d"]
+        broken = parse("##A##\\n0:input\\n0-1\\n", "b.nad")  # Lark reads `0-1`, with the installed grammar
+        assert [d.code.code for d in broken.diagnostics] == ["NAD102"], broken.diagnostics
         assert "torch" not in sys.modules
         from nader.runtime.splits import bundled_split
         assert [len(v) for v in bundled_split("cifar-split.txt").values()] == [25000, 25000]
