@@ -194,6 +194,10 @@ class Block:
         """Source ids by target, in edge order (what `inputs_of` copies). Shared: do not mutate."""
         return self._graph()[0]
 
+    def consumer_map(self) -> Mapping[NodeId, list[NodeId]]:
+        """Target ids by source, in edge order (what `consumers_of` copies). Shared: do not mutate."""
+        return self._graph()[1]
+
     def inputs_of(self, node_id: NodeId) -> list[NodeId]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
         return list(self._graph()[0].get(node_id, ()))
@@ -207,22 +211,27 @@ class Block:
         return list(order) if order is not None else None
 
     def _topological_order(self) -> Optional[list[NodeId]]:
-        ids = list(self.node_map())
+        nodes = self.node_map()
+        inputs = self._graph()[0]
+        order = _file_order_if_topological(nodes, inputs)
+        if order is not None:
+            return order
+        ids = list(nodes)
         position = {i: k for k, i in enumerate(ids)}
         indegree = [0] * len(ids)
         successors: list[list[int]] = [[] for _ in ids]
-        for e in self.edges:
-            t = position.get(e.target)
+        for target, sources in inputs.items():
+            t = position.get(target)
             if t is None:
                 continue
-            for s in e.sources:
+            for s in sources:
                 k = position.get(s)
                 if k is not None:
                     indegree[t] += 1
                     successors[k].append(t)
         # The ready node first in the file goes first: a heap of file positions (ascending: a heap already).
         ready = [k for k in range(len(ids)) if indegree[k] == 0]
-        order: list[NodeId] = []
+        order = []
         while ready:
             k = heappop(ready)
             order.append(ids[k])
@@ -283,6 +292,29 @@ def bound_param_text(node: Node) -> str:
         else:
             parts.append(f"{p.name}={value}")
     return "[" + ", ".join(parts) + "]"
+
+
+def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[NodeId, list]) -> Optional[list]:
+    """The file order with the one `output` moved last, when that is the topological order (ties by
+    file position) and it is, as in most blocks: every wire runs forward in it, and the output,
+    if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
+    ids = [i for i, n in nodes.items() if n.op is not Op.OUTPUT]
+    if len(ids) != len(nodes) - 1:
+        return None
+    (sink,) = (i for i, n in nodes.items() if n.op is Op.OUTPUT)
+    rank = {i: k for k, i in enumerate(ids)}
+    rank[sink] = len(ids)
+    for target, sources in inputs.items():
+        r = rank.get(target)
+        if r is None:
+            continue  # an undefined node: its wires do not order anything
+        for s in sources:
+            k = rank.get(s)
+            if k is not None and k >= r:
+                return None
+    if ids and rank.get(next(reversed(nodes))) != len(ids) and ids[-1] not in inputs.get(sink, ()):
+        return None
+    return ids + [sink]
 
 
 def dump_block(block: Block, role: Optional[Role] = None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
 from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
@@ -142,36 +142,35 @@ DUPLICATE_BLOCK = define_code("NAD211", "duplicate-block-name", E, "Two blocks i
 StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class GraphFacts:
-    """What several checks need about a block's graph, computed once per block."""
+    """What several checks need about a block's graph, computed once per block.
+
+    The checks test these first and walk the block again only to report: most blocks are clean.
+    """
 
     nodes: dict  # id -> Node (first definition)
-    ops: dict  # id -> Op or None
-    in_count: dict  # id -> number of incoming wires (from any source id)
-    succ: dict  # id -> consumer ids among defined nodes
-    pred: dict  # id -> source ids among defined nodes
-    sources: list  # ids of input terminals
+    inputs: Mapping  # target id -> source ids in edge order: every wire, to and from undefined ids too
+    consumers: Mapping  # source id -> target ids, likewise
+    sources: list  # ids of input terminals (first definitions)
     sinks: list  # ids of output terminals
+    unique_ids: bool  # no id is defined twice
+    defined_ends: bool  # every wire joins defined nodes
 
 
 def _compute_facts(block: Block) -> GraphFacts:
     nodes = block.node_map()
-    ops = {i: n.op for i, n in nodes.items()}
-    in_count: dict[int, int] = {}
-    succ: dict[int, list[int]] = {i: [] for i in nodes}
-    pred: dict[int, list[int]] = {i: [] for i in nodes}
-    for e in block.edges:
-        t = e.target
-        in_count[t] = in_count.get(t, 0) + len(e.sources)
-        if t in nodes:
-            for s in e.sources:
-                if s in nodes:
-                    succ[s].append(t)
-                    pred[t].append(s)
+    inputs, consumers = block.input_map(), block.consumer_map()
+    sources, sinks = [], []
     source_ops, sink_ops = Group.SOURCE, Group.SINK
-    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in source_ops],
-                      [i for i, o in ops.items() if o in sink_ops])
+    for i, n in nodes.items():
+        if n.op in source_ops:
+            sources.append(i)
+        elif n.op in sink_ops:
+            sinks.append(i)
+    defined = nodes.keys()
+    return GraphFacts(nodes, inputs, consumers, sources, sinks, len(nodes) == len(block.nodes),
+                      inputs.keys() <= defined and consumers.keys() <= defined)
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -184,6 +183,9 @@ def _node_span(block: Block, node_id: int) -> Span:
 
 
 def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    facts = graph_facts(block)
+    if facts.unique_ids and facts.defined_ends:
+        return
     seen: dict[NodeId, Span] = {}
     fresh = _free_id(block)
     for node in block.nodes:
@@ -207,6 +209,10 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
+    facts = graph_facts(block)
+    if facts.unique_ids and len(facts.sinks) == 1 and len(facts.sources) == len(wanted) and \
+            {facts.nodes[i].op for i in facts.sources} == set(wanted):
+        return
     source_ops = Group.SOURCE
     sources = [n for n in block.nodes if n.op in source_ops]
     sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
@@ -247,9 +253,9 @@ def _add_line(block: Block, text: str) -> Fix:
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
-    nodes = facts.nodes
-    bad_sources = [i for i in facts.sources if facts.in_count.get(i)]
-    bad_sinks = [i for i in facts.sinks if facts.succ[i] or block.consumers_of(i)]  # edges to undefined ids too
+    nodes, inputs, consumers = facts.nodes, facts.inputs, facts.consumers
+    bad_sources = [i for i in facts.sources if i in inputs]
+    bad_sinks = [i for i in facts.sinks if i in consumers]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
             if target in bad_sources:
@@ -259,7 +265,7 @@ def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None
                 sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
                           "`output` ends the block; take the value from the node that feeds it", block.name)
     for i in facts.sinks:
-        count = facts.in_count.get(i, 0)
+        count = len(inputs.get(i, ()))
         if count != 1:
             sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", nodes[i].span,
                       "merge the results with `Add` or `concat` first" if count > 1 else "add an edge from the last node to output",
@@ -270,7 +276,7 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
     if block.topological_order() is not None:
         return
     nodes = block.node_map()
-    successors = graph_facts(block).succ
+    successors = _successors(graph_facts(block))
     color: dict[int, int] = {}
     for start in nodes:
         if color.get(start):
@@ -297,15 +303,22 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
                 stack.append((nxt, iter(successors[nxt])))
 
 
+def _successors(facts: GraphFacts) -> dict:
+    """Consumer ids among defined nodes, per defined node."""
+    nodes = facts.nodes
+    return {i: [t for t in facts.consumers.get(i, ()) if t in nodes] for i in nodes}
+
+
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    counts = graph_facts(block).in_count
+    inputs = graph_facts(block).inputs
     terminals = Group.TERMINAL
     for n in block.nodes:
         d = n.opdef
         if d is None or n.op in terminals:
             continue
-        count = counts.get(n.id, 0)
-        if not d.arity.accepts(count):
+        count = len(inputs.get(n.id, ()))
+        arity = d.arity
+        if count < arity.min or (arity.max is not None and count > arity.max):
             if count > (d.arity.max or count):
                 fix = "merge the inputs with `Add`, `Mul` or `concat` first and feed that node here"
             else:
@@ -322,13 +335,19 @@ def _dead_nodes(block: Block) -> tuple:
     facts = graph_facts(block)
     if not facts.sinks:
         return ()
+    nodes, inputs = facts.nodes, facts.inputs
+    # Acyclic, and every node but the outputs feeds a defined node: following consumers from any
+    # node ends at an output, so nothing is dead (most blocks; no walk needed).
+    if facts.defined_ends and nodes.keys() - facts.consumers.keys() == set(facts.sinks) and \
+            block.topological_order() is not None:
+        return ()
     alive, todo = set(facts.sinks), list(facts.sinks)
     while todo:
-        for source in facts.pred[todo.pop()]:
-            if source not in alive:
+        for source in inputs.get(todo.pop(), ()):
+            if source not in alive and source in nodes:
                 alive.add(source)
                 todo.append(source)
-    return tuple(i for i in facts.nodes if i not in alive)
+    return tuple(i for i in nodes if i not in alive)
 
 
 def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, ...]]]:
