@@ -770,25 +770,27 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     nodes = block.node_map()
     sources = block.input_map()
     shapes = result.shapes
+    constraints = result.constraints
     terminals = result.contract.inputs
-    dead = set(dead_nodes(block))
-    result.order = [i for i in block.topological_order() or [] if i not in dead]
+    dead = dead_nodes(block)
+    order = result.order = block.topological_order() or []
+    if dead:
+        order[:] = [i for i in order if i not in dead]
     _prescan_sizes(ctx, block)
     rule_results = _RULE_RESULTS.get((role, stem_stride, domain))
     if rule_results is None or len(rule_results) > 65_536:
         rule_results = _RULE_RESULTS[role, stem_stride, domain] = {}
-    for node_id in result.order:
+    for node_id in order:
         node = nodes[node_id]
-        ctx.node = node
         op = node.op
         if op in terminals:
             shapes[node_id] = terminals[op]
             continue
-        inputs = [shapes.get(i) for i in sources.get(node_id, ())]
+        inputs = tuple(map(shapes.get, sources.get(node_id, ())))
         if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
-        key = (node.op_name, id(node.args), tuple(inputs), tuple(result.constraints))
+        key = (node.op_name, id(node.args), inputs, tuple(constraints))
         hit = rule_results.get(key)
         if hit is not None and hit[0] is node.args:
             _, shape, added, facts, warnings = hit
@@ -800,6 +802,7 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
                 sink.emit(code, message, node.span, help_text, block.name)
             shapes[node_id] = shape
             continue
+        ctx.node = node
         before = len(result.constraints)
         ctx.warnings = []
         try:
@@ -910,17 +913,72 @@ def _count_at_reference(shape: Shape, sizes: Mapping[str, int], values: dict) ->
     return count
 
 
+# The axis of a layer's input and output whose sizes its weights span (with the kernel's area).
+_WEIGHT_AXIS = {Op.CONV2D: 1, Op.LINEAR: -1}
+
+
 def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits) -> None:
     sizes = dict(limits.reference)
     if result.role is Role.STEM:
         sizes["C"] = 3
     else:
         sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
+    counts, values = _reference_tables(tuple(sorted(sizes.items())))
+    if not _within_limits(block, result, sizes, counts, values, limits):
+        _report_limits(block, result, sink, limits, sizes, counts, values)
+
+
+def _within_limits(block: Block, result: ShapeResult, sizes: Mapping[str, int], counts: dict, values: dict,
+                   limits: Limits) -> bool:
+    """Whether every tensor and layer is within the limits (most blocks): no walk node by node.
+
+    False also where a size cannot be evaluated; `_report_limits` then decides as it walks.
+    """
+    shapes = result.shapes
+    known = list(map(counts.get, shapes.values()))
+    if None in known:
+        return False  # a shape not counted yet: the walk counts it
+    if max(known, default=0) > limits.max_elements:
+        return False
+    nodes, sources = block.node_map(), block.input_map()
+    weighted, value_of = _WEIGHT_AXIS, values.get
+    for node_id, shape in shapes.items():
+        node = nodes[node_id]
+        axis = weighted.get(node.op)
+        if axis is None:
+            continue
+        inputs = sources.get(node_id)
+        if not inputs:
+            continue
+        fan_in, out = value_of(shapes[inputs[0]][axis]), value_of(shape[axis])
+        if fan_in is None or out is None:
+            return False  # a size not evaluated yet: the walk evaluates it
+        kh, kw = _kernel(node.params["kernel_size"]) if axis == 1 else (1, 1)
+        if fan_in * out * kh * kw > limits.max_weights:
+            return False
+    return True
+
+
+# Kernel sizes by the identity of the value, which equal node lines share (kept alive in the entry).
+_KERNELS: dict[int, tuple] = {}
+
+
+def _kernel(value: Value) -> tuple[int, int]:
+    hit = _KERNELS.get(id(value))
+    if hit is None or hit[0] is not value:
+        if len(_KERNELS) > 4096:
+            _KERNELS.clear()
+        hit = _KERNELS[id(value)] = (value, _pair(value))
+    return hit[1]
+
+
+def _report_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits,
+                   sizes: Mapping[str, int], counts: dict, values: dict) -> None:
+    """Walks the nodes in order and reports the first tensor or layer past the limits."""
     nodes = block.node_map()
     sources = block.input_map()
     shapes = result.shapes
     max_elements = limits.max_elements
-    counts, values = _reference_tables(tuple(sorted(sizes.items())))
     for node_id, shape in shapes.items():
         count = counts.get(shape)  # looked up here: most shapes were counted before (a hot loop)
         if count is None:
