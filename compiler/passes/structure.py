@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from dataclasses import dataclass
+from itertools import chain
 from typing import Callable, Mapping, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
@@ -151,7 +152,7 @@ class GraphFacts:
 
     nodes: dict  # id -> Node (first definition)
     inputs: Mapping  # target id -> source ids in edge order: every wire, to and from undefined ids too
-    consumers: Mapping  # source id -> target ids, likewise
+    feeding: set  # ids that are the source of some wire
     sources: list  # ids of input terminals (first definitions)
     sinks: list  # ids of output terminals
     unique_ids: bool  # no id is defined twice
@@ -160,7 +161,8 @@ class GraphFacts:
 
 def _compute_facts(block: Block) -> GraphFacts:
     nodes = block.node_map()
-    inputs, consumers = block.input_map(), block.consumer_map()
+    inputs = block.input_map()
+    feeding = set(chain.from_iterable(inputs.values()))
     sources, sinks = [], []
     source_ops, sink_ops = Group.SOURCE, Group.SINK
     for i, n in nodes.items():
@@ -169,8 +171,8 @@ def _compute_facts(block: Block) -> GraphFacts:
         elif n.op in sink_ops:
             sinks.append(i)
     defined = nodes.keys()
-    return GraphFacts(nodes, inputs, consumers, sources, sinks, len(nodes) == len(block.nodes),
-                      inputs.keys() <= defined and consumers.keys() <= defined)
+    return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
+                      inputs.keys() <= defined and feeding <= defined)
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -253,9 +255,9 @@ def _add_line(block: Block, text: str) -> Fix:
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
-    nodes, inputs, consumers = facts.nodes, facts.inputs, facts.consumers
+    nodes, inputs = facts.nodes, facts.inputs
     bad_sources = [i for i in facts.sources if i in inputs]
-    bad_sinks = [i for i in facts.sinks if i in consumers]  # edges to undefined ids too
+    bad_sinks = [i for i in facts.sinks if i in facts.feeding]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
             if target in bad_sources:
@@ -276,7 +278,7 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
     if block.topological_order() is not None:
         return
     nodes = block.node_map()
-    successors = _successors(graph_facts(block))
+    successors = _successors(block)
     color: dict[int, int] = {}
     for start in nodes:
         if color.get(start):
@@ -303,10 +305,10 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
                 stack.append((nxt, iter(successors[nxt])))
 
 
-def _successors(facts: GraphFacts) -> dict:
+def _successors(block: Block) -> dict:
     """Consumer ids among defined nodes, per defined node."""
-    nodes = facts.nodes
-    return {i: [t for t in facts.consumers.get(i, ()) if t in nodes] for i in nodes}
+    nodes, consumers = block.node_map(), block.consumer_map()
+    return {i: [t for t in consumers.get(i, ()) if t in nodes] for i in nodes}
 
 
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
@@ -338,7 +340,7 @@ def _dead_nodes(block: Block) -> tuple:
     nodes, inputs = facts.nodes, facts.inputs
     # Acyclic, and every node but the outputs feeds a defined node: following consumers from any
     # node ends at an output, so nothing is dead (most blocks; no walk needed).
-    if facts.defined_ends and nodes.keys() - facts.consumers.keys() == set(facts.sinks) and \
+    if facts.defined_ends and nodes.keys() - facts.feeding == set(facts.sinks) and \
             block.topological_order() is not None:
         return ()
     alive, todo = set(facts.sinks), list(facts.sinks)
@@ -376,6 +378,8 @@ def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, 
 
 
 def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if not dead_nodes(block):
+        return
     for span, message, help_text, labels in dead_node_warnings(block):
         sink.emit(DEAD_NODE, message, span, help_text, block.name, labels)
 
@@ -407,15 +411,11 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
 
 # Problems (code, message, parameter to point at or None for the op/node, help) per node line.
 # Keyed by the identity of the interned argument tuple that parse_line shares between equal lines;
-# the cached entry keeps that tuple alive so its id cannot be reused.
+# the entry (args, problems) keeps that tuple alive so its id cannot be reused.
 _PARAMETER_PROBLEMS: dict[tuple, tuple] = {}
 
 
 def _parameter_problems(n) -> tuple:
-    key = (n.op_name, id(n.args))
-    hit = _PARAMETER_PROBLEMS.get(key)
-    if hit is not None and hit[0] is n.args:
-        return hit[1]
     d = n.opdef
     problems = []
     for p in d.params:
@@ -444,15 +444,18 @@ def _parameter_problems(n) -> tuple:
     result = tuple(problems)
     if len(_PARAMETER_PROBLEMS) > 65_536:
         _PARAMETER_PROBLEMS.clear()
-    _PARAMETER_PROBLEMS[key] = (n.args, result)
+    _PARAMETER_PROBLEMS[n.op_name, id(n.args)] = (n.args, result)
     return result
 
 
 def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    known = _PARAMETER_PROBLEMS.get
     for n in block.nodes:
         if n.opdef is None:
             continue
-        for code, message, where, help_text in _parameter_problems(n):
+        hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
+        problems = hit[1] if hit is not None and hit[0] is n.args else _parameter_problems(n)
+        for code, message, where, help_text in problems:
             if where == "":
                 span = Span.on_line(n.span.line, n.op_span)
             elif where is None:
