@@ -347,7 +347,7 @@ class ShapeContext:
             if value < 1:
                 raise ShapeError(NON_POSITIVE, f"{what} is {p}; it must be at least 1", span=self._span(what))
             return
-        if all(coeff > 0 for coeff in p.terms.values()):
+        if p.has_positive_coefficients():
             return  # positive and, under the integrality constraints, at least 1
         self.add_constraint(Constraint(p, 0, what))
 
@@ -834,12 +834,22 @@ def _has_floordiv(value) -> bool:
     return False
 
 
+# Whether a node line's arguments use `//`, by the identity of the argument tuple that equal lines
+# share (the entry keeps it alive, so its id cannot be reused).
+_FLOORDIV_ARGS: dict[int, tuple] = {}
+
+
 def _block_has_floordiv(block: Block) -> bool:
+    known = _FLOORDIV_ARGS.get
     for n in block.nodes:
-        for a in n.args:
-            # Most arguments are a number or a symbol: skip the recursive walk for those.
-            if type(a.value) not in (Num, Sym) and _has_floordiv(a.value):
-                return True
+        args = n.args
+        hit = known(id(args))
+        if hit is None or hit[0] is not args:
+            if len(_FLOORDIV_ARGS) > 65_536:
+                _FLOORDIV_ARGS.clear()
+            hit = _FLOORDIV_ARGS[id(args)] = (args, any(_has_floordiv(a.value) for a in args))
+        if hit[1]:
+            return True
     return False
 
 
@@ -917,13 +927,29 @@ def _count_at_reference(shape: Shape, sizes: Mapping[str, int], values: dict) ->
 _WEIGHT_AXIS = {Op.CONV2D: 1, Op.LINEAR: -1}
 
 
+# The reference sizes of a contract under some limits, by the identities of both (kept alive in the entry).
+_REFERENCES: dict[tuple, tuple] = {}
+
+
+def _reference_sizes(result: ShapeResult, limits: Limits) -> tuple[dict[str, int], tuple]:
+    """The sizes, and them as a table key."""
+    key = (id(result.contract), id(limits))
+    hit = _REFERENCES.get(key)
+    if hit is None or hit[0] is not result.contract or hit[1] is not limits:
+        sizes = dict(limits.reference)
+        if result.role is Role.STEM:
+            sizes["C"] = 3
+        else:
+            sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
+        if len(_REFERENCES) > 1024:
+            _REFERENCES.clear()
+        hit = _REFERENCES[key] = (result.contract, limits, sizes, tuple(sorted(sizes.items())))
+    return hit[2], hit[3]
+
+
 def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits) -> None:
-    sizes = dict(limits.reference)
-    if result.role is Role.STEM:
-        sizes["C"] = 3
-    else:
-        sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
-    counts, values = _reference_tables(tuple(sorted(sizes.items())))
+    sizes, key = _reference_sizes(result, limits)
+    counts, values = _reference_tables(key)
     if not _within_limits(block, result, sizes, counts, values, limits):
         _report_limits(block, result, sink, limits, sizes, counts, values)
 

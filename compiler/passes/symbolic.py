@@ -29,7 +29,7 @@ FREE_SYMBOLS = ("B", "C", "dim", "H", "W")
 class Poly:
     """A polynomial over atoms; `terms` maps monomials to non-zero Fractions. Interned (see above)."""
 
-    __slots__ = ("terms", "_compiled", "_text", "__weakref__")
+    __slots__ = ("terms", "_compiled", "_text", "_free", "_integral", "_positive", "__weakref__")
 
     def __new__(cls, terms: Mapping[Mono, Fraction]) -> "Poly":
         terms = {m: c for m, c in terms.items() if c != 0}
@@ -38,8 +38,7 @@ class Poly:
         if p is None:
             p = _INTERNED[key] = object.__new__(cls)
             p.terms = terms
-            p._compiled = None
-            p._text = None
+            p._compiled = p._text = p._free = p._integral = p._positive = None
         return p
 
     def __reduce__(self):
@@ -74,15 +73,19 @@ class Poly:
     def atoms(self) -> set[str]:
         return {a for m in self.terms for a, _ in m}
 
-    def free_symbols(self) -> set[str]:
+    # Derived facts are computed once per polynomial (interned, so once per distinct size).
+    def free_symbols(self) -> frozenset[str]:
         """The free symbols this size depends on, through derived atoms too."""
-        result: set[str] = set()
-        for a in self.atoms():
-            if a in _DERIVED:
-                result |= _DERIVED[a][1].free_symbols()
-            else:
-                result.add(a)
-        return result
+        free = self._free
+        if free is None:
+            result: set[str] = set()
+            for a in self.atoms():
+                if a in _DERIVED:
+                    result |= _DERIVED[a][1].free_symbols()
+                else:
+                    result.add(a)
+            free = self._free = frozenset(result)
+        return free
 
     def single_atom(self) -> Optional[str]:
         """The atom name when this polynomial is exactly one atom with coefficient 1."""
@@ -93,7 +96,16 @@ class Poly:
         return None
 
     def has_integer_coefficients(self) -> bool:
-        return all(c.denominator == 1 for c in self.terms.values())
+        integral = self._integral
+        if integral is None:
+            integral = self._integral = all(c.denominator == 1 for c in self.terms.values())
+        return integral
+
+    def has_positive_coefficients(self) -> bool:
+        positive = self._positive
+        if positive is None:
+            positive = self._positive = all(c > 0 for c in self.terms.values())
+        return positive
 
     def denominator(self) -> int:
         d = 1
