@@ -11,6 +11,7 @@ import enum
 from collections import defaultdict
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
+from operator import attrgetter
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
@@ -256,7 +257,7 @@ class Block:
 
     def inferred_role(self) -> Role:
         """The role from the header's suffix and the input terminals."""
-        two_inputs = any(op in (Op.INPUT1, Op.INPUT2) for op in self.input_ops)
+        two_inputs = not _TWO_INPUTS.isdisjoint(map(_op_of, self.nodes))
         words = set(self.name.lower().replace("-", "_").split("_"))
         if words & {"downsample", "reduction"}:
             return Role.REDUCTION_CELL if two_inputs else Role.DOWNSAMPLE
@@ -333,6 +334,8 @@ def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[Nod
 
 
 _OUTPUT = Op.OUTPUT
+_TWO_INPUTS = frozenset({Op.INPUT1, Op.INPUT2})
+_op_of = attrgetter("op")
 
 
 def dump_block(block: Block, role: Optional[Role] = None) -> str:

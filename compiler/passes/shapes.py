@@ -754,9 +754,17 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
 # Successful rule applications, interned: a rule's result depends only on the node's arguments
 # (the tuple parse_line shares between equal lines, kept alive here so its id stays unique),
 # its input shapes, the role's contract and the constraints found before it. Errors are not
-# cached: they carry spans. One table per contract (role, stem stride, domain), looked up once
-# per block, so the per-node key leaves those out.
-_RULE_RESULTS: dict[tuple, dict[tuple, tuple]] = {}
+# cached: they carry spans. An entry is (args, shape, None or the rule's side effects: constraints
+# added, facts, warnings). One table per contract (role, stem stride, domain: contracts are built
+# once each), looked up once per block by the contract's identity, so the per-node key leaves it out.
+_RULE_RESULTS: dict[int, tuple[Contract, dict[tuple, tuple]]] = {}
+
+
+def _rule_results(of: Contract) -> dict[tuple, tuple]:
+    hit = _RULE_RESULTS.get(id(of))
+    if hit is None or hit[0] is not of or len(hit[1]) > 65_536:
+        hit = _RULE_RESULTS[id(of)] = (of, {})
+    return hit[1]
 
 
 def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride: int = 1,
@@ -777,9 +785,7 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     if dead:
         order[:] = [i for i in order if i not in dead]
     _prescan_sizes(ctx, block)
-    rule_results = _RULE_RESULTS.get((role, stem_stride, domain))
-    if rule_results is None or len(rule_results) > 65_536:
-        rule_results = _RULE_RESULTS[role, stem_stride, domain] = {}
+    rule_results = _rule_results(result.contract)
     for node_id in order:
         node = nodes[node_id]
         op = node.op
@@ -793,25 +799,26 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
         key = (node.op_name, id(node.args), inputs, tuple(constraints))
         hit = rule_results.get(key)
         if hit is not None and hit[0] is node.args:
-            _, shape, added, facts, warnings = hit
-            for c in added:
-                ctx.add_constraint(c)
-            if facts:
-                result.facts[node_id] = dict(facts)
-            for code, message, help_text in warnings:
-                sink.emit(code, message, node.span, help_text, block.name)
-            shapes[node_id] = shape
+            shapes[node_id] = hit[1]
+            if hit[2] is not None:
+                added, facts, warnings = hit[2]
+                for c in added:
+                    ctx.add_constraint(c)
+                if facts:
+                    result.facts[node_id] = dict(facts)
+                for code, message, help_text in warnings:
+                    sink.emit(code, message, node.span, help_text, block.name)
             continue
         ctx.node = node
-        before = len(result.constraints)
+        before = len(constraints)
         ctx.warnings = []
         try:
             shape = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
             shapes[node_id] = shape
             for code, message, help_text in ctx.warnings:
                 sink.emit(code, message, node.span, help_text, block.name)
-            rule_results[key] = (node.args, shape, tuple(result.constraints[before:]),
-                                 dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
+            side_effects = (tuple(constraints[before:]), dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
+            rule_results[key] = (node.args, shape, side_effects if any(side_effects) else None)
         except _Warning as warning:
             sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
             shapes[node_id] = warning.shape

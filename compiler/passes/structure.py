@@ -145,7 +145,7 @@ StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
 
 @dataclass(slots=True)
 class GraphFacts:
-    """What several checks need about a block's graph, computed once per block.
+    """What the checks need about a block, computed in one walk over its nodes.
 
     The checks test these first and walk the block again only to report: most blocks are clean.
     """
@@ -157,6 +157,8 @@ class GraphFacts:
     sinks: list  # ids of output terminals
     unique_ids: bool  # no id is defined twice
     defined_ends: bool  # every wire joins defined nodes
+    arities_fit: bool  # every known operation has a number of inputs it accepts
+    parameters_fit: bool  # no node line has a parameter problem
 
 
 def _compute_facts(block: Block) -> GraphFacts:
@@ -165,14 +167,28 @@ def _compute_facts(block: Block) -> GraphFacts:
     feeding = set(chain.from_iterable(inputs.values()))
     sources, sinks = [], []
     source_ops, sink_ops = Group.SOURCE, Group.SINK
-    for i, n in nodes.items():
-        if n.op in source_ops:
-            sources.append(i)
-        elif n.op in sink_ops:
-            sinks.append(i)
+    arities_fit = parameters_fit = True
+    known = _PARAMETER_PROBLEMS.get
+    for n in block.nodes:
+        d = n.opdef
+        if d is None:
+            continue
+        op, i = n.op, n.id
+        if op in source_ops:
+            if nodes[i] is n:
+                sources.append(i)
+        elif op in sink_ops:
+            if nodes[i] is n:
+                sinks.append(i)
+        elif arities_fit:
+            count, arity = len(inputs.get(i, ())), d.arity
+            arities_fit = count >= arity.min and (arity.max is None or count <= arity.max)
+        if parameters_fit:
+            hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
+            parameters_fit = not (hit[1] if hit is not None and hit[0] is n.args else _parameter_problems(n))
     defined = nodes.keys()
     return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
-                      inputs.keys() <= defined and feeding <= defined)
+                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit)
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -312,7 +328,10 @@ def _successors(block: Block) -> dict:
 
 
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    inputs = graph_facts(block).inputs
+    facts = graph_facts(block)
+    if facts.arities_fit:
+        return
+    inputs = facts.inputs
     terminals = Group.TERMINAL
     for n in block.nodes:
         d = n.opdef
@@ -449,13 +468,12 @@ def _parameter_problems(n) -> tuple:
 
 
 def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    known = _PARAMETER_PROBLEMS.get
+    if graph_facts(block).parameters_fit:
+        return
     for n in block.nodes:
         if n.opdef is None:
             continue
-        hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
-        problems = hit[1] if hit is not None and hit[0] is n.args else _parameter_problems(n)
-        for code, message, where, help_text in problems:
+        for code, message, where, help_text in _parameter_problems(n):
             if where == "":
                 span = Span.on_line(n.span.line, n.op_span)
             elif where is None:
@@ -471,5 +489,26 @@ STRUCTURE_CHECKS: tuple[StructureCheck, ...] = (
 
 
 def check_structure(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if _is_clean(block, role):
+        return
     for check in STRUCTURE_CHECKS:
         check(block, role, sink)
+
+
+_INPUTS_OF_ROLE = {role: frozenset({Op.INPUT1, Op.INPUT2} if role in (Role.CELL, Role.REDUCTION_CELL) else {Op.INPUT})
+                   for role in Role}
+
+
+def _is_clean(block: Block, role: Role) -> bool:
+    """Whether no check would report anything (most blocks): the checks' early returns, all at once."""
+    facts = graph_facts(block)
+    if not (facts.unique_ids and facts.defined_ends and facts.arities_fit and facts.parameters_fit
+            and len(facts.sinks) == 1):
+        return False
+    inputs, (output,) = facts.inputs, facts.sinks
+    if output in facts.feeding or len(inputs.get(output, ())) != 1 or any(i in inputs for i in facts.sources):
+        return False
+    wanted = _INPUTS_OF_ROLE[role]
+    if len(facts.sources) != len(wanted) or {facts.nodes[i].op for i in facts.sources} != wanted:
+        return False
+    return block.topological_order() is not None and not dead_nodes(block)
