@@ -22,7 +22,7 @@ from nader.dsl.ops import Op
 from nader.dsl.span import Span
 
 from .contract import SQUARE, Contract, Domain, contract
-from .structure import dead_nodes
+from .structure import dead_nodes, graph_facts
 from .symbolic import (ONE, Constraint, Poly, assume_exact, ceil_div, exact_quotient, floor_div, integer_constraint,
                        product)
 
@@ -831,39 +831,10 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     return result
 
 
-def _has_floordiv(value) -> bool:
-    if isinstance(value, BinOp):
-        return value.op == "//" or _has_floordiv(value.lhs) or _has_floordiv(value.rhs)
-    if isinstance(value, Neg):
-        return _has_floordiv(value.operand)
-    if isinstance(value, TupleValue):
-        return any(_has_floordiv(v) for v in value.items)
-    return False
-
-
-# Whether a node line's arguments use `//`, by the identity of the argument tuple that equal lines
-# share (the entry keeps it alive, so its id cannot be reused).
-_FLOORDIV_ARGS: dict[int, tuple] = {}
-
-
-def _block_has_floordiv(block: Block) -> bool:
-    known = _FLOORDIV_ARGS.get
-    for n in block.nodes:
-        args = n.args
-        hit = known(id(args))
-        if hit is None or hit[0] is not args:
-            if len(_FLOORDIV_ARGS) > 65_536:
-                _FLOORDIV_ARGS.clear()
-            hit = _FLOORDIV_ARGS[id(args)] = (args, any(_has_floordiv(a.value) for a in args))
-        if hit[1]:
-            return True
-    return False
-
-
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
     from nader.dsl.ops import ParamKind
-    if not _block_has_floordiv(block):
+    if not graph_facts(block).floordiv:
         return  # only `//` depends on constraints found elsewhere in the block
     for node in block.nodes:
         d = node.opdef
@@ -889,19 +860,36 @@ _SCAN = {"C": range(1, 513), "dim": range(1, 513), "H": range(1, 65), "W": range
 def _check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) -> None:
     if not result.constraints:
         return
-    symbols = sorted(set().union(*(c.size.free_symbols() for c in result.constraints)))
+    key = tuple((c.size, c.modulus) for c in result.constraints)
+    satisfiable = _SATISFIABLE.get(key)
+    if satisfiable is None:
+        if len(_SATISFIABLE) > 65_536:
+            _SATISFIABLE.clear()
+        satisfiable = _SATISFIABLE[key] = _satisfiable(result.constraints)
+    if satisfiable:
+        return
+    sink.emit(UNSATISFIABLE, "no width satisfies the constraints " + "; ".join(str(c) for c in result.constraints),
+              block.header_span, "relax one of them, e.g. choose `groups` that divides the channel count", block.name)
+    result.failed = True
+
+
+# Whether some sizes meet a set of constraints, by their sizes and moduli (what `holds` reads).
+_SATISFIABLE: dict[tuple, bool] = {}
+
+
+def _satisfiable(constraints: list[Constraint]) -> bool:
+    """True where some scanned sizes meet every constraint, or where there are too many to scan."""
+    symbols = sorted(set().union(*(c.size.free_symbols() for c in constraints)))
     ranges = [_SCAN.get(s, range(1, 33)) for s in symbols]
     budget = 200_000
     for values in itertools.product(*ranges):
         budget -= 1
         if budget < 0:
-            return  # too many combinations to scan: keep the constraints, do not guess
+            return True  # too many combinations to scan: keep the constraints, do not guess
         sizes = dict(zip(symbols, values))
-        if all(c.holds(sizes) for c in result.constraints):
-            return
-    sink.emit(UNSATISFIABLE, "no width satisfies the constraints " + "; ".join(str(c) for c in result.constraints),
-              block.header_span, "relax one of them, e.g. choose `groups` that divides the channel count", block.name)
-    result.failed = True
+        if all(c.holds(sizes) for c in constraints):
+            return True
+    return False
 
 
 # Values at a reference, by reference: {shape: element count} and {size: value}. The same sizes
@@ -974,12 +962,13 @@ def _within_limits(block: Block, result: ShapeResult, sizes: Mapping[str, int], 
     if max(known, default=0) > limits.max_elements:
         return False
     nodes, sources = block.node_map(), block.input_map()
-    weighted, value_of = _WEIGHT_AXIS, values.get
-    for node_id, shape in shapes.items():
+    value_of = values.get
+    for node_id in graph_facts(block).layers:
+        shape = shapes.get(node_id)
+        if shape is None:
+            continue  # a dead node
         node = nodes[node_id]
-        axis = weighted.get(node.op)
-        if axis is None:
-            continue
+        axis = _WEIGHT_AXIS[node.op]
         inputs = sources.get(node_id)
         if not inputs:
             continue

@@ -11,7 +11,7 @@ from itertools import chain
 from typing import Callable, Mapping, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
-from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
+from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
 from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
 from nader.dsl.span import Span
@@ -145,7 +145,7 @@ StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
 
 @dataclass(slots=True)
 class GraphFacts:
-    """What the checks need about a block, computed in one walk over its nodes.
+    """What the passes need about a block, computed in one walk over its nodes.
 
     The checks test these first and walk the block again only to report: most blocks are clean.
     """
@@ -159,6 +159,8 @@ class GraphFacts:
     defined_ends: bool  # every wire joins defined nodes
     arities_fit: bool  # every known operation has a number of inputs it accepts
     parameters_fit: bool  # no node line has a parameter problem
+    layers: list  # ids of nodes with weights (`Conv2d`, `Linear`): shape inference bounds their size
+    floordiv: bool  # some argument uses `//`, whose simplification depends on constraints found elsewhere
 
 
 def _compute_facts(block: Block) -> GraphFacts:
@@ -168,11 +170,18 @@ def _compute_facts(block: Block) -> GraphFacts:
     sources, sinks = [], []
     source_ops, sink_ops = Group.SOURCE, Group.SINK
     arities_fit = parameters_fit = True
-    known = _PARAMETER_PROBLEMS.get
+    layers, floordiv = [], False
+    known = _LINES.get
     for n in block.nodes:
         d = n.opdef
         if d is None:
+            floordiv = floordiv or _uses_floordiv(n.args)
             continue
+        hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
+        if hit is None or hit[0] is not n.args:
+            hit = _line_facts(n)
+        parameters_fit = parameters_fit and not hit[1]
+        floordiv = floordiv or hit[2]
         op, i = n.op, n.id
         if op in source_ops:
             if nodes[i] is n:
@@ -180,15 +189,18 @@ def _compute_facts(block: Block) -> GraphFacts:
         elif op in sink_ops:
             if nodes[i] is n:
                 sinks.append(i)
-        elif arities_fit:
-            count, arity = len(inputs.get(i, ())), d.arity
-            arities_fit = count >= arity.min and (arity.max is None or count <= arity.max)
-        if parameters_fit:
-            hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
-            parameters_fit = not (hit[1] if hit is not None and hit[0] is n.args else _parameter_problems(n))
+        else:
+            if arities_fit:
+                count, arity = len(inputs.get(i, ())), d.arity
+                arities_fit = count >= arity.min and (arity.max is None or count <= arity.max)
+            if op in _LAYERS and nodes[i] is n:
+                layers.append(i)
     defined = nodes.keys()
     return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
-                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit)
+                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit, layers, floordiv)
+
+
+_LAYERS = frozenset({Op.CONV2D, Op.LINEAR})
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -428,13 +440,41 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     return None
 
 
-# Problems (code, message, parameter to point at or None for the op/node, help) per node line.
-# Keyed by the identity of the interned argument tuple that parse_line shares between equal lines;
-# the entry (args, problems) keeps that tuple alive so its id cannot be reused.
-_PARAMETER_PROBLEMS: dict[tuple, tuple] = {}
+# What a node line's operation and arguments imply, per line: (args, parameter problems, uses `//`).
+# Keyed by the operation and the identity of the interned argument tuple that parse_line shares
+# between equal lines; the entry keeps that tuple alive so its id cannot be reused.
+_LINES: dict[tuple, tuple] = {}
+
+
+def _line_facts(n) -> tuple:
+    hit = _LINES.get((n.op_name, id(n.args)))
+    if hit is None or hit[0] is not n.args:
+        if len(_LINES) > 65_536:
+            _LINES.clear()
+        hit = _LINES[n.op_name, id(n.args)] = (n.args, _find_parameter_problems(n), _uses_floordiv(n.args))
+    return hit
+
+
+def _uses_floordiv(args) -> bool:
+    return any(_has_floordiv(a.value) for a in args)
+
+
+def _has_floordiv(value) -> bool:
+    if isinstance(value, BinOp):
+        return value.op == "//" or _has_floordiv(value.lhs) or _has_floordiv(value.rhs)
+    if isinstance(value, Neg):
+        return _has_floordiv(value.operand)
+    if isinstance(value, TupleValue):
+        return any(_has_floordiv(v) for v in value.items)
+    return False
 
 
 def _parameter_problems(n) -> tuple:
+    """Problems (code, message, parameter to point at or None for the op/node, help) of a node line."""
+    return _line_facts(n)[1]
+
+
+def _find_parameter_problems(n) -> tuple:
     d = n.opdef
     problems = []
     for p in d.params:
@@ -460,11 +500,7 @@ def _parameter_problems(n) -> tuple:
             if bad:
                 problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
                                  p.name, "layer parameters may use only `C` and `dim`"))
-    result = tuple(problems)
-    if len(_PARAMETER_PROBLEMS) > 65_536:
-        _PARAMETER_PROBLEMS.clear()
-    _PARAMETER_PROBLEMS[n.op_name, id(n.args)] = (n.args, result)
-    return result
+    return tuple(problems)
 
 
 def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
