@@ -7,189 +7,31 @@ shape (a tuple of `Poly` sizes in `B C dim H W`) and facts the backends need
 for every size of the domain (`contract.py`: square inputs by default): where a
 block is valid only for some widths, the pass records the constraint
 (`C % 4 == 0`) instead of guessing at one sample size.
+
+The codes live in `shape_codes.py`; the checks of the sizes as a whole (can the
+constraints be met, can the tensors be built) in `size_checks.py`.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Mapping, Optional
 
-from nader.dsl.diagnostics import Code, DiagnosticSink, Label, Severity, define_code
+from nader.dsl.diagnostics import Code, DiagnosticSink, Label
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue, Value, constant_int
 from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Op
 from nader.dsl.span import Span
 
 from .contract import SQUARE, Contract, Domain, contract
+from .shape_codes import (AXIS_OUT_OF_RANGE, BAD_PERMUTE, BAD_REPEAT, BROADCAST_MISMATCH, CONCAT_MISMATCH, CONTRACT, GROUPS,
+                          LAYER_SIZE_DEPENDS, MATMUL_MISMATCH, MATMUL_SWAPPED, NON_POSITIVE, NOT_WHOLE, RANK_MISMATCH,
+                          RESHAPE_COUNT, RESOLUTION_BOUND)
+from .shape_codes import SIZE_LIMIT, UNSATISFIABLE  # noqa: F401 (the size checks' codes, importable from here too)
+from .size_checks import Limits, check_constraints, check_limits, int_pair
 from .structure import dead_nodes, graph_facts
 from .symbolic import (ONE, Constraint, Poly, assume_exact, ceil_div, exact_quotient, floor_div, integer_constraint,
                        product)
-
-E, W = Severity.ERROR, Severity.WARNING
-
-BROADCAST_MISMATCH = define_code("NAD301", "broadcast-mismatch", E, "Inputs of `Add`/`Mul` cannot be broadcast together.", """
-    ## What it does
-    Checks that the inputs of `Add` and `Mul` broadcast like PyTorch for all sizes: aligned from the
-    right, each axis must be equal or the constant 1 on one side.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C/4,kernel_size=1)
-    3:Add
-    0->2
-    2->3
-    0->3
-    ```
-    Here `(B,C/4,H,W)` meets `(B,C,H,W)`.
-    ## Fix
-    Bring both inputs to the same shape, e.g. a 1x1 `Conv2d` back to `C` channels.
-""")
-CONCAT_MISMATCH = define_code("NAD302", "concat-mismatch", E, "Inputs of `concat` differ outside the concatenated axis.", """
-    ## What it does
-    Checks that `concat` inputs have the same rank and agree on every axis but `dim`.
-    ## Fix
-    Make the other axes equal (same stride, same permutation) or concatenate along the axis that differs.
-""")
-MATMUL_MISMATCH = define_code("NAD303", "matmul-mismatch", E, "The inputs of `multiply` do not fit a matrix product.", """
-    ## What it does
-    Checks `multiply` like `torch.matmul`: `(..., n, k) x (..., k, m)`, batch axes broadcasting.
-    Operand order is the order of the edges in the file.
-    ## Fix
-    `permute` or `reshape` one operand so the inner sizes agree.
-""")
-MATMUL_SWAPPED = define_code("NAD304", "matmul-operands-swapped", W, "`multiply` only fits with its operands swapped.", """
-    ## What it does
-    Warns when `multiply`'s inputs fit a matrix product only in the opposite order of their edges.
-    NADER accepted such blocks; the backends compute the product in the order that fits.
-    ## Fix
-    Swap the two edge lines into the `multiply` node so the file states the order that is computed.
-""")
-RESHAPE_COUNT = define_code("NAD305", "reshape-element-count", E, "`reshape` does not preserve the element count.", """
-    ## What it does
-    Checks that the target shape of `reshape` holds the same number of elements as its input for all
-    sizes, with at most one `-1`, which must come out a whole size.
-    ## Example
-    ```
-    3:reshape(B,C,H)
-    ```
-    ## Fix
-    Multiply the sizes you merge (`reshape(B,C,H*W)`) or use `-1` for one of them.
-""")
-BAD_PERMUTE = define_code("NAD306", "invalid-permute", E, "`permute` is not a permutation of the input's axes.", """
-    ## What it does
-    Checks that `permute` names every axis of its input exactly once.
-    ## Example
-    ```
-    3:permute(0,2,3)
-    ```
-    on a 4-d input.
-    ## Fix
-    List each axis once: `permute(0,2,3,1)` for channels-last.
-""")
-BAD_REPEAT = define_code("NAD307", "invalid-repeat", E, "`repeat` has too few sizes or a size below 1.", """
-    ## What it does
-    Checks that `repeat` gives at least one size per axis of its input, each a positive size.
-    ## Fix
-    Give one repeat count per axis, `1` for axes to keep.
-""")
-RANK_MISMATCH = define_code("NAD308", "rank-mismatch", E, "An operation receives a tensor of the wrong rank.", """
-    ## What it does
-    Checks the input rank of operations defined on images: `Conv2d`, the pooling operations and `BN`
-    take `(B,C,H,W)`.
-    ## Fix
-    `permute` or `reshape` back to 4 axes before the operation.
-""")
-AXIS_OUT_OF_RANGE = define_code("NAD309", "axis-out-of-range", E, "An axis does not exist in the input.", """
-    ## What it does
-    Checks `dim` of `concat`, `mean`, `max`, `sum`, `softmax` and the axes of `permute` against the
-    input's rank (negative axes count from the end), and that a tuple names each axis once.
-    ## Fix
-    Use an axis between `-rank` and `rank-1`.
-""")
-LAYER_SIZE_DEPENDS = define_code("NAD310", "layer-size-depends-on-input-size", E, "A layer's weight size would depend on the batch size (or, in `--domain any`, on H or W).", """
-    ## What it does
-    Checks the axis a layer learns over: `Linear` and `LN` act on the last axis, `Conv2d` and `BN` on
-    axis 1. That axis must never depend on the batch size `B`. In `--domain any`, where one module
-    must run at every `H` and `W`, it must not depend on `H` or `W` either; in the default domain
-    that makes the layer resolution-bound instead (NAD317, a warning).
-    ## Why is this bad?
-    The weights are created once, for the batch size the network is built with. The last batch of
-    an epoch is usually smaller, and evaluation may use another batch size: the layer then
-    receives an axis of another size and the run crashes.
-    ## Example
-    ```
-    2:reshape(1,B*C,H,W)
-    3:BN
-    0->2
-    2->3
-    ```
-    `BN` learns over axis 1, here `B*C`.
-    ## Fix
-    Keep the batch on an axis of its own (`reshape(B,...)`), and learn over channels: `permute(0,2,3,1)`
-    to channels-last before `Linear`/`LN`, and back with `permute(0,3,1,2)`.
-""")
-RESOLUTION_BOUND = define_code("NAD317", "resolution-bound-layer", W, "A layer learns over a spatial axis: the block is tied to its input resolution.", """
-    ## What it does
-    Warns when the axis a layer learns over (`Linear`/`LN`: the last axis; `Conv2d`/`BN`: axis 1)
-    is a spatial size, such as `W` or `ceil(H/2)`, or `H*W` after a `reshape`.
-    ## Why is this bad?
-    It is valid: NADER builds each block for the resolution of its stage, and so do the network
-    builder and the backends here, giving the layer the concrete size of its stage (an `LN` over
-    `W` is `LayerNorm(32)` in the first NAS-Bench-201 stage, `LayerNorm(16)` in the second). But
-    the weights then fit only that resolution: the same block cannot run at another input size,
-    and blocks at different stages learn different parameter counts. `--domain any` rejects it.
-    ## Example
-    ```
-    2:LN
-    0->2
-    ```
-    on `(B,C,H,W)` normalises over `W`.
-    ## Fix
-    Nothing, if normalising over a spatial axis is meant. To learn over channels instead,
-    `permute(0,2,3,1)` to channels-last before `Linear`/`LN`, and back with `permute(0,3,1,2)`.
-""")
-CONTRACT = define_code("NAD311", "role-contract", E, "The block's output shape does not fit its role.", """
-    ## What it does
-    Checks the output against the role: base `(B,C,H,W)`, stem `(B,dim,H/s,W/s)`, downsample
-    `(B,dim,H/2,W/2)` with `dim = 2C`, cells `(B,dim,H,W)`, reduction cells `(B,dim,H/2,W/2)`.
-    ## Fix
-    Adjust the last layers' `out_channels` or strides; the message shows both shapes.
-""")
-UNSATISFIABLE = define_code("NAD312", "unsatisfiable-constraints", E, "No width satisfies the block's constraints.", """
-    ## What it does
-    Reports blocks whose divisibility and positivity constraints exclude every width.
-    ## Fix
-    Relax a constraint: e.g. `groups` that divides `C`, or sizes that stay positive.
-""")
-SIZE_LIMIT = define_code("NAD313", "size-limit", E, "A tensor or layer is absurdly large at the reference size.", """
-    ## What it does
-    Evaluates every tensor and weight at the reference size (C=64, H=W=32, one sample) before
-    anything is allocated, and rejects those past the limit (`--max-elements`).
-    ## Why is this bad?
-    Such blocks (channel counts in the millions, `repeat` explosions) exhaust memory when built.
-    ## Fix
-    Use channel multipliers like `C*4`, not `C*C`, and modest repeat counts.
-""")
-NON_POSITIVE = define_code("NAD314", "non-positive-size", E, "A size is zero or negative.", """
-    ## What it does
-    Reports channel counts, groups and shape entries that are never positive (`C-C`, `-4`).
-    ## Fix
-    Use a positive size expression.
-""")
-NOT_WHOLE = define_code("NAD315", "fractional-size", E, "A size is never a whole number.", """
-    ## What it does
-    Reports size expressions that cannot be integers for any width, such as `C/(2*C)`.
-    ## Fix
-    Divide by constants that the width can be a multiple of.
-""")
-GROUPS = define_code("NAD316", "groups-mismatch", E, "`groups` can never divide the channel counts.", """
-    ## What it does
-    Checks that `groups` divides both input and output channels of `Conv2d`. Where that holds only for
-    some widths, it becomes a constraint; this error means it holds for none.
-    ## Fix
-    Use `groups=C` (depthwise), a small constant, or a divisor of the channel counts.
-""")
-
 
 def _operand_labels(ctx: "ShapeContext", pairs) -> tuple[Label, ...]:
     """Secondary labels on the node lines of the operands that disagree: (node id, shape) pairs."""
@@ -213,13 +55,6 @@ Shape = tuple  # tuple[Poly, ...]
 
 def shape_str(shape: Shape) -> str:
     return "(" + ",".join(str(s) for s in shape) + ")"
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_elements: int = 1 << 24  # per tensor, one sample, at the reference size
-    max_weights: int = 1 << 26  # per layer
-    reference: Mapping[str, int] = field(default_factory=lambda: {"B": 1, "C": 64, "dim": 64, "H": 32, "W": 32})
 
 
 @dataclass
@@ -446,14 +281,6 @@ def _gcd(a: int, b: int) -> int:
     return a
 
 
-def _pair(value: Value) -> tuple[int, int]:
-    if isinstance(value, TupleValue):
-        items = [constant_int(i) for i in value.items]
-        return (items[0], items[-1]) if len(items) in (1, 2) else (items[0], items[1])  # type: ignore[return-value]
-    v = constant_int(value)
-    return v, v  # type: ignore[return-value]
-
-
 def _spatial(ctx: ShapeContext, x: Shape, op: str) -> None:
     if len(x) != 4:
         raise ShapeError(RANK_MISMATCH, f"`{op}` takes a 4-d (B,C,H,W) tensor, got {len(x)}-d {shape_str(x)}",
@@ -474,21 +301,21 @@ def _rule_conv(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     ctx.require_divides(groups, in_channels, "`groups` must divide the input channels")
     ctx.require_divides(groups, out, "`groups` must divide `out_channels`")
     ctx.result.facts.setdefault(node.id, {})["groups"] = groups
-    sh, sw = _pair(node.params["stride"])
+    sh, sw = int_pair(node.params["stride"])
     return (x[0], out, ceil_div(x[2], sh), ceil_div(x[3], sw))
 
 
 def _rule_pool(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
     _spatial(ctx, x, node.op_name)
-    sh, sw = _pair(node.params["stride"])
+    sh, sw = int_pair(node.params["stride"])
     return (x[0], x[1], ceil_div(x[2], sh), ceil_div(x[3], sw))
 
 
 def _rule_adaptive_pool(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
     _spatial(ctx, x, node.op_name)
-    oh, ow = _pair(node.params["output_size"])
+    oh, ow = int_pair(node.params["output_size"])
     return (x[0], x[1], Poly.const(oh), Poly.const(ow))
 
 
@@ -826,8 +653,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
             result.failed = True
             sink.emit(error.code, error.message, error.span or node.span, error.help, block.name, error.labels)
     if not result.failed:
-        _check_constraints(block, result, sink)
-        _check_limits(block, result, sink, limits)
+        check_constraints(block, result, sink)
+        check_limits(block, result, sink, limits)
     return result
 
 
@@ -851,186 +678,3 @@ def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
                 except (ShapeError, KeyError, TypeError):
                     pass  # reported when the node's rule runs
     ctx.node = None  # type: ignore[assignment]
-
-
-# Values scanned to decide whether constraints can be met at all.
-_SCAN = {"C": range(1, 513), "dim": range(1, 513), "H": range(1, 65), "W": range(1, 65), "B": range(1, 5)}
-
-
-def _check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) -> None:
-    if not result.constraints:
-        return
-    key = tuple((c.size, c.modulus) for c in result.constraints)
-    satisfiable = _SATISFIABLE.get(key)
-    if satisfiable is None:
-        if len(_SATISFIABLE) > 65_536:
-            _SATISFIABLE.clear()
-        satisfiable = _SATISFIABLE[key] = _satisfiable(result.constraints)
-    if satisfiable:
-        return
-    sink.emit(UNSATISFIABLE, "no width satisfies the constraints " + "; ".join(str(c) for c in result.constraints),
-              block.header_span, "relax one of them, e.g. choose `groups` that divides the channel count", block.name)
-    result.failed = True
-
-
-# Whether some sizes meet a set of constraints, by their sizes and moduli (what `holds` reads).
-_SATISFIABLE: dict[tuple, bool] = {}
-
-
-def _satisfiable(constraints: list[Constraint]) -> bool:
-    """True where some scanned sizes meet every constraint, or where there are too many to scan."""
-    symbols = sorted(set().union(*(c.size.free_symbols() for c in constraints)))
-    ranges = [_SCAN.get(s, range(1, 33)) for s in symbols]
-    budget = 200_000
-    for values in itertools.product(*ranges):
-        budget -= 1
-        if budget < 0:
-            return True  # too many combinations to scan: keep the constraints, do not guess
-        sizes = dict(zip(symbols, values))
-        if all(c.holds(sizes) for c in constraints):
-            return True
-    return False
-
-
-# Values at a reference, by reference: {shape: element count} and {size: value}. The same sizes
-# and shapes recur across blocks; one table per reference keeps the lookups to the shape or size.
-_AT_REFERENCE: dict[tuple, tuple[dict, dict]] = {}
-
-
-def _reference_tables(key: tuple) -> tuple[dict, dict]:
-    tables = _AT_REFERENCE.get(key)
-    if tables is None or len(tables[0]) + len(tables[1]) > 200_000:
-        tables = _AT_REFERENCE[key] = ({}, {})
-    return tables
-
-
-def _at_reference(size: Poly, sizes: Mapping[str, int], values: dict) -> int:
-    value = values.get(size)
-    if value is None:
-        value = values[size] = int(size.evaluate(sizes))
-    return value
-
-
-def _count_at_reference(shape: Shape, sizes: Mapping[str, int], values: dict) -> int:
-    count = 1
-    for s in shape:
-        count *= max(_at_reference(s, sizes, values), 0)
-    return count
-
-
-# The axis of a layer's input and output whose sizes its weights span (with the kernel's area).
-_WEIGHT_AXIS = {Op.CONV2D: 1, Op.LINEAR: -1}
-
-
-# The reference sizes of a contract under some limits, by the identities of both (kept alive in the entry).
-_REFERENCES: dict[tuple, tuple] = {}
-
-
-def _reference_sizes(result: ShapeResult, limits: Limits) -> tuple[dict[str, int], tuple]:
-    """The sizes, and them as a table key."""
-    key = (id(result.contract), id(limits))
-    hit = _REFERENCES.get(key)
-    if hit is None or hit[0] is not result.contract or hit[1] is not limits:
-        sizes = dict(limits.reference)
-        if result.role is Role.STEM:
-            sizes["C"] = 3
-        else:
-            sizes["dim"] = int(result.contract.env["dim"].evaluate(sizes))
-        if len(_REFERENCES) > 1024:
-            _REFERENCES.clear()
-        hit = _REFERENCES[key] = (result.contract, limits, sizes, tuple(sorted(sizes.items())))
-    return hit[2], hit[3]
-
-
-def _check_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits) -> None:
-    sizes, key = _reference_sizes(result, limits)
-    counts, values = _reference_tables(key)
-    if not _within_limits(block, result, sizes, counts, values, limits):
-        _report_limits(block, result, sink, limits, sizes, counts, values)
-
-
-def _within_limits(block: Block, result: ShapeResult, sizes: Mapping[str, int], counts: dict, values: dict,
-                   limits: Limits) -> bool:
-    """Whether every tensor and layer is within the limits (most blocks): no walk node by node.
-
-    False also where a size cannot be evaluated; `_report_limits` then decides as it walks.
-    """
-    shapes = result.shapes
-    known = list(map(counts.get, shapes.values()))
-    if None in known:
-        return False  # a shape not counted yet: the walk counts it
-    if max(known, default=0) > limits.max_elements:
-        return False
-    nodes, sources = block.node_map(), block.input_map()
-    value_of = values.get
-    for node_id in graph_facts(block).layers:
-        shape = shapes.get(node_id)
-        if shape is None:
-            continue  # a dead node
-        node = nodes[node_id]
-        axis = _WEIGHT_AXIS[node.op]
-        inputs = sources.get(node_id)
-        if not inputs:
-            continue
-        fan_in, out = value_of(shapes[inputs[0]][axis]), value_of(shape[axis])
-        if fan_in is None or out is None:
-            return False  # a size not evaluated yet: the walk evaluates it
-        kh, kw = _kernel(node.params["kernel_size"]) if axis == 1 else (1, 1)
-        if fan_in * out * kh * kw > limits.max_weights:
-            return False
-    return True
-
-
-# Kernel sizes by the identity of the value, which equal node lines share (kept alive in the entry).
-_KERNELS: dict[int, tuple] = {}
-
-
-def _kernel(value: Value) -> tuple[int, int]:
-    hit = _KERNELS.get(id(value))
-    if hit is None or hit[0] is not value:
-        if len(_KERNELS) > 4096:
-            _KERNELS.clear()
-        hit = _KERNELS[id(value)] = (value, _pair(value))
-    return hit[1]
-
-
-def _report_limits(block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits,
-                   sizes: Mapping[str, int], counts: dict, values: dict) -> None:
-    """Walks the nodes in order and reports the first tensor or layer past the limits."""
-    nodes = block.node_map()
-    sources = block.input_map()
-    shapes = result.shapes
-    max_elements = limits.max_elements
-    for node_id, shape in shapes.items():
-        count = counts.get(shape)  # looked up here: most shapes were counted before (a hot loop)
-        if count is None:
-            try:
-                count = counts[shape] = _count_at_reference(shape, sizes, values)
-            except (KeyError, ZeroDivisionError):
-                continue
-        if count > max_elements:
-            node = nodes[node_id]
-            sink.emit(SIZE_LIMIT, f"node {node_id} (`{node.op_name}`) produces {count:,} elements per sample at "
-                                  f"C={sizes['C']}, H=W={sizes['H']}, past the limit of {limits.max_elements:,}",
-                      node.span, "use smaller channel multipliers or repeat counts", block.name)
-            result.failed = True
-            return
-        node = nodes[node_id]
-        if node.op is Op.CONV2D or node.op is Op.LINEAR:
-            inputs = sources.get(node_id)
-            if not inputs:
-                continue
-            x = shapes[inputs[0]]
-            try:
-                fan_in = _at_reference(x[1 if node.op is Op.CONV2D else -1], sizes, values)
-                out = _at_reference(shape[1 if node.op is Op.CONV2D else -1], sizes, values)
-            except (KeyError, ZeroDivisionError):
-                continue
-            kh, kw = _pair(node.params["kernel_size"]) if node.op is Op.CONV2D else (1, 1)
-            weights = fan_in * out * kh * kw
-            if weights > limits.max_weights:
-                sink.emit(SIZE_LIMIT, f"node {node_id} (`{node.op_name}`) has {weights:,} weights at C={sizes['C']}, "
-                                      f"past the limit of {limits.max_weights:,}",
-                          node.span, "use smaller channel multipliers", block.name)
-                result.failed = True
-                return
