@@ -16,6 +16,9 @@ from .shape_codes import (AXIS_OUT_OF_RANGE, GROUPS, LAYER_SIZE_DEPENDS, NON_POS
 from .symbolic import Constraint, Poly, assume_exact, exact_quotient, floor_div, integer_constraint
 
 
+_BATCH_OR_SPATIAL = frozenset({"B", "H", "W"})
+
+
 def _operand_labels(ctx: "ShapeContext", pairs) -> tuple[Label, ...]:
     """Secondary labels on the node lines of the operands that disagree: (node id, shape) pairs."""
     labels = []
@@ -96,6 +99,8 @@ class ShapeContext:
 
     # -- sizes from expressions ----------------------------------------------------
     def size(self, value: Value, what: str) -> Poly:
+        if type(value) is Sym:  # most sizes are one symbol
+            return self.env[value.name]
         if isinstance(value, TupleValue):
             raise ShapeError(NOT_WHOLE, f"{what} must be a single size, not `{value}`", span=self._span(what))
         return self._expr(value, what)
@@ -229,6 +234,8 @@ class ShapeContext:
     def layer_axis(self, size: Poly, what: str) -> None:
         """The axis a layer learns over: never in B; in H or W, resolution-bound (or, in `any`, an error)."""
         free = size.free_symbols()
+        if free.isdisjoint(_BATCH_OR_SPATIAL):
+            return  # learns over channels, as most layers do
         channels_last = what.startswith(("`Linear`", "`LN`"))
         fix = ("`permute(0,2,3,1)` to channels-last before `Linear`/`LN`, and back after" if channels_last
                else "keep channels on axis 1 of a (B,C,H,W) tensor")

@@ -274,7 +274,7 @@ def _contract_help(got: Shape, expected: Shape) -> str:
     return "adjust the strides: the output's spatial size must be " + ",".join(str(s) for s in expected[2:])
 
 
-SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
+SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, tuple[Shape, ...]], Shape]] = {
     Op.CONV2D: _rule_conv,
     Op.LINEAR: _rule_linear,
     Op.AVG_POOL2D: _rule_pool,
@@ -301,3 +301,6 @@ SHAPE_RULES: dict[Op, Callable[[ShapeContext, Node, list[Shape]], Shape]] = {
     Op.RESHAPE: _rule_reshape,
     Op.OUTPUT: _rule_output,
 }
+
+# Operations whose output is their input, with nothing to check: the interpreter copies the shape.
+PASS_THROUGH = frozenset(op for op, rule in SHAPE_RULES.items() if rule is _rule_same)

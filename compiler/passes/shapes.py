@@ -25,7 +25,7 @@ from .structure import dead_nodes, graph_facts
 from .shape_codes import SIZE_LIMIT, UNSATISFIABLE  # noqa: F401 (importable from here, as before the split)
 from .shape_context import (Shape, ShapeContext, ShapeError, ShapeResult, _Warning,  # noqa: F401 (importable from here too)
                             evaluate_shape, shape_str)
-from .shape_rules import SHAPE_RULES
+from .shape_rules import PASS_THROUGH, SHAPE_RULES
 
 
 # Successful rule applications, interned: a rule's result depends only on the node's arguments
@@ -73,6 +73,9 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
         if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
+        if op in PASS_THROUGH:
+            shapes[node_id] = inputs[0]
+            continue
         key = (node.op_name, id(node.args), inputs, tuple(constraints))
         hit = rule_results.get(key)
         if hit is not None and hit[0] is node.args:
