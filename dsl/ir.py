@@ -221,9 +221,9 @@ class Block:
     def _topological_order(self) -> Optional[list[NodeId]]:
         nodes = self.node_map()
         inputs = self.input_map()
-        order = _file_order_if_topological(nodes, inputs)
-        if order is not None:
-            return order
+        in_file_order = _file_order_if_topological(nodes, inputs)
+        if in_file_order is not None:
+            return in_file_order
         ids = list(nodes)
         position = {i: k for k, i in enumerate(ids)}
         indegree = [0] * len(ids)
@@ -239,7 +239,7 @@ class Block:
                     successors[k].append(t)
         # The ready node first in the file goes first: a heap of file positions (ascending: a heap already).
         ready = [k for k in range(len(ids)) if indegree[k] == 0]
-        order = []
+        order: list[NodeId] = []
         while ready:
             k = heappop(ready)
             order.append(ids[k])
