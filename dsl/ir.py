@@ -8,8 +8,10 @@ bound parameters (defaults filled in), in topological order where one exists.
 from __future__ import annotations
 
 import enum
+from collections import defaultdict
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
+from operator import attrgetter
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
@@ -143,7 +145,7 @@ class Block:
     trailing_comments: tuple[str, ...] = ()
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     header_span: Span = field(default=NO_SPAN, compare=False, repr=False)
-    _adjacency: Optional[tuple] = field(default=None, init=False, compare=False, repr=False)
+    _adjacency: Optional[dict] = field(default=None, init=False, compare=False, repr=False)  # `_inputs`
     _analyses: Optional[dict] = field(default=None, init=False, compare=False, repr=False)
 
     def analysis(self, key: str, compute):
@@ -156,18 +158,24 @@ class Block:
         return cache[key]
 
     # -- graph view -------------------------------------------------------
-    def _graph(self) -> tuple[dict[NodeId, list[NodeId]], dict[NodeId, list[NodeId]]]:
-        """(inputs by target, consumers by source) in edge order; computed once (blocks are not mutated)."""
-        if self._adjacency is None:
-            inputs: dict[NodeId, list[NodeId]] = {}
-            consumers: dict[NodeId, list[NodeId]] = {}
+    def _inputs(self) -> dict[NodeId, list[NodeId]]:
+        """Source ids by target, in edge order; computed once (blocks are not mutated)."""
+        inputs = self._adjacency
+        if inputs is None:
+            collected: defaultdict = defaultdict(list)
             for e in self.edges:
-                t = e.target
-                for s in e.sources:
-                    inputs.setdefault(t, []).append(s)
-                    consumers.setdefault(s, []).append(t)
-            self._adjacency = (inputs, consumers)
-        return self._adjacency
+                collected[e.target].extend(e.sources)
+            inputs = self._adjacency = dict(collected)  # a plain dict: a lookup never adds a key
+        return inputs
+
+    def _consumers(self) -> dict[NodeId, list[NodeId]]:
+        collected: defaultdict = defaultdict(list)
+        for e in self.edges:
+            t = e.target
+            for s in e.sources:
+                collected[s].append(t)
+        return dict(collected)
+
     def node(self, node_id: NodeId) -> Optional[Node]:
         for n in self.nodes:
             if n.id == node_id:
@@ -192,14 +200,18 @@ class Block:
 
     def input_map(self) -> Mapping[NodeId, list[NodeId]]:
         """Source ids by target, in edge order (what `inputs_of` copies). Shared: do not mutate."""
-        return self._graph()[0]
+        return self._adjacency or self._inputs()
+
+    def consumer_map(self) -> Mapping[NodeId, list[NodeId]]:
+        """Target ids by source, in edge order (what `consumers_of` copies). Shared: do not mutate."""
+        return self.analysis("consumer_map", Block._consumers)
 
     def inputs_of(self, node_id: NodeId) -> list[NodeId]:
         """Source ids feeding `node_id`, in edge order (the operand order)."""
-        return list(self._graph()[0].get(node_id, ()))
+        return list(self.input_map().get(node_id, ()))
 
     def consumers_of(self, node_id: NodeId) -> list[NodeId]:
-        return list(self._graph()[1].get(node_id, ()))
+        return list(self.consumer_map().get(node_id, ()))
 
     def topological_order(self) -> Optional[list[NodeId]]:
         """Node ids in a topological order (file order breaks ties), or None on a cycle."""
@@ -207,15 +219,20 @@ class Block:
         return list(order) if order is not None else None
 
     def _topological_order(self) -> Optional[list[NodeId]]:
-        ids = list(self.node_map())
+        nodes = self.node_map()
+        inputs = self.input_map()
+        in_file_order = _file_order_if_topological(nodes, inputs)
+        if in_file_order is not None:
+            return in_file_order
+        ids = list(nodes)
         position = {i: k for k, i in enumerate(ids)}
         indegree = [0] * len(ids)
         successors: list[list[int]] = [[] for _ in ids]
-        for e in self.edges:
-            t = position.get(e.target)
+        for target, sources in inputs.items():
+            t = position.get(target)
             if t is None:
                 continue
-            for s in e.sources:
+            for s in sources:
                 k = position.get(s)
                 if k is not None:
                     indegree[t] += 1
@@ -240,7 +257,7 @@ class Block:
 
     def inferred_role(self) -> Role:
         """The role from the header's suffix and the input terminals."""
-        two_inputs = any(op in (Op.INPUT1, Op.INPUT2) for op in self.input_ops)
+        two_inputs = not _TWO_INPUTS.isdisjoint(map(_op_of, self.nodes))
         words = set(self.name.lower().replace("-", "_").split("_"))
         if words & {"downsample", "reduction"}:
             return Role.REDUCTION_CELL if two_inputs else Role.DOWNSAMPLE
@@ -283,6 +300,42 @@ def bound_param_text(node: Node) -> str:
         else:
             parts.append(f"{p.name}={value}")
     return "[" + ", ".join(parts) + "]"
+
+
+def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[NodeId, list]) -> Optional[list]:
+    """The file order with the one `output` moved last, when that is the topological order (ties by
+    file position) and it is, as in most blocks: every wire runs forward in it, and the output,
+    if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
+    ids = []
+    sink = None
+    for i, n in nodes.items():
+        if n.op is not _OUTPUT:
+            ids.append(i)
+        elif sink is None:
+            sink = i
+        else:
+            return None
+    if sink is None:
+        return None
+    rank = dict(zip(ids, range(len(ids))))
+    rank[sink] = len(ids)
+    get = rank.get
+    for target, sources in inputs.items():
+        r = get(target)
+        if r is None:
+            continue  # an undefined node: its wires do not order anything
+        for s in sources:
+            if get(s, -1) >= r:
+                return None
+    if ids and next(reversed(nodes)) != sink and ids[-1] not in inputs.get(sink, ()):
+        return None
+    ids.append(sink)
+    return ids
+
+
+_OUTPUT = Op.OUTPUT
+_TWO_INPUTS = frozenset({Op.INPUT1, Op.INPUT2})
+_op_of = attrgetter("op")
 
 
 def dump_block(block: Block, role: Optional[Role] = None) -> str:

@@ -14,6 +14,7 @@ the domain's spatial sizes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping, Optional
 
 from nader.dsl.ir import Role
@@ -82,8 +83,9 @@ class Contract:
     env: Mapping[str, Poly]
 
 
+@lru_cache(maxsize=256)
 def contract(role: Role, stem_stride: int = 1, domain: Domain = SQUARE) -> Contract:
-    """Input shapes, output shape and symbol bindings of a role (see docs/semantics.md)."""
+    """Input shapes, output shape and symbol bindings of a role (see docs/semantics.md). Shared: do not mutate."""
     h, w = domain.spatial()
     two = Poly.const(2)
     if role is Role.STEM:

@@ -1,177 +1,87 @@
 """Structure checks (NAD2xx): ids, edges, terminals, cycles, reachability, arity, parameters.
 
 Each check is a small function over a block that emits diagnostics; `check_structure`
-runs them in order. Shape inference runs only on blocks these accept.
+runs them in order, and none of them when one set of facts about the block (gathered
+in one walk) shows it clean. Shape inference runs only on blocks these accept. The
+codes live in `structure_codes.py`.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from dataclasses import dataclass
-from typing import Callable, Optional
+from itertools import chain
+from typing import Callable, Mapping, Optional
 
-from nader.dsl.diagnostics import DiagnosticSink, Fix, FixAvailability, Label, Severity, define_code
-from nader.dsl.expr import SPATIAL_SYMBOLS, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
+from nader.dsl.diagnostics import DiagnosticSink, Fix, Label
+from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
 from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
 from nader.dsl.span import Span
 
-E, W = Severity.ERROR, Severity.WARNING
-
-DUPLICATE_ID = define_code("NAD201", "duplicate-node-id", E, "Two nodes share an id.", """
-    ## What it does
-    Reports a node id defined twice in one block.
-    ## Why is this bad?
-    Edges name nodes by id; with two definitions an edge is ambiguous.
-    ## Example
-    ```
-    2:BN
-    2:ReLU
-    ```
-    ## Fix
-    Give every node its own id (`nadc fmt --renumber` renumbers a block); the fix gives the second
-    definition an unused integer id.
-""", FixAvailability.ALWAYS)
-UNDEFINED_NODE = define_code("NAD202", "undefined-node", E, "An edge names a node id that is not defined.", """
-    ## What it does
-    Reports edges whose source or target id has no node line.
-    ## Example
-    ```
-    0:input
-    1:output
-    0->7
-    ```
-    ## Fix
-    Define the node (`7:ReLU`) or correct the id in the edge.
-""")
-CYCLE = define_code("NAD203", "cycle", E, "The edges form a cycle.", """
-    ## What it does
-    Reports blocks whose edges form a directed cycle (including an edge from a node to itself).
-    ## Why is this bad?
-    A block is a feed-forward computation: every node is computed once from nodes before it.
-    ## Fix
-    Remove or redirect one edge of the cycle; the message lists the nodes on it.
-""")
-BAD_TERMINALS = define_code("NAD204", "wrong-terminals", E, "The input/output terminals do not fit the block's role.", """
-    ## What it does
-    Checks that a block has exactly one `input` (a two-input cell: exactly one `input1` and one `input2`)
-    and exactly one `output`.
-    ## Example
-    ```
-    ##Cell##
-    0:input
-    1:input2
-    2:output
-    ```
-    ## Fix
-    Use `input` for single-input blocks and `input1`/`input2` for cells; keep one `output`. A
-    missing terminal comes with the fix that adds its node line (connecting it is left to you).
-""", FixAvailability.SOMETIMES)
-TERMINAL_EDGES = define_code("NAD205", "terminal-edges", E, "An input has incoming edges, or the output has outgoing ones / not exactly one input.", """
-    ## What it does
-    Reports edges into an input terminal, edges out of `output`, and an `output` that does not have
-    exactly one incoming edge.
-    ## Why is this bad?
-    The output is the result of exactly one node; to combine several, add them with `Add` or `concat` first.
-    ## Fix
-    Route the results through a merge node whose single edge goes to `output`.
-""")
-DEAD_NODE = define_code("NAD206", "dead-node", W, "A node's result never reaches the output; compiling drops it.", """
-    ## What it does
-    Reports nodes whose result never reaches `output` (dead nodes), and inputs the block ignores.
-    ## Why is this bad?
-    The block runs: PyTorch would compute a dead node and ignore its result, so the verifier
-    accepts the block. The backends and the cost model drop dead nodes (NADER's own cost counts
-    them; see docs/semantics.md). They are usually a missing edge, or leftovers of an edit.
-    ## Example
-    ```
-    5:ReLU
-    4->5
-    ```
-    (and nothing consumes 5)
-    ## Fix
-    Connect the node's result to a consumer on the way to `output`, or delete the node.
-    `nadc lint` reports this warning too.
-""")
-WRONG_ARITY = define_code("NAD207", "wrong-number-of-inputs", E, "An operation receives the wrong number of inputs.", """
-    ## What it does
-    Checks each node's incoming edges against its operation's arity: one input for layers and
-    activations, two for `multiply`, two or more for `Add`, `Mul`, `concat`.
-    ## Example
-    ```
-    4:BN
-    2->4
-    3->4
-    ```
-    ## Fix
-    Merge the inputs first (`Add`, `Mul` or `concat`) and feed the merge node to the operation.
-""")
-MISSING_PARAMETER = define_code("NAD208", "missing-parameter", E, "A required parameter is not given.", """
-    ## What it does
-    Reports operations called without a required parameter, e.g. `Conv2d` without `kernel_size`.
-    ## Fix
-    Add the parameter; `nadc explain ops` shows every signature.
-""")
-ILL_TYPED_PARAMETER = define_code("NAD209", "ill-typed-parameter", E, "A parameter's value has the wrong type or range.", """
-    ## What it does
-    Checks parameter values: kernel sizes, strides, dilations and output sizes are positive integers
-    or pairs; axes are integers; `prob` is a number in [0, 1); channel sizes are integer expressions.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=0)
-    ```
-    ## Fix
-    Use a value of the kind the message names.
-""")
-SPATIAL_IN_LAYER = define_code("NAD210", "size-symbol-in-layer-parameter", E, "A layer parameter uses H, W or B.", """
-    ## What it does
-    Reports `H`, `W` or `B` in layer parameters (`out_channels`, `groups`, ...).
-    ## Why is this bad?
-    Weights cannot depend on the image size or the batch: the network must run at any resolution.
-    ## Fix
-    Express channel counts with `C` (input channels) and `dim` (output channels) only.
-""")
-DUPLICATE_BLOCK = define_code("NAD211", "duplicate-block-name", E, "Two blocks in one file share a name.", """
-    ## What it does
-    Reports a block name used twice in one file.
-    ## Why is this bad?
-    An architecture file names its base, `_stem` and `_downsample` blocks; duplicates are ambiguous.
-    ## Fix
-    Rename or delete one of them.
-""")
+from .structure_codes import (DUPLICATE_ID, UNDEFINED_NODE, CYCLE, BAD_TERMINALS, TERMINAL_EDGES, DEAD_NODE, WRONG_ARITY,
+                              MISSING_PARAMETER, ILL_TYPED_PARAMETER, SPATIAL_IN_LAYER, DUPLICATE_BLOCK)
 
 StructureCheck = Callable[[Block, Role, DiagnosticSink], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class GraphFacts:
-    """What several checks need about a block's graph, computed once per block."""
+    """What the passes need about a block, computed in one walk over its nodes.
+
+    The checks test these first and walk the block again only to report: most blocks are clean.
+    """
 
     nodes: dict  # id -> Node (first definition)
-    ops: dict  # id -> Op or None
-    in_count: dict  # id -> number of incoming wires (from any source id)
-    succ: dict  # id -> consumer ids among defined nodes
-    pred: dict  # id -> source ids among defined nodes
-    sources: list  # ids of input terminals
+    inputs: Mapping  # target id -> source ids in edge order: every wire, to and from undefined ids too
+    feeding: set  # ids that are the source of some wire
+    sources: list  # ids of input terminals (first definitions)
     sinks: list  # ids of output terminals
+    unique_ids: bool  # no id is defined twice
+    defined_ends: bool  # every wire joins defined nodes
+    arities_fit: bool  # every known operation has a number of inputs it accepts
+    parameters_fit: bool  # no node line has a parameter problem
+    layers: list  # ids of nodes with weights (`Conv2d`, `Linear`): shape inference bounds their size
+    floordiv: bool  # some argument uses `//`, whose simplification depends on constraints found elsewhere
 
 
 def _compute_facts(block: Block) -> GraphFacts:
     nodes = block.node_map()
-    ops = {i: n.op for i, n in nodes.items()}
-    in_count: dict[int, int] = {}
-    succ: dict[int, list[int]] = {i: [] for i in nodes}
-    pred: dict[int, list[int]] = {i: [] for i in nodes}
-    for e in block.edges:
-        t = e.target
-        in_count[t] = in_count.get(t, 0) + len(e.sources)
-        if t in nodes:
-            for s in e.sources:
-                if s in nodes:
-                    succ[s].append(t)
-                    pred[t].append(s)
+    inputs = block.input_map()
+    feeding = set(chain.from_iterable(inputs.values()))
+    sources, sinks = [], []
     source_ops, sink_ops = Group.SOURCE, Group.SINK
-    return GraphFacts(nodes, ops, in_count, succ, pred, [i for i, o in ops.items() if o in source_ops],
-                      [i for i, o in ops.items() if o in sink_ops])
+    arities_fit = parameters_fit = True
+    layers, floordiv = [], False
+    known = _LINES.get
+    for n in block.nodes:
+        d = n.opdef
+        if d is None:
+            floordiv = floordiv or _uses_floordiv(n.args)
+            continue
+        hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
+        if hit is None or hit[0] is not n.args:
+            hit = _line_facts(n)
+        parameters_fit = parameters_fit and not hit[1]
+        floordiv = floordiv or hit[2]
+        op, i = n.op, n.id
+        if op in source_ops:
+            if nodes[i] is n:
+                sources.append(i)
+        elif op in sink_ops:
+            if nodes[i] is n:
+                sinks.append(i)
+        else:
+            if arities_fit:
+                count, arity = len(inputs.get(i, ())), d.arity
+                arities_fit = count >= arity.min and (arity.max is None or count <= arity.max)
+            if op in _LAYERS and nodes[i] is n:
+                layers.append(i)
+    defined = nodes.keys()
+    return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
+                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit, layers, floordiv)
+
+
+_LAYERS = frozenset({Op.CONV2D, Op.LINEAR})
 
 
 def graph_facts(block: Block) -> GraphFacts:
@@ -184,6 +94,9 @@ def _node_span(block: Block, node_id: int) -> Span:
 
 
 def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    facts = graph_facts(block)
+    if facts.unique_ids and facts.defined_ends:
+        return
     seen: dict[NodeId, Span] = {}
     fresh = _free_id(block)
     for node in block.nodes:
@@ -207,6 +120,10 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     wanted = [Op.INPUT1, Op.INPUT2] if role in (Role.CELL, Role.REDUCTION_CELL) else [Op.INPUT]
+    facts = graph_facts(block)
+    if facts.unique_ids and len(facts.sinks) == 1 and len(facts.sources) == len(wanted) and \
+            {facts.nodes[i].op for i in facts.sources} == set(wanted):
+        return
     source_ops = Group.SOURCE
     sources = [n for n in block.nodes if n.op in source_ops]
     sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
@@ -247,9 +164,9 @@ def _add_line(block: Block, text: str) -> Fix:
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
-    nodes = facts.nodes
-    bad_sources = [i for i in facts.sources if facts.in_count.get(i)]
-    bad_sinks = [i for i in facts.sinks if facts.succ[i] or block.consumers_of(i)]  # edges to undefined ids too
+    nodes, inputs = facts.nodes, facts.inputs
+    bad_sources = [i for i in facts.sources if i in inputs]
+    bad_sinks = [i for i in facts.sinks if i in facts.feeding]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
             if target in bad_sources:
@@ -259,7 +176,7 @@ def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None
                 sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
                           "`output` ends the block; take the value from the node that feeds it", block.name)
     for i in facts.sinks:
-        count = facts.in_count.get(i, 0)
+        count = len(inputs.get(i, ()))
         if count != 1:
             sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", nodes[i].span,
                       "merge the results with `Add` or `concat` first" if count > 1 else "add an edge from the last node to output",
@@ -270,7 +187,7 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
     if block.topological_order() is not None:
         return
     nodes = block.node_map()
-    successors = graph_facts(block).succ
+    successors = _successors(block)
     color: dict[int, int] = {}
     for start in nodes:
         if color.get(start):
@@ -297,15 +214,25 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
                 stack.append((nxt, iter(successors[nxt])))
 
 
+def _successors(block: Block) -> dict:
+    """Consumer ids among defined nodes, per defined node."""
+    nodes, consumers = block.node_map(), block.consumer_map()
+    return {i: [t for t in consumers.get(i, ()) if t in nodes] for i in nodes}
+
+
 def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
-    counts = graph_facts(block).in_count
+    facts = graph_facts(block)
+    if facts.arities_fit:
+        return
+    inputs = facts.inputs
     terminals = Group.TERMINAL
     for n in block.nodes:
         d = n.opdef
         if d is None or n.op in terminals:
             continue
-        count = counts.get(n.id, 0)
-        if not d.arity.accepts(count):
+        count = len(inputs.get(n.id, ()))
+        arity = d.arity
+        if count < arity.min or (arity.max is not None and count > arity.max):
             if count > (d.arity.max or count):
                 fix = "merge the inputs with `Add`, `Mul` or `concat` first and feed that node here"
             else:
@@ -322,13 +249,19 @@ def _dead_nodes(block: Block) -> tuple:
     facts = graph_facts(block)
     if not facts.sinks:
         return ()
+    nodes, inputs = facts.nodes, facts.inputs
+    # Acyclic, and every node but the outputs feeds a defined node: following consumers from any
+    # node ends at an output, so nothing is dead (most blocks; no walk needed).
+    if facts.defined_ends and nodes.keys() - facts.feeding == set(facts.sinks) and \
+            block.topological_order() is not None:
+        return ()
     alive, todo = set(facts.sinks), list(facts.sinks)
     while todo:
-        for source in facts.pred[todo.pop()]:
-            if source not in alive:
+        for source in inputs.get(todo.pop(), ()):
+            if source not in alive and source in nodes:
                 alive.add(source)
                 todo.append(source)
-    return tuple(i for i in facts.nodes if i not in alive)
+    return tuple(i for i in nodes if i not in alive)
 
 
 def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, ...]]]:
@@ -357,6 +290,8 @@ def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, 
 
 
 def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if not dead_nodes(block):
+        return
     for span, message, help_text, labels in dead_node_warnings(block):
         sink.emit(DEAD_NODE, message, span, help_text, block.name, labels)
 
@@ -386,17 +321,41 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     return None
 
 
-# Problems (code, message, parameter to point at or None for the op/node, help) per node line.
-# Keyed by the identity of the interned argument tuple that parse_line shares between equal lines;
-# the cached entry keeps that tuple alive so its id cannot be reused.
-_PARAMETER_PROBLEMS: dict[tuple, tuple] = {}
+# What a node line's operation and arguments imply, per line: (args, parameter problems, uses `//`).
+# Keyed by the operation and the identity of the interned argument tuple that parse_line shares
+# between equal lines; the entry keeps that tuple alive so its id cannot be reused.
+_LINES: dict[tuple, tuple] = {}
+
+
+def _line_facts(n) -> tuple:
+    hit = _LINES.get((n.op_name, id(n.args)))
+    if hit is None or hit[0] is not n.args:
+        if len(_LINES) > 65_536:
+            _LINES.clear()
+        hit = _LINES[n.op_name, id(n.args)] = (n.args, _find_parameter_problems(n), _uses_floordiv(n.args))
+    return hit
+
+
+def _uses_floordiv(args) -> bool:
+    return any(_has_floordiv(a.value) for a in args)
+
+
+def _has_floordiv(value) -> bool:
+    if isinstance(value, BinOp):
+        return value.op == "//" or _has_floordiv(value.lhs) or _has_floordiv(value.rhs)
+    if isinstance(value, Neg):
+        return _has_floordiv(value.operand)
+    if isinstance(value, TupleValue):
+        return any(_has_floordiv(v) for v in value.items)
+    return False
 
 
 def _parameter_problems(n) -> tuple:
-    key = (n.op_name, id(n.args))
-    hit = _PARAMETER_PROBLEMS.get(key)
-    if hit is not None and hit[0] is n.args:
-        return hit[1]
+    """Problems (code, message, parameter to point at or None for the op/node, help) of a node line."""
+    return _line_facts(n)[1]
+
+
+def _find_parameter_problems(n) -> tuple:
     d = n.opdef
     problems = []
     for p in d.params:
@@ -422,14 +381,12 @@ def _parameter_problems(n) -> tuple:
             if bad:
                 problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
                                  p.name, "layer parameters may use only `C` and `dim`"))
-    result = tuple(problems)
-    if len(_PARAMETER_PROBLEMS) > 65_536:
-        _PARAMETER_PROBLEMS.clear()
-    _PARAMETER_PROBLEMS[key] = (n.args, result)
-    return result
+    return tuple(problems)
 
 
 def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if graph_facts(block).parameters_fit:
+        return
     for n in block.nodes:
         if n.opdef is None:
             continue
@@ -449,5 +406,26 @@ STRUCTURE_CHECKS: tuple[StructureCheck, ...] = (
 
 
 def check_structure(block: Block, role: Role, sink: DiagnosticSink) -> None:
+    if _is_clean(block, role):
+        return
     for check in STRUCTURE_CHECKS:
         check(block, role, sink)
+
+
+_INPUTS_OF_ROLE = {role: frozenset({Op.INPUT1, Op.INPUT2} if role in (Role.CELL, Role.REDUCTION_CELL) else {Op.INPUT})
+                   for role in Role}
+
+
+def _is_clean(block: Block, role: Role) -> bool:
+    """Whether no check would report anything (most blocks): the checks' early returns, all at once."""
+    facts = graph_facts(block)
+    if not (facts.unique_ids and facts.defined_ends and facts.arities_fit and facts.parameters_fit
+            and len(facts.sinks) == 1):
+        return False
+    inputs, (output,) = facts.inputs, facts.sinks
+    if output in facts.feeding or len(inputs.get(output, ())) != 1 or any(i in inputs for i in facts.sources):
+        return False
+    wanted = _INPUTS_OF_ROLE[role]
+    if len(facts.sources) != len(wanted) or {facts.nodes[i].op for i in facts.sources} != wanted:
+        return False
+    return block.topological_order() is not None and not dead_nodes(block)

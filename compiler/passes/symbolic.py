@@ -1,9 +1,10 @@
 """Exact symbolic sizes: polynomials with rational coefficients over size atoms.
 
 Atoms are the free symbols (`B C dim H W`) and derived atoms `ceil(P/k)` and
-`floor(P/k)` for a polynomial P and integer k. Polynomials are immutable,
-hashable and interned-friendly, so two sizes are equal for all values of the
-symbols exactly when they compare equal. Nothing here calls `eval`.
+`floor(P/k)` for a polynomial P and integer k. Polynomials are immutable and
+interned: equal polynomials are one object, so `==` and hashing are identity
+(C-speed in the shape tables), and two sizes are equal for all values of the
+symbols exactly when they are the same object. Nothing here calls `eval`.
 """
 from __future__ import annotations
 
@@ -12,25 +13,36 @@ from fractions import Fraction
 from functools import lru_cache
 from math import ceil, floor
 from typing import Iterable, Mapping, Optional
+from weakref import WeakValueDictionary
 
 Mono = tuple  # sorted tuple of (atom name, power)
 
 # Derived atoms by name: name -> ("ceil" | "floor", inner Poly, divisor)
 _DERIVED: dict[str, tuple[str, "Poly", int]] = {}
 
+# The one Poly per set of terms; weak, so sizes no table holds any more are dropped.
+_INTERNED: "WeakValueDictionary[frozenset, Poly]" = WeakValueDictionary()
+
 FREE_SYMBOLS = ("B", "C", "dim", "H", "W")
 
 
 class Poly:
-    """A polynomial over atoms; `terms` maps monomials to non-zero Fractions."""
+    """A polynomial over atoms; `terms` maps monomials to non-zero Fractions. Interned (see above)."""
 
-    __slots__ = ("terms", "_hash", "_compiled", "_text")
+    __slots__ = ("terms", "_compiled", "_text", "_free", "_integral", "_positive", "__weakref__")
 
-    def __init__(self, terms: Mapping[Mono, Fraction]):
-        self.terms = {m: c for m, c in terms.items() if c != 0}
-        self._hash = hash(frozenset(self.terms.items()))
-        self._compiled = None
-        self._text = None
+    def __new__(cls, terms: Mapping[Mono, Fraction]) -> "Poly":
+        terms = {m: c for m, c in terms.items() if c != 0}
+        key = frozenset(terms.items())
+        p = _INTERNED.get(key)
+        if p is None:
+            p = _INTERNED[key] = object.__new__(cls)
+            p.terms = terms
+            p._compiled = p._text = p._free = p._integral = p._positive = None
+        return p
+
+    def __reduce__(self):
+        return Poly, (self.terms,)  # unpickled through __new__: interned again
 
     # -- construction ----------------------------------------------------------
     @staticmethod
@@ -61,15 +73,19 @@ class Poly:
     def atoms(self) -> set[str]:
         return {a for m in self.terms for a, _ in m}
 
-    def free_symbols(self) -> set[str]:
+    # Derived facts are computed once per polynomial (interned, so once per distinct size).
+    def free_symbols(self) -> frozenset[str]:
         """The free symbols this size depends on, through derived atoms too."""
-        result: set[str] = set()
-        for a in self.atoms():
-            if a in _DERIVED:
-                result |= _DERIVED[a][1].free_symbols()
-            else:
-                result.add(a)
-        return result
+        free = self._free
+        if free is None:
+            result: set[str] = set()
+            for a in self.atoms():
+                if a in _DERIVED:
+                    result |= _DERIVED[a][1].free_symbols()
+                else:
+                    result.add(a)
+            free = self._free = frozenset(result)
+        return free
 
     def single_atom(self) -> Optional[str]:
         """The atom name when this polynomial is exactly one atom with coefficient 1."""
@@ -80,7 +96,16 @@ class Poly:
         return None
 
     def has_integer_coefficients(self) -> bool:
-        return all(c.denominator == 1 for c in self.terms.values())
+        integral = self._integral
+        if integral is None:
+            integral = self._integral = all(c.denominator == 1 for c in self.terms.values())
+        return integral
+
+    def has_positive_coefficients(self) -> bool:
+        positive = self._positive
+        if positive is None:
+            positive = self._positive = all(c > 0 for c in self.terms.values())
+        return positive
 
     def denominator(self) -> int:
         d = 1
@@ -103,12 +128,6 @@ class Poly:
 
     def scale(self, factor) -> "Poly":
         return _scale(self, Fraction(factor))
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Poly) and self.terms == other.terms
-
-    def __hash__(self) -> int:
-        return self._hash
 
     def evaluate(self, sizes: Mapping[str, int]) -> Fraction:
         """Exact value; integer arithmetic over a common denominator (this is a hot path)."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Optional
 
 from nader.dsl.diagnostics import Diagnostic, DiagnosticSink, Label
@@ -11,6 +12,9 @@ from nader.dsl.parser import ParseResult
 from .contract import SQUARE, Domain
 from .shapes import Limits, ShapeResult, infer_shapes
 from .structure import DUPLICATE_BLOCK, check_structure
+
+
+_opdef_of = attrgetter("opdef")
 
 
 @dataclass
@@ -75,7 +79,7 @@ def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     report = BlockReport(file, block, role, domain=domain)
     # An unknown operation is the parser's error (NAD104), which a second block of the same name does
     # not carry: such a block has no shapes either way.
-    if not sink.has_errors and all(n.opdef is not None for n in block.nodes):
+    if not sink.has_errors and all(map(_opdef_of, block.nodes)):
         report.shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits, domain=domain)
     report.diagnostics = sink.items
     return report
