@@ -16,13 +16,12 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
 
 def load(paths: Iterable[str]) -> list[ParseResult]:
     """Parse each path; `-` reads standard input."""
-    results = []
-    for path in paths:
-        if path == "-":
-            results.append(parse(sys.stdin.read(), "<stdin>"))
-        else:
-            results.append(parse_file(path))
-    return results
+    return [load_one(path) for path in paths]
+
+
+def load_one(path: str) -> ParseResult:
+    """Parse one path; `-` reads standard input."""
+    return parse(sys.stdin.read(), "<stdin>") if path == "-" else parse_file(path)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from nader.compiler.commands.common import load
+from nader.compiler.commands.common import load, load_one
 from nader.compiler.reporting import FORMATS, render
 from nader.dsl.ir import Role
 
@@ -142,7 +142,8 @@ def _json_piece(work) -> tuple[str, bool]:
     """The JSON objects of some files (compact, without the list's brackets), and whether any failed."""
     files, checks, with_shapes = work
     objects, failed = [], False
-    for parsed in load(files):
+    for path in files:
+        parsed = load_one(path)  # file by file: each file's IR is verified while still in the CPU's caches
         reports, file_level = _verify_file(parsed, checks)
         if not parsed.program.blocks or file_level:
             objects.append(_file_object(parsed, file_level, checks[2], with_shapes))
