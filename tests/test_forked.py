@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -24,44 +25,46 @@ def _dies_on_one(n: int) -> int:
     return n
 
 
-def _no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)  # a child still running or not reaped
-    except ChildProcessError:
-        return True
-    return False
+def _children() -> set[int]:
+    """This process's children, zombies included (Linux lists them per thread)."""
+    return {int(pid) for task in Path("/proc/self/task").iterdir()
+            for pid in (task / "children").read_text().split()}
 
 
-def test_results_come_back_in_order_and_the_parent_computes_the_last():
+@pytest.fixture
+def no_children_left():
+    """Fails a test that leaves a child of its own running or unreaped (other tests' may remain)."""
+    before = _children()
+    yield
+    assert _children() <= before
+
+
+def test_results_come_back_in_order_and_the_parent_computes_the_last(no_children_left):
     results = map_forked(_square_and_pid, [3, 1, 4, 1, 5])
     assert [r for r, _ in results] == [9, 1, 16, 1, 25]
     pids = [pid for _, pid in results]
     assert pids[-1] == os.getpid() and os.getpid() not in pids[:-1]
     assert len(set(pids)) == 5
-    assert _no_children_left()
 
 
-def test_large_results_pass_through_the_pipe():
+def test_large_results_pass_through_the_pipe(no_children_left):
     big = map_forked(lambda n: "x" * n, [1 << 20, 3])  # larger than a pipe's buffer
     assert [len(b) for b in big] == [1 << 20, 3]
 
 
-def test_an_exception_in_a_child_is_raised_with_its_text():
+def test_an_exception_in_a_child_is_raised_with_its_text(no_children_left):
     with pytest.raises(WorkerFailed, match="ValueError: two is not allowed"):
         map_forked(_fails_on_two, [1, 2, 3, 4])
-    assert _no_children_left()
 
 
-def test_a_child_that_dies_is_an_error():
+def test_a_child_that_dies_is_an_error(no_children_left):
     with pytest.raises(WorkerFailed, match="without a result"):
         map_forked(_dies_on_one, [0, 1, 2])
-    assert _no_children_left()
 
 
-def test_an_exception_in_the_parent_stops_the_children():
+def test_an_exception_in_the_parent_stops_the_children(no_children_left):
     with pytest.raises(ValueError):
         map_forked(_fails_on_two, [1, 3, 2])  # the parent computes the last item, 2
-    assert _no_children_left()
 
 
 def test_nothing_to_do():
