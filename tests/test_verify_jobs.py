@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import json
-from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import mutated_texts, sound_blocks
 
-from nader.compiler.commands import verify
-from nader.compiler.commands.verify import _idle_cores, _runs
+from nader.compiler.commands.verify import _runs
 from nader.dsl.format import format_block
 
 
@@ -21,17 +19,6 @@ def test_runs_cover_every_file_once_in_order():
             assert covered == list(range(count))
             sizes = [size for _, size in runs if size]
             assert not sizes or max(sizes) - min(sizes) <= 1
-
-
-def test_idle_cores_leave_out_the_other_tasks_running_now():
-    four_cores = mock.patch.object(verify.os, "sched_getaffinity", return_value={0, 1, 2, 3}, create=True)
-    with four_cores, mock.patch("builtins.open", mock.mock_open(read_data="3.90 3.50 2.00 2/310 4242\n")):
-        assert _idle_cores() == 3  # the load average counts jobs that ended; one other task runs now
-    with four_cores, mock.patch("builtins.open", mock.mock_open(read_data="0.10 0.20 0.30 9/310 4242\n")):
-        assert _idle_cores() == 1  # never fewer than one
-    with four_cores, mock.patch("builtins.open", side_effect=OSError), \
-            mock.patch.object(verify.os, "getloadavg", return_value=(1.2, 1.0, 1.0)):
-        assert _idle_cores() == 3  # no /proc: the load average
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -30,7 +30,7 @@ FILES_PER_JOB = 25
               help="Also print every node's inferred shape (JSON: a `shapes` object per block).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
 @click.option("--jobs", type=click.IntRange(1), default=None,
-              help=f"Processes for JSON output over many files (default: one per idle core, at least {FILES_PER_JOB} "
+              help=f"Processes for JSON output over many files (default: one per core, at least {FILES_PER_JOB} "
                    "files each); the output is the same for any number.")
 def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt, jobs):
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for every size of the domain.
@@ -87,7 +87,7 @@ def _verify_json(files, checks, with_shapes, jobs) -> bool:
     Over many files, contiguous runs of them are verified in worker processes and their JSON
     pieces joined in file order: the same bytes as one process writes.
     """
-    processes = jobs or max(1, min(_idle_cores(), len(files) // FILES_PER_JOB))
+    processes = jobs or max(1, min(_cores(), len(files) // FILES_PER_JOB))
     if "-" in files or not hasattr(os, "fork"):
         processes = 1  # standard input is the parent's; workers are forked
     work = [(files[start:start + size], checks, with_shapes)
@@ -102,21 +102,11 @@ def _verify_json(files, checks, with_shapes, jobs) -> bool:
     return any(failed for _, failed in pieces)
 
 
-def _idle_cores() -> int:
-    """The cores this process may run on, less the other tasks running right now: on a busy machine,
-    extra workers would only queue behind other jobs. Linux counts runnable tasks in /proc/loadavg
-    (this process among them); the one-minute load average, the fallback elsewhere, still counts a
-    job that ended seconds ago."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:
-        with open("/proc/loadavg") as stat:
-            busy = int(stat.read().split()[3].split("/")[0]) - 1
-    except (OSError, ValueError, IndexError):
-        try:
-            busy = round(os.getloadavg()[0])
-        except (AttributeError, OSError):
-            busy = 0
-    return max(1, cores - busy)
+def _cores() -> int:
+    """The cores this process may run on. Not fewer when the machine is busy: the scheduler shares
+    a core between runnable tasks, so each extra worker still adds to this run's share (measured
+    with one core taken by another job: two workers 0.74-0.77 s, one 0.82-0.88 s)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
