@@ -311,19 +311,15 @@ def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[Nod
     """The file order with the one `output` moved last, when that is the topological order (ties by
     file position) and it is, as in most blocks: every wire runs forward in it, and the output,
     if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
-    ids = []
-    sink = None
-    for i, n in nodes.items():
-        if n.op is not _OUTPUT:
-            ids.append(i)
-        elif sink is None:
-            sink = i
-        else:
-            return None
-    if sink is None:
+    outputs = [i for i, n in nodes.items() if n.op is _OUTPUT]
+    if len(outputs) != 1:
         return None
-    rank = dict(zip(ids, range(len(ids))))
-    rank[sink] = len(ids)
+    sink = outputs[0]
+    # Ranks in the order to check: file positions, the output last (ranks only compare).
+    rank = dict(zip(nodes, range(len(nodes))))
+    rank[sink] = len(nodes)
+    ids = list(nodes)
+    ids.remove(sink)
     get = rank.get
     for target, sources in inputs.items():
         r = get(target)
