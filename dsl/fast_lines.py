@@ -105,12 +105,13 @@ def read_line(text: str) -> Optional[RawLine]:
     """The line's item and comment as the grammar reads them, or None when Lark must read it."""
     if len(text) > _MAX_LEN or "\r" in text or "\n" in text:
         return None
-    head = _NODE_HEAD.match(text)
-    if head is not None:
-        return _node(text, head)
-    edge = _EDGE.match(text)
-    if edge is not None:
-        return _edge(text, edge)
+    if text[:1] != "#":  # headers and comments (one per block or so, each new) cannot be nodes or edges
+        head = _NODE_HEAD.match(text)
+        if head is not None:
+            return _node(text, head)
+        edge = _EDGE.match(text)
+        if edge is not None:
+            return _edge(text, edge)
     header = _HEADER.match(text)
     if header is not None:
         start, end = header.span(1)

@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
-from .ops import REQUIRED, Group, Op, OpDef, lookup
+from .ops import REGISTRY, REQUIRED, Group, Op, OpDef, lookup
 from .span import NO_COLS, NO_SPAN, ColSpan, Span
 
 
@@ -70,6 +70,13 @@ class Arg:
         return f"{self.name}={self.value}" if self.name else str(self.value)
 
 
+# What each spelling of an operation resolves to, as `lookup` says, in one dict: the parser
+# builds a Node per node line, and this is its only lookup.
+_RESOLVED: dict[str, tuple[OpDef, Op]] = {
+    name: (lookup(name), lookup(name).op) for d in REGISTRY.values() for name in (d.name, *d.aliases)}
+_UNKNOWN = (None, None)
+
+
 @dataclass(slots=True, eq=True)
 class Node:
     id: NodeId
@@ -87,9 +94,7 @@ class Node:
     op: Optional[Op] = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        d = lookup(self.op_name)
-        self.opdef = d
-        self.op = d.op if d else None
+        self.opdef, self.op = _RESOLVED.get(self.op_name, _UNKNOWN)
 
     def arg(self, name: str) -> Optional[Arg]:
         """The argument that sets parameter `name`, if written (positional ones included)."""
@@ -306,19 +311,15 @@ def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[Nod
     """The file order with the one `output` moved last, when that is the topological order (ties by
     file position) and it is, as in most blocks: every wire runs forward in it, and the output,
     if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
-    ids = []
-    sink = None
-    for i, n in nodes.items():
-        if n.op is not _OUTPUT:
-            ids.append(i)
-        elif sink is None:
-            sink = i
-        else:
-            return None
-    if sink is None:
+    outputs = [i for i, n in nodes.items() if n.op is _OUTPUT]
+    if len(outputs) != 1:
         return None
-    rank = dict(zip(ids, range(len(ids))))
-    rank[sink] = len(ids)
+    sink = outputs[0]
+    # Ranks in the order to check: file positions, the output last (ranks only compare).
+    rank = dict(zip(nodes, range(len(nodes))))
+    rank[sink] = len(nodes)
+    ids = list(nodes)
+    ids.remove(sink)
     get = rank.get
     for target, sources in inputs.items():
         r = get(target)

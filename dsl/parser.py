@@ -703,10 +703,24 @@ def parse_file(path: Union[str, Path]) -> ParseResult:
     """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic."""
     name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is not content
+        text = _read_text(path)
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
                           "check the path and that the file is UTF-8 text", name)
         return ParseResult(Program((), name), [diag], "")
     return parse(text, name)
+
+
+def _read_text(path: Union[str, Path]) -> str:
+    """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
+    newlines), decoded in one call: a text-mode read costs twice as much per file."""
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return Path(path).read_text(encoding="utf-8-sig")  # raises the error a text-mode read reports
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text

@@ -162,6 +162,24 @@ def test_mixed_line_endings_and_missing_final_newline():
     assert result.program.blocks[0].edges[0].span == Span(4, 1, 4, 5)
 
 
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf##A##\r\n0:input\r1:output\r\r\n0->1\r", b"\xef\xbb\xbf\xef\xbb\xbf##A##\n",
+                                  b"##A##\n0:input\xff\n", b"\xef\xbb\xbf" + b"#" * 9000 + b"\xfe\n"])
+def test_parse_file_reads_what_a_text_mode_read_gives(tmp_path, data):
+    """One byte-order mark dropped, universal newlines, and a text-mode read's message for bad UTF-8."""
+    path = tmp_path / "b.nad"
+    path.write_bytes(data)
+    try:
+        expected = parse(path.read_text(encoding="utf-8-sig"), str(path))
+    except UnicodeDecodeError as error:
+        expected = error
+    result = parser_module.parse_file(path)
+    if isinstance(expected, UnicodeDecodeError):
+        assert [d.message for d in result.diagnostics] == [f"cannot read `{path}`: {expected}"]
+    else:
+        assert (result.source, result.program, result.diagnostics) == \
+            (expected.source, expected.program, expected.diagnostics)
+
+
 def test_trailing_spaces_and_tabs():
     text = "##A##  \n0:input \t\n\t1:output\n 0 ->\t1 \n"
     result, block = only_block(text)

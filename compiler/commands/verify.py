@@ -139,8 +139,9 @@ def _json_piece(work) -> tuple[str, bool]:
             objects.append(_file_object(parsed, file_level, checks[2], with_shapes))
         failed |= any(d.is_error for d in file_level)
         for report in reports:
-            failed |= not report.ok
-            objects.append(report.to_json(shapes=with_shapes))
+            obj = report.to_json(shapes=with_shapes)
+            failed |= not obj["ok"]
+            objects.append(obj)
     return json.dumps(objects, separators=(",", ":"))[1:-1], failed  # compact: the C encoder, several times faster
 
 

@@ -49,32 +49,31 @@ def _compute_facts(block: Block) -> GraphFacts:
     inputs = block.input_map()
     feeding = set(chain.from_iterable(inputs.values()))
     sources, sinks = [], []
-    source_ops, sink_ops = Group.SOURCE, Group.SINK
     arities_fit = parameters_fit = True
     layers, floordiv = [], False
     known = _LINES.get
     for n in block.nodes:
-        d = n.opdef
-        if d is None:
-            floordiv = floordiv or _uses_floordiv(n.args)
-            continue
         hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
         if hit is None or hit[0] is not n.args:
+            if n.opdef is None:
+                floordiv = floordiv or _uses_floordiv(n.args)
+                continue
             hit = _line_facts(n)
-        parameters_fit = parameters_fit and not hit[1]
-        floordiv = floordiv or hit[2]
-        op, i = n.op, n.id
-        if op in source_ops:
+        _, problems, uses_floordiv, kind, least, most = hit
+        parameters_fit = parameters_fit and not problems
+        floordiv = floordiv or uses_floordiv
+        i = n.id
+        if kind is _SOURCE:
             if nodes[i] is n:
                 sources.append(i)
-        elif op in sink_ops:
+        elif kind is _SINK:
             if nodes[i] is n:
                 sinks.append(i)
         else:
             if arities_fit:
-                count, arity = len(inputs.get(i, ())), d.arity
-                arities_fit = count >= arity.min and (arity.max is None or count <= arity.max)
-            if op in _LAYERS and nodes[i] is n:
+                count = len(inputs.get(i, ()))
+                arities_fit = count >= least and (most is None or count <= most)
+            if kind is _LAYER and nodes[i] is n:
                 layers.append(i)
     defined = nodes.keys()
     return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
@@ -321,10 +320,13 @@ def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
     return None
 
 
-# What a node line's operation and arguments imply, per line: (args, parameter problems, uses `//`).
-# Keyed by the operation and the identity of the interned argument tuple that parse_line shares
-# between equal lines; the entry keeps that tuple alive so its id cannot be reused.
+# What a node line's operation and arguments imply, per line: (args, parameter problems, uses `//`,
+# the operation's kind for `_compute_facts`, its least and most inputs), so the walk over a block's
+# nodes reads one record per node. Keyed by the operation and the identity of the interned argument
+# tuple that parse_line shares between equal lines; the entry keeps that tuple alive so its id
+# cannot be reused.
 _LINES: dict[tuple, tuple] = {}
+_SOURCE, _SINK, _LAYER, _OTHER = "source", "sink", "layer", "other"
 
 
 def _line_facts(n) -> tuple:
@@ -332,7 +334,10 @@ def _line_facts(n) -> tuple:
     if hit is None or hit[0] is not n.args:
         if len(_LINES) > 65_536:
             _LINES.clear()
-        hit = _LINES[n.op_name, id(n.args)] = (n.args, _find_parameter_problems(n), _uses_floordiv(n.args))
+        op, arity = n.op, n.opdef.arity
+        kind = _SOURCE if op in Group.SOURCE else _SINK if op in Group.SINK else _LAYER if op in _LAYERS else _OTHER
+        hit = _LINES[n.op_name, id(n.args)] = (n.args, _find_parameter_problems(n), _uses_floordiv(n.args),
+                                                kind, arity.min, arity.max)
     return hit
 
 

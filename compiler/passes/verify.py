@@ -76,13 +76,12 @@ def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     sink = DiagnosticSink(file)
     sink.items.extend(front_end)
     check_structure(block, role, sink)
-    report = BlockReport(file, block, role, domain=domain)
+    shapes = None
     # An unknown operation is the parser's error (NAD104), which a second block of the same name does
     # not carry: such a block has no shapes either way.
     if not sink.has_errors and all(map(_opdef_of, block.nodes)):
-        report.shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits, domain=domain)
-    report.diagnostics = sink.items
-    return report
+        shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits, domain=domain)
+    return BlockReport(file, block, role, sink.items, shapes, domain)
 
 
 def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_stride: int = 1,
