@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Iterator, Mapping, Optional, Union
 
 from .expr import Num, TupleValue, Value
-from .ops import REGISTRY, REQUIRED, Group, Op, OpDef, lookup
+from .ops import REQUIRED, SPELLINGS, Group, Op, OpDef
 from .span import NO_COLS, NO_SPAN, ColSpan, Span
 
 
@@ -70,13 +70,6 @@ class Arg:
         return f"{self.name}={self.value}" if self.name else str(self.value)
 
 
-# What each spelling of an operation resolves to, as `lookup` says, in one dict: the parser
-# builds a Node per node line, and this is its only lookup.
-_RESOLVED: dict[str, tuple[OpDef, Op]] = {
-    name: (lookup(name), lookup(name).op) for d in REGISTRY.values() for name in (d.name, *d.aliases)}
-_UNKNOWN = (None, None)
-
-
 @dataclass(slots=True, eq=True)
 class Node:
     id: NodeId
@@ -94,7 +87,8 @@ class Node:
     op: Optional[Op] = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.opdef, self.op = _RESOLVED.get(self.op_name, _UNKNOWN)
+        d = self.opdef = SPELLINGS.get(self.op_name)  # `lookup` without the call: a Node per node line
+        self.op = d.op if d is not None else None
 
     def arg(self, name: str) -> Optional[Arg]:
         """The argument that sets parameter `name`, if written (positional ones included)."""

@@ -220,12 +220,14 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
 ]}
 
 _BY_NAME: dict[str, OpDef] = {d.name: d for d in REGISTRY.values()}
-_ALIASES: dict[str, OpDef] = {alias: d for d in REGISTRY.values() for alias in d.aliases}
+#: Every spelling of an operation, canonical names and aliases, in one dict (a name wins over an
+#: alias). The parser resolves a node per node line through it.
+SPELLINGS: dict[str, OpDef] = {**{alias: d for d in REGISTRY.values() for alias in d.aliases}, **_BY_NAME}
 
 
 def lookup(name: str) -> Optional[OpDef]:
     """The operation spelled `name`, by canonical name or alias."""
-    return _BY_NAME.get(name) or _ALIASES.get(name)
+    return SPELLINGS.get(name)
 
 
 def all_names() -> list[str]:
