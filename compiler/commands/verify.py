@@ -133,7 +133,7 @@ def _json_piece(work) -> tuple[str, bool]:
     files, checks, with_shapes = work
     objects, failed = [], False
     for path in files:
-        parsed = load_one(path)  # file by file: each file's IR is verified while still in the CPU's caches
+        parsed = load_one(path)  # file by file: memory stays constant over many files
         reports, file_level = _verify_file(parsed, checks)
         if not parsed.program.blocks or file_level:
             objects.append(_file_object(parsed, file_level, checks[2], with_shapes))
