@@ -42,6 +42,8 @@ class FixAvailability(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Code:
+    """A diagnostic code of the table: its number, name, default severity and documentation."""
+
     code: str  # "NAD104"
     name: str  # "unknown-operation"
     severity: Severity
@@ -153,6 +155,8 @@ def apply_fix(text: str, fix: Fix) -> str:
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One problem found in a file: its code, where it is, what is wrong and how to fix it."""
+
     code: Code
     message: str
     span: Span = NO_SPAN

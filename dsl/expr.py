@@ -28,6 +28,8 @@ class EvaluationError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Num:
+    """An integer or decimal literal."""
+
     value: Union[int, float]
     span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
 
@@ -37,6 +39,8 @@ class Num:
 
 @dataclass(frozen=True, slots=True)
 class Sym:
+    """A symbol such as `C` or `dim`, bound when the block is placed in a network."""
+
     name: str
     span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
 
@@ -46,6 +50,8 @@ class Sym:
 
 @dataclass(frozen=True, slots=True)
 class Neg:
+    """Unary minus."""
+
     operand: "Expr"
     span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
 
@@ -55,6 +61,8 @@ class Neg:
 
 @dataclass(frozen=True, slots=True)
 class BinOp:
+    """A binary arithmetic expression: `+`, `-`, `*`, `/` or `//`."""
+
     op: str
     lhs: "Expr"
     rhs: "Expr"

@@ -72,6 +72,8 @@ class Arg:
 
 @dataclass(slots=True, eq=True)
 class Node:
+    """A node line: `ID:OP(args)`, with its comments and source positions."""
+
     id: NodeId
     op_name: str  # canonical name when the operation is known, else as written
     args: tuple[Arg, ...] = ()
@@ -136,6 +138,8 @@ class Edge:
 
 @dataclass(slots=True, eq=True)
 class Block:
+    """A `##Name##` block: its nodes and edges in file order, comments and positions."""
+
     name: str
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
@@ -272,6 +276,8 @@ class Block:
 
 @dataclass(slots=True, eq=True)
 class Program:
+    """The blocks of one file, in file order."""
+
     blocks: tuple[Block, ...]
     path: str = field(default="<string>", compare=False)
 

@@ -89,6 +89,8 @@ REQUIRED = _Required()
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of an operation: its name, kind and default."""
+
     name: str
     kind: ParamKind
     default: object = REQUIRED  # a Python int/float, or REQUIRED
@@ -111,6 +113,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Arity:
+    """How many inputs an operation takes: at least `min`, at most `max`."""
+
     min: int
     max: Optional[int]  # None: unbounded
 
@@ -127,6 +131,8 @@ class Arity:
 
 @dataclass(frozen=True)
 class OpDef:
+    """An operation as the registry declares it: parameters, arity, categories and summary."""
+
     op: Op
     params: tuple[Param, ...]
     arity: Arity

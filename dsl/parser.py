@@ -554,6 +554,8 @@ _ADVICE = {
 
 @dataclass
 class ParseResult:
+    """What `parse` returns: the program, the diagnostics of the parse and the source text."""
+
     program: Program
     diagnostics: list[Diagnostic]
     source: str = ""
@@ -574,6 +576,8 @@ _SYNTAX_CODES = frozenset({INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_PAREN, MARKDO
 
 @dataclass
 class _OpenBlock:
+    """A block whose lines are being read; `close` makes it a `Block`."""
+
     name: str
     line: int
     header_cols: ColSpan

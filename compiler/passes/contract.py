@@ -78,6 +78,8 @@ def parse_domain(text) -> Domain:
 
 @dataclass(frozen=True)
 class Contract:
+    """What a role promises: the shapes of its inputs and output and the symbols' bindings."""
+
     inputs: Mapping[Op, Shape]
     output: Shape
     env: Mapping[str, Poly]

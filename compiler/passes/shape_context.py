@@ -45,6 +45,8 @@ def shape_str(shape: Shape) -> str:
 
 @dataclass
 class ShapeResult:
+    """What shape inference found for a block: node shapes, constraints and per-node facts."""
+
     role: Role
     contract: Contract
     shapes: dict[int, Shape] = field(default_factory=dict)

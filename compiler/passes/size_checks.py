@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Limits:
+    """Size limits a block must fit at the reference sizes (per tensor and per layer)."""
+
     max_elements: int = 1 << 24  # per tensor, one sample, at the reference size
     max_weights: int = 1 << 26  # per layer
     reference: Mapping[str, int] = field(default_factory=lambda: {"B": 1, "C": 64, "dim": 64, "H": 32, "W": 32})

@@ -19,6 +19,8 @@ _opdef_of = attrgetter("opdef")
 
 @dataclass
 class BlockReport:
+    """The verdict on one block: its role, domain, diagnostics and, when inferred, its shapes."""
+
     file: str
     block: Block
     role: Role
