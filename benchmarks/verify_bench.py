@@ -19,7 +19,10 @@ Figures, each from fresh processes (nothing cached from an earlier run):
   `--cold-runs` runs, each on a different unseen block; the median of those with a syntax error
   (which need Lark) is printed apart;
 * repeated input (labelled): the API on the same corpus again and again, which measures the
-  caches, not unseen blocks.
+  caches, not unseen blocks;
+* with `--instructions` (needs valgrind): the instructions the CLI runs, counted by cachegrind.
+  Unlike times, counts do not move with a busy or throttled machine, so they compare two
+  versions of the code exactly; they do not count time lost to page faults or waiting.
 
 `--nader-repo PATH` (a checkout of github.com/yang-ze-kang/NADER) also times NADER's own
 checker on the same blocks, in the same run, and prints the ratios; without it the ratio is
@@ -310,6 +313,36 @@ def cold_single(folder: Path, sources: list[Path], runs: int) -> tuple[list[floa
     return walls, cpus, broken
 
 
+def instructions(command: list[str]) -> list[int]:
+    """Instructions run by each process of `command` (forked workers included), counted by valgrind."""
+    with tempfile.TemporaryDirectory(prefix="verify_bench_cg_") as out:
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                               f"--cachegrind-out-file={out}/cg.%p", *command], capture_output=True, text=True, env=ENV)
+    counts = [int(n.replace(",", "")) for n in re.findall(r"I\s+refs:\s+([\d,]+)", done.stderr)]
+    if done.returncode not in (0, 1) or not counts:
+        raise SystemExit(f"verify: valgrind failed (exit {done.returncode}): {done.stderr.strip()[-500:]}")
+    return counts
+
+
+def instruction_figures(paths: list[tuple[Path, int]], source: Path, folder: Path, blocks: int) -> str:
+    """The CLI's instructions: per block over all files, and one block (the last of `source`) from process start."""
+    single = folder / "counted.nad"
+    single.write_text(nader_sections(source.read_text(encoding="utf-8"))[-1] + "\n", encoding="utf-8")
+    start_up = sum(instructions([nadc(), "verify", "--format", "json", str(single)]))
+    python = sum(instructions([sys.executable, "-c", "pass"]))
+    every, busiest, one_process = 0, 0, 0
+    for stride in sorted({s for _, s in paths}):
+        group = [str(p) for p, s in paths if s == stride]
+        command = [nadc(), "verify", "--format", "json", "--stem-stride", str(stride)]
+        counts = instructions(command + group)
+        every, busiest = every + sum(counts), busiest + max(counts)
+        one_process += sum(instructions(command + ["--jobs", "1"] + group))
+    return (f"  instructions (valgrind; exact, unlike the times): CLI {one_process / blocks / 1e3:,.0f} k per block in one "
+            f"process, start-up included; {every / blocks / 1e3:,.0f} k in all processes with workers, the busiest "
+            f"{busiest / 1e6:,.0f} M in all; one block from process start {start_up / 1e6:,.0f} M "
+            f"(`python -c pass` {python / 1e6:,.0f} M)")
+
+
 def interpreter_ms(runs: int) -> float:
     return statistics.median(timed([sys.executable, "-c", "pass"])[1] * 1000 for _ in range(runs))
 
@@ -327,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="write the inputs here and keep them")
     ap.add_argument("--inputs", type=Path, default=None,
                     help="reuse the inputs a --keep run wrote (to compare two versions on the same blocks)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the CLI's instructions with valgrind (about a minute more)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -364,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             (folder / "corpus.json").write_text(json.dumps(corpus))
             repeated = run_child("repeated", str(folder / "corpus.json"), "20")
         nader = run_child("nader", str(manifest), str(args.nader_repo)) if args.nader_repo else None
+        counted = instruction_figures(paths, singles[0], folder, cli_blocks) if args.instructions else None
 
     api_rate = api["blocks"] / api["seconds"]
     cli_rate, cli_cpu_rate = cli_blocks / cli_wall, cli_blocks / cli_cpu
@@ -402,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  anchor: {anchor_text}")
     print(f"  machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (wall figures suffer when "
           f"it exceeds the cores; the CPU figures much less)")
+    if counted:
+        print(counted)
     if repeated:
         print(f"  repeated input, NOT unseen (measures the caches): {repeated['blocks'] / repeated['seconds']:,.0f} "
               f"blocks/s, the corpus verified 20 more times in one process")
