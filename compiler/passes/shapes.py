@@ -52,8 +52,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     """
     result = ShapeResult(role, contract(role, stem_stride, domain), domain=domain)
     ctx = ShapeContext(block, result)
-    nodes = block.node_map()
-    sources = block.input_map()
+    facts = graph_facts(block)
+    nodes, sources = facts.nodes, facts.inputs
     shapes = result.shapes
     constraints = result.constraints
     terminals = result.contract.inputs
@@ -61,7 +61,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     order = result.order = block.topological_order() or []
     if dead:
         order[:] = [i for i in order if i not in dead]
-    _prescan_sizes(ctx, block)
+    if facts.floordiv:  # only `//` depends on constraints found elsewhere in the block
+        _prescan_sizes(ctx, block)
     rule_results = _rule_results(result.contract)
     for node_id in order:
         node = nodes[node_id]
@@ -114,8 +115,6 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
     from nader.dsl.ops import ParamKind
-    if not graph_facts(block).floordiv:
-        return  # only `//` depends on constraints found elsewhere in the block
     for node in block.nodes:
         d = node.opdef
         if d is None:
