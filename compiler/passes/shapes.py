@@ -64,13 +64,16 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     if facts.floordiv:  # only `//` depends on constraints found elsewhere in the block
         _prescan_sizes(ctx, block)
     rule_results = _rule_results(result.contract)
+    shape_of = shapes.get
     for node_id in order:
         node = nodes[node_id]
         op = node.op
         if op in terminals:
             shapes[node_id] = terminals[op]
             continue
-        inputs = tuple(map(shapes.get, sources.get(node_id, ())))
+        operands = sources.get(node_id, ())
+        # Most nodes have one input: a tuple display costs a third of `tuple(map(...))`.
+        inputs = (shape_of(operands[0]),) if len(operands) == 1 else tuple(map(shape_of, operands))
         if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
