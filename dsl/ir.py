@@ -165,10 +165,13 @@ class Block:
         """Source ids by target, in edge order; computed once (blocks are not mutated)."""
         inputs = self._adjacency
         if inputs is None:
-            collected: defaultdict = defaultdict(list)
+            inputs = self._adjacency = {}  # a plain dict: a lookup never adds a key
             for e in self.edges:
-                collected[e.target].extend(e.sources)
-            inputs = self._adjacency = dict(collected)  # a plain dict: a lookup never adds a key
+                target = e.target
+                if target in inputs:
+                    inputs[target] += e.sources
+                else:
+                    inputs[target] = [*e.sources]
         return inputs
 
     def _consumers(self) -> dict[NodeId, list[NodeId]]:

@@ -52,8 +52,8 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     """
     result = ShapeResult(role, contract(role, stem_stride, domain), domain=domain)
     ctx = ShapeContext(block, result)
-    nodes = block.node_map()
-    sources = block.input_map()
+    facts = graph_facts(block)
+    nodes, sources = facts.nodes, facts.inputs
     shapes = result.shapes
     constraints = result.constraints
     terminals = result.contract.inputs
@@ -61,15 +61,19 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     order = result.order = block.topological_order() or []
     if dead:
         order[:] = [i for i in order if i not in dead]
-    _prescan_sizes(ctx, block)
+    if facts.floordiv:  # only `//` depends on constraints found elsewhere in the block
+        _prescan_sizes(ctx, block)
     rule_results = _rule_results(result.contract)
+    shape_of = shapes.get
     for node_id in order:
         node = nodes[node_id]
         op = node.op
         if op in terminals:
             shapes[node_id] = terminals[op]
             continue
-        inputs = tuple(map(shapes.get, sources.get(node_id, ())))
+        operands = sources.get(node_id, ())
+        # Most nodes have one input: a tuple display costs a third of `tuple(map(...))`.
+        inputs = (shape_of(operands[0]),) if len(operands) == 1 else tuple(map(shape_of, operands))
         if None in inputs:
             result.failed = True
             continue  # an upstream node failed; it was reported there
@@ -114,8 +118,6 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
     from nader.dsl.ops import ParamKind
-    if not graph_facts(block).floordiv:
-        return  # only `//` depends on constraints found elsewhere in the block
     for node in block.nodes:
         d = node.opdef
         if d is None:

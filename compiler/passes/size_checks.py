@@ -145,9 +145,10 @@ def _within_limits(block: Block, result: ShapeResult, sizes: Mapping[str, int], 
         return False  # a shape not counted yet: the walk counts it
     if max(known, default=0) > limits.max_elements:
         return False
-    nodes, sources = block.node_map(), block.input_map()
+    facts = graph_facts(block)
+    nodes, sources = facts.nodes, facts.inputs
     value_of = values.get
-    for node_id in graph_facts(block).layers:
+    for node_id in facts.layers:
         shape = shapes.get(node_id)
         if shape is None:
             continue  # a dead node

@@ -363,29 +363,53 @@ def _parameter_problems(n) -> tuple:
 def _find_parameter_problems(n) -> tuple:
     d = n.opdef
     problems = []
+    params = n.params
     for p in d.params:
-        value = n.params.get(p.name)
+        value = params.get(p.name)
         if value is None:
             if p.required:
                 problems.append((MISSING_PARAMETER, f"`{n.op_name}` needs `{p.name}`", "", f"add it: `{d.signature()}`"))
             continue
-        if p.variadic:
-            items = value.items if isinstance(value, TupleValue) else (value,)
-            if not items:
-                problems.append((MISSING_PARAMETER, f"`{n.op_name}` needs at least one value", None,
-                                 f"write e.g. `{d.signature()}`"))
-        else:
-            items = (value,)
-        for item in items:
-            wanted = _param_kind_error(p.kind, item)
-            if wanted:
-                problems.append((ILL_TYPED_PARAMETER, f"`{p.name}` of `{n.op_name}` must be {wanted}, not `{item}`",
-                                 p.name, None))
-        if p.kind is ParamKind.SIZE:
-            bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
-            if bad:
-                problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{n.op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
-                                 p.name, "layer parameters may use only `C` and `dim`"))
+        problems += _value_problems(n.op_name, d, p, value)
+    return tuple(problems)
+
+
+# The problems of one parameter's value, per operation, parameter and value object: values repeat
+# across distinct lines (a default is one object for all nodes; an argument is shared by the lines
+# that write it at the same column). Each entry keeps its parameter and value alive, so their ids
+# stay unique.
+_VALUES: dict[tuple, tuple] = {}
+
+
+def _value_problems(op_name: str, d, p, value) -> tuple:
+    key = (op_name, id(p), id(value))
+    hit = _VALUES.get(key)
+    if hit is None or hit[0] is not value or hit[1] is not p:
+        if len(_VALUES) > 65_536:
+            _VALUES.clear()
+        hit = _VALUES[key] = (value, p, _check_value(op_name, d, p, value))
+    return hit[2]
+
+
+def _check_value(op_name: str, d, p, value) -> tuple:
+    problems = []
+    if p.variadic:
+        items = value.items if isinstance(value, TupleValue) else (value,)
+        if not items:
+            problems.append((MISSING_PARAMETER, f"`{op_name}` needs at least one value", None,
+                             f"write e.g. `{d.signature()}`"))
+    else:
+        items = (value,)
+    for item in items:
+        wanted = _param_kind_error(p.kind, item)
+        if wanted:
+            problems.append((ILL_TYPED_PARAMETER, f"`{p.name}` of `{op_name}` must be {wanted}, not `{item}`",
+                             p.name, None))
+    if p.kind is ParamKind.SIZE:
+        bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
+        if bad:
+            problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
+                             p.name, "layer parameters may use only `C` and `dim`"))
     return tuple(problems)
 
 
