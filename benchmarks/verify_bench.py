@@ -37,6 +37,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -326,6 +327,8 @@ def instructions(command: list[str]) -> list[int]:
 
 def instruction_figures(paths: list[tuple[Path, int]], source: Path, folder: Path, blocks: int) -> str:
     """The CLI's instructions: per block over all files, and one block (the last of `source`) from process start."""
+    if shutil.which("valgrind") is None:
+        return "  instructions: not counted (valgrind is not installed)"
     single = folder / "counted.nad"
     single.write_text(nader_sections(source.read_text(encoding="utf-8"))[-1] + "\n", encoding="utf-8")
     start_up = sum(instructions([nadc(), "verify", "--format", "json", str(single)]))
