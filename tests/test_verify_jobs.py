@@ -7,23 +7,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import mutated_texts, sound_blocks
 
-from nader.compiler.commands.verify import _runs
+from nader.compiler.commands.forked import MAX_ITEMS
+from nader.compiler.commands import verify as verify_command
+from nader.compiler.commands.verify import FILES_PER_RUN, _runs
 from nader.dsl.format import format_block
 
 
 def test_runs_cover_every_file_once_in_order():
-    for count in range(0, 12):
-        for processes in range(1, 6):
+    for count in [0, 1, 7, 8, 9, 100, MAX_ITEMS * FILES_PER_RUN + 5]:
+        for processes in range(1, 4):
             runs = _runs(count, processes)
             covered = [i for start, size in runs for i in range(start, start + size)]
             assert covered == list(range(count))
-            sizes = [size for _, size in runs if size]
-            assert not sizes or max(sizes) - min(sizes) <= 1
+            assert len(runs) <= MAX_ITEMS  # every run fits the queue
+            if processes == 1:
+                assert len(runs) == 1
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(sound_blocks().map(format_block), mutated_texts(max_blocks=2)), min_size=7, max_size=9))
-def test_the_output_is_the_same_for_any_number_of_processes(tmp_path_factory, nadc, texts):
+def test_the_output_is_the_same_for_any_number_of_processes(tmp_path_factory, monkeypatch, nadc, texts):
+    monkeypatch.setattr(verify_command, "FILES_PER_RUN", 2)  # runs of 2 files: the processes take turns
     folder = tmp_path_factory.mktemp("jobs")
     paths = []
     for k, text in enumerate(texts):

@@ -14,6 +14,8 @@ from nader.dsl.ir import Role
 #: Fewest files a process gets: below that, a process spends more on reading lines another one
 #: has read already (each has its own table of lines) than it saves.
 FILES_PER_JOB = 25
+#: Files a process takes from the queue at a time (see `_runs`).
+FILES_PER_RUN = 8
 
 @click.command("verify")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
@@ -84,18 +86,17 @@ def _file_object(parsed, file_level, domain, with_shapes) -> dict:
 def _verify_json(files, checks, with_shapes, jobs) -> bool:
     """Print the JSON report; whether any block or file has an error.
 
-    Over many files, contiguous runs of them are verified in worker processes and their JSON
-    pieces joined in file order: the same bytes as one process writes.
+    Over many files, worker processes take short runs of them in turn and their JSON pieces are
+    joined in file order: the same bytes as one process writes.
     """
     processes = jobs or max(1, min(_cores(), len(files) // FILES_PER_JOB))
     if "-" in files or not hasattr(os, "fork"):
         processes = 1  # standard input is the parent's; workers are forked
-    work = [(files[start:start + size], checks, with_shapes)
-            for start, size in _runs(len(files), processes)]
-    if len(work) > 1:
+    work = [(files[start:start + size], checks, with_shapes) for start, size in _runs(len(files), processes)]
+    if processes > 1:
         from .forked import map_forked
 
-        pieces = map_forked(_json_piece, work)
+        pieces = map_forked(_json_piece, work, processes)
     else:
         pieces = [_json_piece(w) for w in work]
     click.echo("[" + ",".join(text for text, _ in pieces if text) + "]")
@@ -110,15 +111,18 @@ def _cores() -> int:
 
 
 def _runs(count: int, processes: int) -> list[tuple[int, int]]:
-    """(start, size) of `processes` contiguous runs covering `count` items, sizes within one of each other."""
-    size, extra = divmod(count, processes)
-    runs, start = [], 0
-    for k in range(processes):
-        n = size + (k < extra)
-        if n:
-            runs.append((start, n))
-        start += n
-    return runs or [(0, 0)]
+    """(start, size) of the contiguous runs of files the processes take in turn, in order.
+
+    One run for a single process; else runs of about FILES_PER_RUN files, short enough that the
+    processes finish within a run of each other (files differ in cost), long enough that each
+    process reads lines its earlier files share with these.
+    """
+    if processes == 1 or count == 0:
+        return [(0, count)]
+    from .forked import MAX_ITEMS
+
+    size = max(FILES_PER_RUN, -(-count // MAX_ITEMS))
+    return [(start, min(size, count - start)) for start in range(0, count, size)]
 
 
 def _verify_file(parsed, checks):
