@@ -6,6 +6,7 @@ Subcommands live in their own modules and are imported only when run, so
 """
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import sys
@@ -64,26 +65,56 @@ def cli():
 
 
 def main(argv=None):
-    """Entry point: no traceback ever reaches the user (NADC_DEBUG=1 shows one)."""
+    """Entry point: no traceback ever reaches the user (NADC_DEBUG=1 shows one).
+
+    Run as the `nadc` program (no `argv`), it ends the process as soon as the command is done
+    (see `_exit_now`); called with `argv`, it raises SystemExit like any click program.
+    """
+    code = _run(argv)
+    if argv is None:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _run(argv) -> int:
+    """Run the command line; its exit status."""
     try:
         cli.main(args=argv, prog_name="nadc", standalone_mode=False)
+    except SystemExit as done:
+        if isinstance(done.code, int) or done.code is None:
+            return done.code or 0
+        click.echo(done.code, err=True)  # sys.exit("message"): the message, status 1
+        return 1
     except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
+        return done.exit_code
     except click.ClickException as error:
         error.show()
-        sys.exit(2)
+        return 2
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(2)
+        return 2
     except BrokenPipeError:
-        sys.exit(0)
+        return 0
     except Exception as error:  # noqa: BLE001 - the last line of defence
         if os.environ.get("NADC_DEBUG"):
             raise
         click.echo(f"nadc: internal error: {type(error).__name__}: {error}\n"
                    "This is a bug in nadc; rerun with NADC_DEBUG=1 for details.", err=True)
-        sys.exit(2)
-    sys.exit(0)
+        return 2
+    return 0
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's teardown, which frees every object one by one
+    and runs a full garbage collection: about 50 ms after verifying 1,000 files, for nothing.
+    Exit handlers still run and the output is flushed (as mypy's fast exit does)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
