@@ -20,8 +20,8 @@ R = TypeVar("R")
 #: Bytes of one queue record (an item's index). A pipe's reads of whole records are atomic.
 _RECORD = 4
 #: Records the queue holds: all are written before the first fork, so they must fit the pipe's
-#: buffer (64 KiB on Linux, 16 KiB at least on macOS).
-MAX_ITEMS = 4096
+#: buffer (64 KiB on Linux, 16 KiB on macOS) with room to spare.
+MAX_ITEMS = 2048
 
 
 class WorkerFailed(RuntimeError):
