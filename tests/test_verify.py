@@ -116,8 +116,7 @@ def test_verify_imports_no_heavy_library(tmp_path):
     path = tmp_path / "x.nad"
     path.write_text(RESNET)
     code = ("import sys; from nader.compiler.cli import main\n"
-            f"sys.argv = ['nadc', 'verify', '--format', 'json', {str(path)!r}]\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            f"try:\n    main(['verify', '--format', 'json', {str(path)!r}])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('torch', 'numpy', 'networkx', 'onnx') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
