@@ -24,6 +24,8 @@ from .span import NO_COLS, NO_SPAN, ColSpan, Span
 #: operation, never by their id.
 NodeId = Union[int, str]
 
+_new_object = object.__new__
+
 
 def node_id(text: str) -> NodeId:
     """The id a node-id token spells: an int when it is all digits, else the name."""
@@ -92,6 +94,26 @@ class Node:
         d = self.opdef = SPELLINGS.get(self.op_name)  # `lookup` without the call: a Node per node line
         self.op = d.op if d is not None else None
 
+    @classmethod
+    def _parsed(cls, id: NodeId, op_name: str, args: tuple[Arg, ...], comment: Optional[str],
+                leading_comments: tuple[str, ...], span: Span, id_span: ColSpan, op_span: ColSpan,
+                params: Mapping[str, Value], opdef: Optional[OpDef]) -> "Node":
+        """The node the constructor builds, `opdef` being `SPELLINGS.get(op_name)` (the parser
+        resolves it once per distinct line). The slots are filled directly: a Node per node line."""
+        self = _new_object(cls)
+        self.id = id
+        self.op_name = op_name
+        self.args = args
+        self.comment = comment
+        self.leading_comments = leading_comments
+        self.span = span
+        self.id_span = id_span
+        self.op_span = op_span
+        self.params = params
+        self.opdef = opdef
+        self.op = opdef.op if opdef is not None else None
+        return self
+
     def arg(self, name: str) -> Optional[Arg]:
         """The argument that sets parameter `name`, if written (positional ones included)."""
         d = self.opdef
@@ -128,6 +150,21 @@ class Edge:
     span: Span = field(default=NO_SPAN, compare=False, repr=False)
     source_spans: tuple[ColSpan, ...] = field(default=(), compare=False, repr=False)
     target_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
+
+    @classmethod
+    def _parsed(cls, sources: tuple[NodeId, ...], target: NodeId, comment: Optional[str],
+                leading_comments: tuple[str, ...], span: Span, source_spans: tuple[ColSpan, ...],
+                target_span: ColSpan) -> "Edge":
+        """The edge the constructor builds, the slots filled directly: an Edge per edge line."""
+        self = _new_object(cls)
+        self.sources = sources
+        self.target = target
+        self.comment = comment
+        self.leading_comments = leading_comments
+        self.span = span
+        self.source_spans = source_spans
+        self.target_span = target_span
+        return self
 
     def source_text(self) -> str:
         return f"{','.join(map(str, self.sources))}->{self.target}"

@@ -226,6 +226,7 @@ class NodeLine(NamedTuple):
     cols: ColSpan
     id_cols: ColSpan
     op_cols: ColSpan
+    opdef: Optional[OpDef]  # what `Node` resolves op_name to
 
 
 class ParsedLine(NamedTuple):
@@ -316,8 +317,7 @@ def _read_regular(text: str) -> Optional[ParsedLine]:
         like = _BUT_FOR_ID.get(key)
         if like is not None:
             item, comment, problems = like
-            _, op_name, args, params, cols, id_cols, op_cols = item
-            item = _new_tuple(NodeLine, (node_id(text[start:end]), op_name, args, params, cols, id_cols, op_cols))
+            item = _new_tuple(NodeLine, (node_id(text[start:end]), *item[1:]))
             return _new_tuple(ParsedLine, (item, comment, problems))
     raw = read_line(text)
     if raw is None:
@@ -406,7 +406,8 @@ def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
         if _has_unknown_symbol(arg.value):
             _check_symbols(arg.value, problems)
     params = _bind_to(operation, args, problems) if operation else {}
-    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
+    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols,
+                                 operation.opdef if operation else None))
 
 
 _SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
@@ -635,6 +636,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     interned = _LINES.get
+    new_node, new_edge = Node._parsed, Edge._parsed
     for lineno, line in enumerate(lines, 1):
         parsed = interned(line)
         if parsed is None:
@@ -668,7 +670,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             continue
         # The line records are tuples: unpacking them is cheaper than reading their fields.
         if kind is NodeLine:
-            node_id, op_name, args, params, cols, id_cols, op_cols = item
+            node_id, op_name, args, params, cols, id_cols, op_cols, opdef = item
         else:
             sources, target, cols, source_cols, target_cols = item
         if current is None:
@@ -693,9 +695,9 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             leading = tuple(pending)
             pending = []
         if kind is NodeLine:
-            add_node(Node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params))
+            add_node(new_node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params, opdef))
         else:
-            add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
+            add_edge(new_edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
         blocks.append(current.close(pending, last))
     elif not sink.items:

@@ -4,6 +4,7 @@ Columns are 1-based, end columns exclusive (see nader.dsl.span).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -419,6 +420,21 @@ def test_parse_line_is_interned():
     a = parse("##A##\n0:input\n").program.blocks[0].node(0)
     b = parse("\n\n##B##\n\n0:input\n").program.blocks[0].node(0)
     assert a == b and a.span.line != b.span.line
+
+
+def test_parsed_nodes_and_edges_are_what_their_constructors_build():
+    """The parser fills the slots of nodes and edges directly; every field (spans and the resolved
+    operation included) is what the constructor gives, which `replace` re-runs."""
+    text = "##A##\n0:input\n1:Conv2D(out_channels=C)\n# c\n2:Concat(dim=1)  # x\n3:frob\n0->1\n0,1->2  # e\n2->3\n"
+    block = parse(text).program.blocks[0]
+    assert len(block.nodes) == 4 and len(block.edges) == 3
+    for item in (*block.nodes, *block.edges):
+        rebuilt = dataclasses.replace(item)
+        for f in dataclasses.fields(item):
+            assert getattr(item, f.name) == getattr(rebuilt, f.name), (item, f.name)
+        assert getattr(item, "opdef", None) is getattr(rebuilt, "opdef", None)
+    assert block.nodes[2].op_name == "concat" and block.nodes[2].opdef is not None
+    assert block.nodes[3].opdef is None and block.nodes[3].op is None
 
 
 # -- the Lark grammar and the line parser agree ----------------------------------------
