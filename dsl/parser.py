@@ -274,7 +274,10 @@ def parse_line(text: str) -> ParsedLine:
 
 
 def _clear_caches() -> None:
+    global _spans_held
     _LINES.clear()
+    _SPANS.clear()
+    _spans_held = 0
     _BUT_FOR_ID.clear()
     forget_args()
 
@@ -618,6 +621,27 @@ def _fix_fits(code: Code, current: Optional[_OpenBlock], lines, lineno: int) -> 
     return not _has_header(lines, lineno)
 
 
+# The spans of node and edge lines, by columns and then line number: files repeat both, and a Span
+# is immutable, so Nodes and Edges can share one (building it costs more than finding it).
+_SPANS: dict[ColSpan, dict[int, Span]] = {}
+_MAX_SPANS = 1 << 16
+_spans_held = 0
+
+
+def _line_span(lineno: int, cols: ColSpan) -> Span:
+    """The span of columns `cols` on line `lineno`, added to `_SPANS` (emptied when it holds `_MAX_SPANS`)."""
+    global _spans_held
+    if _spans_held >= _MAX_SPANS:
+        _SPANS.clear()
+        _spans_held = 0
+    by_line = _SPANS.get(cols)
+    if by_line is None:
+        by_line = _SPANS[cols] = {}
+    span = by_line[lineno] = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
+    _spans_held += 1
+    return span
+
+
 def parse(text: str, path: str = "<string>") -> ParseResult:
     """Parse a whole file. Never raises on bad input: problems become diagnostics.
 
@@ -637,6 +661,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     interned = _LINES.get
     new_node, new_edge = Node._parsed, Edge._parsed
+    spans = _SPANS.get
     for lineno, line in enumerate(lines, 1):
         parsed = interned(line)
         if parsed is None:
@@ -689,7 +714,10 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
-        last = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
+        by_line = spans(cols)
+        last = by_line.get(lineno) if by_line is not None else None
+        if last is None:
+            last = _line_span(lineno, cols)
         leading = ()
         if pending:
             leading = tuple(pending)

@@ -422,6 +422,15 @@ def test_parse_line_is_interned():
     assert a == b and a.span.line != b.span.line
 
 
+def test_line_spans_are_shared_across_files_and_kept_right(monkeypatch):
+    monkeypatch.setattr(parser_module, "_MAX_SPANS", 2)  # the shared spans are dropped while parsing
+    for text in ("##A##\n0:input\n1:ReLU\n0->1\n", "##B##\n1:ReLU\n0:input\n0->1\n", "##A##\n0:input\n1:ReLU\n0->1\n"):
+        block = parse(text).program.blocks[0]
+        assert [n.span for n in block.nodes] == [Span(2, 1, 2, len(text.split("\n")[1]) + 1),
+                                                 Span(3, 1, 3, len(text.split("\n")[2]) + 1)]
+        assert block.edges[0].span == Span(4, 1, 4, 5)
+
+
 def test_parsed_nodes_and_edges_are_what_their_constructors_build():
     """The parser fills the slots of nodes and edges directly; every field (spans and the resolved
     operation included) is what the constructor gives, which `replace` re-runs."""
