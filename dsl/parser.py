@@ -276,6 +276,7 @@ def parse_line(text: str) -> ParsedLine:
 def _clear_caches() -> None:
     global _spans_held
     _LINES.clear()
+    _UNPACKED.clear()
     _SPANS.clear()
     _spans_held = 0
     _BUT_FOR_ID.clear()
@@ -628,18 +629,31 @@ _MAX_SPANS = 1 << 16
 _spans_held = 0
 
 
-def _line_span(lineno: int, cols: ColSpan) -> Span:
-    """The span of columns `cols` on line `lineno`, added to `_SPANS` (emptied when it holds `_MAX_SPANS`)."""
+def _line_span(lineno: int, cols: ColSpan, by_line: dict[int, Span]) -> Span:
+    """The span of `cols` on line `lineno`, added to `by_line` (`_SPANS[cols]`); at `_MAX_SPANS` spans
+    held, every row of `_SPANS` is emptied first (in place: `_UNPACKED` holds them)."""
     global _spans_held
     if _spans_held >= _MAX_SPANS:
-        _SPANS.clear()
+        for row in _SPANS.values():
+            row.clear()
         _spans_held = 0
-    by_line = _SPANS.get(cols)
-    if by_line is None:
-        by_line = _SPANS[cols] = {}
     span = by_line[lineno] = _new_tuple(Span, (lineno, cols[0], lineno, cols[1]))
     _spans_held += 1
     return span
+
+
+# What `parse` reads of each interned line, as plain tuples (unpacking a NamedTuple such as ParsedLine
+# goes through an iterator): filled from `_LINES`, so it holds no line that `_LINES` does not.
+_UNPACKED: dict[str, tuple] = {}
+
+
+def _unpacked(parsed: ParsedLine) -> tuple:
+    """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns)."""
+    item, comment, problems = parsed
+    kind = type(item)
+    if kind is NodeLine or kind is EdgeLine:
+        return item, comment, problems, kind, tuple(item), _SPANS.setdefault(item.cols, {})
+    return item, comment, problems, kind, (), None
 
 
 def parse(text: str, path: str = "<string>") -> ParseResult:
@@ -659,18 +673,19 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    interned = _LINES.get
+    unpacked = _UNPACKED.get
     new_node, new_edge = Node._parsed, Edge._parsed
-    spans = _SPANS.get
     for lineno, line in enumerate(lines, 1):
-        parsed = interned(line)
-        if parsed is None:
-            # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-            if not line.strip(_BLANK):
-                continue
-            parsed = parse_line(line)
-        item, comment, problems = parsed
-        kind = type(item)
+        read = unpacked(line)
+        if read is None:
+            parsed = _LINES.get(line)
+            if parsed is None:
+                # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
+                if not line.strip(_BLANK):
+                    continue
+                parsed = parse_line(line)
+            read = _UNPACKED[line] = _unpacked(parsed)
+        item, comment, problems, kind, fields, spans = read
         if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
             for p in problems:
@@ -693,11 +708,10 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             add_node, add_edge, last = current.nodes.append, current.edges.append, None
             pending = []
             continue
-        # The line records are tuples: unpacking them is cheaper than reading their fields.
         if kind is NodeLine:
-            node_id, op_name, args, params, cols, id_cols, op_cols, opdef = item
+            node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
         else:
-            sources, target, cols, source_cols, target_cols = item
+            sources, target, cols, source_cols, target_cols = fields
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -714,10 +728,10 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
-        by_line = spans(cols)
-        last = by_line.get(lineno) if by_line is not None else None
-        if last is None:
-            last = _line_span(lineno, cols)
+        try:
+            last = spans[lineno]
+        except KeyError:
+            last = _line_span(lineno, cols, spans)
         leading = ()
         if pending:
             leading = tuple(pending)
