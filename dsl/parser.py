@@ -226,7 +226,6 @@ class NodeLine(NamedTuple):
     cols: ColSpan
     id_cols: ColSpan
     op_cols: ColSpan
-    opdef: Optional[OpDef]  # what `Node` resolves op_name to
 
 
 class ParsedLine(NamedTuple):
@@ -321,7 +320,8 @@ def _read_regular(text: str) -> Optional[ParsedLine]:
         like = _BUT_FOR_ID.get(key)
         if like is not None:
             item, comment, problems = like
-            item = _new_tuple(NodeLine, (node_id(text[start:end]), *item[1:]))
+            _, op_name, args, params, cols, id_cols, op_cols = item
+            item = _new_tuple(NodeLine, (node_id(text[start:end]), op_name, args, params, cols, id_cols, op_cols))
             return _new_tuple(ParsedLine, (item, comment, problems))
     raw = read_line(text)
     if raw is None:
@@ -410,8 +410,7 @@ def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
         if _has_unknown_symbol(arg.value):
             _check_symbols(arg.value, problems)
     params = _bind_to(operation, args, problems) if operation else {}
-    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols,
-                                 operation.opdef if operation else None))
+    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
 
 
 _SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
@@ -648,10 +647,13 @@ _UNPACKED: dict[str, tuple] = {}
 
 
 def _unpacked(parsed: ParsedLine) -> tuple:
-    """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns)."""
+    """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns);
+    a node line's fields end with the OpDef that `Node` resolves its operation to."""
     item, comment, problems = parsed
     kind = type(item)
-    if kind is NodeLine or kind is EdgeLine:
+    if kind is NodeLine:
+        return item, comment, problems, kind, (*item, lookup(item.op_name)), _SPANS.setdefault(item.cols, {})
+    if kind is EdgeLine:
         return item, comment, problems, kind, tuple(item), _SPANS.setdefault(item.cols, {})
     return item, comment, problems, kind, (), None
 
