@@ -18,7 +18,7 @@ from typing import Optional, Sequence, Union
 
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
-from nader.compiler.passes.verify import BlockReport, verify_block
+from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
@@ -276,9 +276,6 @@ def _failure(part: str, report: BlockReport) -> str:
     return f"the {part} block `{report.block.name}` does not verify{where}: {detail}{more}"
 
 
-_STEM_STRIDES = (1, 2, 4, 8, 16, 32)
-
-
 def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", *, stem_stride: Optional[int] = None,
                       path: str = "<string>") -> Architecture:
     """Parse and verify an architecture for `skeleton`; raises BuildError with a readable reason.
@@ -388,16 +385,8 @@ def _verify_stem(stem: Block, path: str, front_end: tuple, skel: Skeleton,
         if stem_stride < 1:
             raise BuildError(f"stem_stride must be a positive integer, not {stem_stride}")
         return verify_block(stem, role=Role.STEM, stem_stride=stem_stride, file=path, front_end=front_end), stem_stride
-    first = verify_block(stem, role=Role.STEM, stem_stride=skel.stem_stride, file=path, front_end=front_end)
-    if first.ok:
-        return first, skel.stem_stride
-    for stride in _STEM_STRIDES:
-        if stride == skel.stem_stride:
-            continue
-        report = verify_block(stem, role=Role.STEM, stem_stride=stride, file=path, front_end=front_end)
-        if report.ok:
-            return report, stride
-    return first, skel.stem_stride
+    report = verify_stem(stem, preferred=skel.stem_stride, file=path, front_end=front_end)
+    return report, report.stem_stride
 
 
 __all__ = ["Architecture", "BuildError", "SKELETONS", "STANDARD_BLOCKS", "Skeleton", "StandardBlock",

@@ -61,6 +61,47 @@ def test_stem_stride_selects_the_stem_contract():
     assert not verify_block(stem, stem_stride=1).ok
 
 
+def _stem(stride: int) -> str:
+    return f"##S_stem##\n0:input\n1:output\n2:Conv2d(out_channels=dim,kernel_size={stride},stride={stride})\n0->2\n2->1\n"
+
+
+@pytest.mark.parametrize("stride", [1, 2, 4, 32])
+def test_without_a_stride_a_stem_verifies_at_the_one_it_has(stride):
+    report = verify_block(block(_stem(stride)), stem_stride=None)
+    assert report.ok and report.stem_stride == stride
+    assert report.to_json()["stem_stride"] == stride
+
+
+def test_a_stem_that_fits_no_stride_is_reported_at_stride_1():
+    bad = block(_stem(1).replace("out_channels=dim", "out_channels=C*5"))
+    report = verify_block(bad, stem_stride=None)
+    assert not report.ok and report.stem_stride == 1
+    assert [d.code.code for d in report.diagnostics if d.is_error] == ["NAD311"]
+    assert [d.message for d in report.diagnostics] == [d.message for d in verify_block(bad, stem_stride=1).diagnostics]
+
+
+def test_only_stems_carry_a_stride():
+    assert verify_block(block(RESNET), stem_stride=None).stem_stride is None
+    assert "stem_stride" not in verify_block(block(RESNET), stem_stride=None).to_json()
+
+
+def test_nadc_verify_takes_each_stems_own_stride_unless_told_one(nadc, tmp_path):
+    (tmp_path / "four.nad").write_text(_stem(4), encoding="utf-8")
+    (tmp_path / "one.nad").write_text(_stem(1).replace("S_stem", "T_stem"), encoding="utf-8")
+    files = [str(tmp_path / "four.nad"), str(tmp_path / "one.nad")]
+    run = nadc(["verify", "--format", "json", *files])
+    assert run.code == 0
+    assert [(o["block"], o["ok"], o["stem_stride"]) for o in json.loads(run.stdout)] == [("S_stem", True, 4),
+                                                                                      ("T_stem", True, 1)]
+    told = nadc(["verify", "--format", "json", "--stem-stride", "1", *files])
+    assert told.code == 1
+    four, one = json.loads(told.stdout)
+    assert (four["ok"], four["stem_stride"], one["ok"]) == (False, 1, True)
+    assert [d["code"] for d in four["diagnostics"]] == ["NAD311"]
+    text = nadc(["verify", *files])
+    assert "S_stem (stem, stride 4): ok" in text.stdout and "T_stem (stem, stride 1): ok" in text.stdout
+
+
 def test_diagnostics_point_at_the_offending_line_and_state_both_shapes():
     text = RESNET.replace("2:Conv2d(out_channels=C,", "2:Conv2d(out_channels=C*2,")
     report = verify_block(block(text))

@@ -21,8 +21,9 @@ FILES_PER_RUN = 8
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
               help="Verify every block in this role instead of the one its header implies.")
-@click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Stride of stems: 1 for NAS-Bench-201, 4 for ImageNet-style networks.")
+@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
+              help="Stride of stems: 1 for NAS-Bench-201, 4 for ImageNet-style networks. Default: the stride "
+                   "each stem has, as networks take it (the first of 1, 2, 4, 8, 16, 32 it verifies with).")
 @click.option("--domain", default="square", show_default=True, metavar="square|any|N",
               help="Input sizes the verdict holds for: square maps (H = W) at any size, as networks feed them; "
                    "`any` H and W with one set of weights; or one resolution N (N x N).")
@@ -38,8 +39,8 @@ def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt,
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for every size of the domain.
 
     JSON output is a list with one object per block: file, block, role, domain, ok, diagnostics,
-    constraints (conditions on the widths and sizes, e.g. `C % 4 == 0`, `H % 2 == 0`) and, with
-    --shapes, shapes (live node id -> shape). Problems of a whole file (unreadable, no block,
+    constraints (conditions on the widths and sizes, e.g. `C % 4 == 0`, `H % 2 == 0`), for a stem
+    stem_stride (the stride the verdict holds for) and, with --shapes, shapes (live node id -> shape). Problems of a whole file (unreadable, no block,
     duplicate block names) come as an object whose block is null.
     Exit status 1 when any block has an error.
     """
@@ -165,7 +166,8 @@ def _verify(files, checks, with_shapes, fmt) -> bool:
             failed |= not report.ok
             constraints = f"; constraints: {', '.join(report.constraints)}" if report.constraints else ""
             verdict = "ok" if report.ok else "error"
-            summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({report.role}): {verdict}{constraints}")
+            role = f"{report.role}, stride {report.stem_stride}" if report.stem_stride is not None else report.role
+            summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({role}): {verdict}{constraints}")
             if with_shapes and report.shapes is not None:
                 summary.extend(f"  {node_id}: {shape_str(shape)}" for node_id, shape in report.shapes.shapes.items())
     text = render(diagnostics, fmt, {r.program.path: r.source for r in results})

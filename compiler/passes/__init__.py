@@ -2,7 +2,7 @@
 from . import shapes, structure  # noqa: F401 - importing declares the diagnostic codes
 from .contract import ANY, SQUARE, Domain, fixed, parse_domain
 from .shapes import Limits, ShapeResult, contract, evaluate_shape, infer_shapes
-from .verify import BlockReport, verify_block, verify_program
+from .verify import STEM_STRIDES, BlockReport, verify_block, verify_program, verify_stem
 
 __all__ = ["ANY", "SQUARE", "BlockReport", "Domain", "Limits", "ShapeResult", "contract", "evaluate_shape", "fixed",
-           "infer_shapes", "parse_domain", "verify_block", "verify_program"]
+           "infer_shapes", "parse_domain", "STEM_STRIDES", "verify_block", "verify_program", "verify_stem"]

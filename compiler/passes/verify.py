@@ -16,6 +16,10 @@ from .structure import DUPLICATE_BLOCK, check_structure
 
 _opdef_of = attrgetter("opdef")
 
+#: The strides a stem may have when none is given: it fixes its own (1 for NAS-Bench-201 and DARTS,
+#: 4 for ImageNet-style networks), and can verify with only one of them.
+STEM_STRIDES = (1, 2, 4, 8, 16, 32)
+
 
 @dataclass
 class BlockReport:
@@ -27,6 +31,7 @@ class BlockReport:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     shapes: Optional[ShapeResult] = None
     domain: Domain = SQUARE  # the input sizes the verdict holds for
+    stem_stride: Optional[int] = None  # a stem's: the stride the verdict holds for
 
     @property
     def ok(self) -> bool:
@@ -57,6 +62,8 @@ class BlockReport:
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "constraints": self.constraints,
         }
+        if self.stem_stride is not None:
+            obj["stem_stride"] = self.stem_stride
         if shapes:
             obj["shapes"] = self.shape_texts()
         return obj
@@ -68,13 +75,19 @@ class BlockReport:
         return {str(i): [str(s) for s in shape] for i, shape in self.shapes.shapes.items()}
 
 
-def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1, limits: Limits = Limits(),
-                 file: str = "<string>", front_end: tuple[Diagnostic, ...] = (), domain: Domain = SQUARE) -> BlockReport:
+def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: Optional[int] = 1,
+                 limits: Limits = Limits(), file: str = "<string>", front_end: tuple[Diagnostic, ...] = (),
+                 domain: Domain = SQUARE) -> BlockReport:
     """Verify one block for the input sizes of `domain` (square ones by default; `ANY`: every H and W).
 
-    `front_end` carries the parser's diagnostics for this block.
+    `front_end` carries the parser's diagnostics for this block. A stem is verified at `stem_stride`;
+    with None, at the stride it has (`verify_stem`), as networks take it.
     """
     role = role or block.inferred_role()
+    if stem_stride is None:
+        if role is Role.STEM:
+            return verify_stem(block, limits=limits, file=file, front_end=front_end, domain=domain)
+        stem_stride = 1  # only a stem's contract has one
     sink = DiagnosticSink(file)
     sink.items.extend(front_end)
     check_structure(block, role, sink)
@@ -83,12 +96,29 @@ def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     # not carry: such a block has no shapes either way.
     if not sink.has_errors and all(map(_opdef_of, block.nodes)):
         shapes = infer_shapes(block, role, sink, stem_stride=stem_stride, limits=limits, domain=domain)
-    return BlockReport(file, block, role, sink.items, shapes, domain)
+    return BlockReport(file, block, role, sink.items, shapes, domain, stem_stride if role is Role.STEM else None)
 
 
-def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_stride: int = 1,
+def verify_stem(block: Block, *, preferred: int = 1, **options) -> BlockReport:
+    """A stem's report at the stride it has: `preferred` when it verifies with it, else the first
+    of STEM_STRIDES it verifies with; the report at `preferred` when it verifies with none.
+    `options` are verify_block's (limits, file, front_end, domain)."""
+    first = verify_block(block, role=Role.STEM, stem_stride=preferred, **options)
+    if first.ok or first.shapes is None:  # no stride mends the structure or an unknown operation
+        return first
+    for stride in STEM_STRIDES:
+        if stride != preferred:
+            report = verify_block(block, role=Role.STEM, stem_stride=stride, **options)
+            if report.ok:
+                return report
+    return first
+
+
+def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_stride: Optional[int] = 1,
                    limits: Limits = Limits(), domain: Domain = SQUARE) -> tuple[list[BlockReport], list[Diagnostic]]:
-    """Verify every block of a parsed file; returns the reports and file-level diagnostics."""
+    """Verify every block of a parsed file; returns the reports and file-level diagnostics.
+
+    `stem_stride=None` verifies each stem at the stride it has (`verify_stem`)."""
     program: Program = parsed.program
     by_block: dict[Optional[str], list[Diagnostic]] = {}
     for d in parsed.diagnostics:
