@@ -12,7 +12,8 @@ Input (written to a temporary folder, one file per architecture):
 
 Figures, each from fresh processes (nothing cached from an earlier run):
 * API: `parse` + `verify_program` over every file, in one process, after imports;
-* CLI: `nadc verify --format json FILE...` over all files (one invocation per stem stride),
+* CLI: `nadc verify --format json FILE...` over all files in one invocation (each stem at the
+  stride it has, as networks take it: the corpus' ImageNet-style stems verify at 4),
   wall time from process start to exit, with the worker processes `nadc` starts over many files
   (one per idle core) and, separately, in a single process (`--jobs 1`);
 * one block: wall time of `nadc verify --format json ONE.nad` from process start, median of
@@ -285,17 +286,12 @@ def timed(command: list[str]) -> tuple[subprocess.CompletedProcess, float, float
 
 
 def cli_run(paths: list[tuple[Path, int]], jobs: list[str]) -> tuple[int, float, float]:
-    """Blocks reported, wall and CPU seconds of `nadc verify --format json`, one invocation per stride
-    (`jobs`: extra options, e.g. `--jobs 1` for a single process)."""
-    blocks, wall, cpu = 0, 0.0, 0.0
-    for stride in sorted({s for _, s in paths}):
-        group = [str(p) for p, s in paths if s == stride]
-        done, w, c = timed([nadc(), "verify", "--format", "json", "--stem-stride", str(stride), *jobs, *group])
-        wall, cpu = wall + w, cpu + c
-        if done.returncode not in (0, 1):
-            raise SystemExit(f"verify: nadc failed (exit {done.returncode}): {done.stderr.strip()}")
-        blocks += sum(1 for o in json.loads(done.stdout) if o["block"] is not None)
-    return blocks, wall, cpu
+    """Blocks reported, wall and CPU seconds of one `nadc verify --format json` over every file, each
+    stem at the stride it has (`jobs`: extra options, e.g. `--jobs 1` for a single process)."""
+    done, wall, cpu = timed([nadc(), "verify", "--format", "json", *jobs, *(str(p) for p, _ in paths)])
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"verify: nadc failed (exit {done.returncode}): {done.stderr.strip()}")
+    return sum(1 for o in json.loads(done.stdout) if o["block"] is not None), wall, cpu
 
 
 def cold_single(folder: Path, sources: list[Path], runs: int) -> tuple[list[float], list[float], list[float]]:
@@ -333,11 +329,7 @@ def instruction_figures(paths: list[tuple[Path, int]], source: Path, folder: Pat
     single.write_text(nader_sections(source.read_text(encoding="utf-8"))[-1] + "\n", encoding="utf-8")
     start_up = sum(instructions([nadc(), "verify", "--format", "json", str(single)]))
     python = sum(instructions([sys.executable, "-c", "pass"]))
-    one_process = 0
-    for stride in sorted({s for _, s in paths}):
-        group = [str(p) for p, s in paths if s == stride]
-        one_process += sum(instructions([nadc(), "verify", "--format", "json", "--stem-stride", str(stride),
-                                         "--jobs", "1", *group]))
+    one_process = sum(instructions([nadc(), "verify", "--format", "json", "--jobs", "1", *(str(p) for p, _ in paths)]))
     # Not counted with workers: a forked child's count starts from its parent's at the fork, and
     # how the processes share the files depends on their speed, which valgrind distorts.
     return (f"  instructions (valgrind; exact, unlike the times): CLI {one_process / blocks / 1e3:,.0f} k per block in one "
@@ -430,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
           f"by CPU), one fresh process, imports ({api['import_seconds'] * 1000:.0f} ms) not counted; parsing "
           f"{100 * api['parse_seconds'] / api['seconds']:.0f}% of it, verifying the rest")
     print(f"  CLI: nadc verify --format json, {cli_blocks} blocks in {cli_wall:.2f} s wall ({cli_cpu_rate:,.0f}/s by "
-          f"CPU, all processes), {len({s for _, s in paths})} invocation(s) (one per stem stride), start-up included, "
+          f"CPU, all processes), one invocation, start-up included, "
           f"worker processes as `nadc` chooses them ({os.cpu_count()} cores); with --jobs 1: {one_wall:.2f} s wall, "
           f"{one_cpu_rate:,.0f}/s by CPU")
     print(f"  one block: median {cold_ms:.0f} ms wall ({cold_cpu_ms:.0f} ms CPU) over {len(cold_wall)} fresh "
