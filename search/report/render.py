@@ -79,7 +79,7 @@ def _drawings(text: str) -> list[str]:
 
     try:
         blocks = parse(text).program.blocks
-        svgs = [block_svg(verify_block(b)) for b in blocks]
+        svgs = [block_svg(verify_block(b, stem_stride=None)) for b in blocks]  # stems as networks build them
     except Exception:  # a drawing is an extra: a block that cannot be drawn is shown as text only
         return []
     return ["data:image/svg+xml;base64," + base64.b64encode(s.encode("utf-8")).decode("ascii") for s in svgs]

@@ -59,3 +59,16 @@ def test_report_of_a_real_search_in_the_browser(small_run, tmp_path):
         assert browser.eval("document.querySelectorAll('#tree .tree-node').length") == len(archs)
         ok = [a for a in archs if a.status == "ok"]
         assert browser.eval("document.querySelectorAll('#plot-trials circle').length") == len(ok)
+
+
+def test_a_stem_is_drawn_at_the_stride_it_has():
+    # An ImageNet-style search's stem downscales by 4: drawn at stride 1 it would show an error.
+    import base64
+
+    from nader.search.report.render import _drawings
+
+    text = ("##B##\n0:input\n1:output\n2:ReLU\n0->2\n2->1\n"
+            "##B_stem##\n0:input\n1:output\n2:Conv2d(out_channels=dim,kernel_size=4,stride=4)\n0->2\n2->1\n")
+    base, stem = (base64.b64decode(url.split(",", 1)[1]).decode("utf-8") for url in _drawings(text))
+    assert "(B,dim,ceil(H/4),ceil(H/4))" in stem and "NAD311" not in stem
+    assert "NAD3" not in base
