@@ -151,21 +151,6 @@ class Edge:
     source_spans: tuple[ColSpan, ...] = field(default=(), compare=False, repr=False)
     target_span: ColSpan = field(default=NO_COLS, compare=False, repr=False)
 
-    @classmethod
-    def _parsed(cls, sources: tuple[NodeId, ...], target: NodeId, comment: Optional[str],
-                leading_comments: tuple[str, ...], span: Span, source_spans: tuple[ColSpan, ...],
-                target_span: ColSpan) -> "Edge":
-        """The edge the constructor builds, the slots filled directly: an Edge per edge line."""
-        self = _new_object(cls)
-        self.sources = sources
-        self.target = target
-        self.comment = comment
-        self.leading_comments = leading_comments
-        self.span = span
-        self.source_spans = source_spans
-        self.target_span = target_span
-        return self
-
     def source_text(self) -> str:
         return f"{','.join(map(str, self.sources))}->{self.target}"
 

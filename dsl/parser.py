@@ -676,7 +676,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     unpacked = _UNPACKED.get
-    new_node, new_edge = Node._parsed, Edge._parsed
+    new_node = Node._parsed  # an Edge has no __post_init__: its constructor is as quick
     for lineno, line in enumerate(lines, 1):
         read = unpacked(line)
         if read is None:
@@ -741,7 +741,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         if kind is NodeLine:
             add_node(new_node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params, opdef))
         else:
-            add_edge(new_edge(sources, target, comment, leading, last, source_cols, target_cols))
+            add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
         blocks.append(current.close(pending, last))
     elif not sink.items:

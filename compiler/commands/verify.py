@@ -40,8 +40,9 @@ def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt,
 
     JSON output is a list with one object per block: file, block, role, domain, ok, diagnostics,
     constraints (conditions on the widths and sizes, e.g. `C % 4 == 0`, `H % 2 == 0`), for a stem
-    stem_stride (the stride the verdict holds for) and, with --shapes, shapes (live node id -> shape). Problems of a whole file (unreadable, no block,
-    duplicate block names) come as an object whose block is null.
+    stem_stride (the stride the verdict holds for) and, with --shapes, shapes (live node id ->
+    shape). Problems of a whole file (unreadable, no block, duplicate block names) come as an
+    object whose block is null.
     Exit status 1 when any block has an error.
     """
     from nader.compiler.passes import parse_domain
