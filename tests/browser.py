@@ -75,6 +75,16 @@ class Browser:
             time.sleep(0.02)
         return time.perf_counter() - start
 
+    def record_csp_violations(self) -> None:
+        """From the next navigation on, keep every Content-Security-Policy violation of the page in
+        `window.__csp` (this script runs before the page's own, outside its policy)."""
+        self.call("Page.addScriptToEvaluateOnNewDocument", source=(
+            "window.__csp = []; document.addEventListener('securitypolicyviolation', (e) => window.__csp.push("
+            "{directive: e.effectiveDirective, sample: e.sample, blocked: e.blockedURI}));"))
+
+    def csp_violations(self) -> list[dict]:
+        return self.eval("window.__csp || []")
+
     def eval(self, expression: str):
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
         if "exceptionDetails" in result:

@@ -4,6 +4,10 @@ The browser tests skip cleanly when no Chromium is installed (`apt-get install c
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib
+import json
 import random
 import re
 from pathlib import Path
@@ -12,16 +16,19 @@ import pytest
 
 from browser import Browser, find_chromium
 from nader.search.report import Arch, Run, render
+from nader.search.report.compare import COLOURS, Curve, render_compare
 from nader.search.report.render import pareto_front
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "resnet_basic.nad").read_text()
 EVIL = "<script>window.__pwned=1</script>\"'><img src=x onerror=\"window.__pwned=1\">"
+render_module = importlib.import_module("nader.search.report.render")  # the package exports `render`, the function
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 
 
-def make_run(n: int = 30, seed: int = 0, evil: bool = False) -> tuple[Run, list[Arch]]:
-    """A search tree of `n` architectures with every status, as a search records them."""
+def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL) -> tuple[Run, list[Arch]]:
+    """A search tree of `n` architectures with every status, as a search records them; `evil`
+    puts `payload` in the run's name and in each record's text, operator, plan, error and diagnostic."""
     rng = random.Random(seed)
     t0 = 1_700_000_000.0
     archs = []
@@ -30,22 +37,23 @@ def make_run(n: int = 30, seed: int = 0, evil: bool = False) -> tuple[Run, list[
         status = "ok" if i == 0 else rng.choices(statuses, [10, 2, 1, 1, 1, 1])[0]
         text = EXAMPLE.replace("ResNetBasic", f"Arch{i}")
         if evil:
-            text = f"# {EVIL}\n" + text
+            text = f"# {payload}\n" + text
         a = Arch(id=str(i), parent=None if i == 0 else str(rng.randrange(i)), status=status, text=text,
-                 change={"operator": "insert_se", "args": {"after": "5"}, "plan": EVIL if evil else "add SE"},
+                 change={"operator": payload if evil else "insert_se", "args": {"after": "5"},
+                         "plan": payload if evil else "add SE"},
                  created=t0 + 10 * i, finished=t0 + 10 * i + 9)
         if status == "ok":
             a.valid_acc, a.test_acc = 50 + 40 * rng.random(), 50 + 40 * rng.random()
             a.params, a.flops, a.seconds = rng.randrange(10**5, 2 * 10**6), rng.randrange(10**7, 3 * 10**8), 9.0
         elif status == "invalid":
             a.diagnostics = [{"code": rng.choice(["NAD301", "NAD204"]), "line": 3, "severity": "error",
-                              "message": EVIL if evil else "shape mismatch"}]
+                              "message": payload if evil else "shape mismatch"}]
         elif status in ("failed", "diverged"):
-            a.error_kind, a.error = ("oom" if status == "failed" else "nan"), "CUDA out of memory"
+            a.error_kind, a.error = ("oom" if status == "failed" else "nan"), payload if evil else "CUDA out of memory"
         elif status == "duplicate":
             a.duplicate_of = "0"
         archs.append(a)
-    return Run(name=(EVIL if evil else "demo"), dataset="digits", preset="quick", strategy="rea", started=t0), archs
+    return Run(name=(payload if evil else "demo"), dataset="digits", preset="quick", strategy="rea", started=t0), archs
 
 
 def test_pareto_front_keeps_only_undominated_points():
@@ -105,3 +113,127 @@ def test_report_in_a_real_browser(tmp_path):
         # nothing injected ran, and the page made no request
         assert browser.eval("window.__pwned === undefined") is True
         assert browser.problems() == []
+
+
+# ---------------------------------------------------------------- the Content-Security-Policy
+
+def _policy(html: str) -> dict[str, list[str]]:
+    content = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', html).group(1)
+    return {d.split()[0]: d.split()[1:] for d in content.split("; ")}
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def _compare_page(payload: str = EVIL) -> str:
+    return render_compare([Curve(payload, "random", [50.0, 60.0], [49.0, 58.0]), Curve("b", payload, [55.0], [54.0])],
+                          title=payload, notes=[payload])
+
+
+@pytest.mark.parametrize("page", ["report", "compare"])
+def test_policy_admits_only_the_inline_scripts_and_styles_the_page_has(page):
+    html = render(*make_run(12, evil=True)) if page == "report" else _compare_page()
+    policy = _policy(html)
+    assert policy["default-src"] == ["'none'"] and policy["base-uri"] == ["'none'"]
+    assert "'unsafe-inline'" not in html and "'unsafe-hashes'" not in html and "nonce" not in html
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)  # the data block has a type: it never runs
+    styles = re.findall(r"<style>(.*?)</style>", html, re.S)
+    assert sorted(policy.get("script-src", ["'none'"])) == sorted({*map(_sha256, scripts), "'report-sample'"}
+                                                                  if scripts else ["'none'"])
+    assert sorted(policy["style-src"]) == sorted({*map(_sha256, styles), "'report-sample'"})
+    assert len(scripts) == (2 if page == "report" else 0) and len(styles) == 1
+    assert not re.search(r"<[^>]*\sstyle=", html)  # a style attribute would be refused
+
+
+HOSTILE = EVIL + '<details open ontoggle="window.__pwned=2">x</details>'  # a handler that needs no load
+
+
+def _render_unescaped(monkeypatch, make_page) -> str:
+    """The page as it would be if autoescaping failed: every untrusted string written as markup."""
+    env = render_module._env()
+    env.autoescape = False
+    monkeypatch.setattr(render_module, "_env", lambda: env)
+    html = make_page()
+    assert "<script>window.__pwned=1</script>" in html and '<details open ontoggle="window.__pwned=2">' in html
+    return html
+
+
+def _assert_only_injected_markup_was_refused(browser, own_scripts: bool) -> None:
+    assert browser.eval("window.__pwned === undefined") is True
+    violations = browser.csp_violations()
+    directives = {v["directive"] for v in violations}
+    assert {"script-src-elem", "script-src-attr"} <= directives <= {"script-src-elem", "script-src-attr", "img-src"}
+    for v in violations:  # each is a payload (its start, by 'report-sample'), never the page's own code
+        if v["directive"] == "img-src":  # the injected src=x, a file: URL (reported by scheme), not a drawing
+            assert v["blocked"] == "file"
+        elif own_scripts:
+            assert "__pwned" in v["sample"]
+    assert [p for p in browser.problems() if "Content Security Policy" not in p] == []
+
+
+def _tree_zooms(browser) -> bool:
+    """A real wheel event over the tree changes its transform (d3's zoom, i.e. the scripts ran)."""
+    before = browser.eval("document.querySelector('#tree > g').getAttribute('transform')")
+    x, y = browser.eval("(() => { window.scrollTo(0, 0); const r = document.querySelector('#tree')"
+                        ".getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+    browser.call("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=0, deltaY=-400)
+    return browser.eval("document.querySelector('#tree > g').getAttribute('transform')") != before
+
+
+def _show_details(browser, arch_id: str) -> str:
+    browser.eval(f"document.querySelector('#tree .tree-node[data-id=\"{arch_id}\"]')"
+                 ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    return browser.eval("document.querySelector('#details').textContent")
+
+
+@needs_chromium
+def test_markup_that_slipped_past_escaping_never_runs(tmp_path, monkeypatch):
+    """Defence in depth: with autoescaping switched off, the hostile text in the run's name, the
+    architectures' text, diagnostics and failure kinds becomes live markup. The policy refuses every
+    injected script and handler, and only those: the page still works."""
+    run, archs = make_run(30, evil=True, payload=HOSTILE)
+    for a in archs:  # the failures table writes the kind with the template, not the script
+        a.error_kind = a.error_kind and a.error_kind + HOSTILE
+    page = tmp_path / "report.html"
+    page.write_text(_render_unescaped(monkeypatch, lambda: render(run, archs)), encoding="utf-8")
+    with Browser() as browser:
+        browser.record_csp_violations()
+        browser.open(page.as_uri())
+        assert browser.eval("document.querySelectorAll('#tree .tree-node').length") == len(archs)
+        assert _tree_zooms(browser)
+        failed = next(a for a in archs if a.error)
+        assert failed.error in _show_details(browser, failed.id)
+        _assert_only_injected_markup_was_refused(browser, own_scripts=True)
+
+
+@needs_chromium
+def test_hostile_fields_stay_text_and_no_script_of_the_page_is_refused(tmp_path):
+    run, archs = make_run(20, evil=True, payload=HOSTILE)
+    page = tmp_path / "report.html"
+    page.write_text(render(run, archs), encoding="utf-8")
+    with Browser() as browser:
+        browser.record_csp_violations()
+        browser.open(page.as_uri())
+        assert browser.csp_violations() == [] and browser.problems() == []
+        assert _tree_zooms(browser)
+        failed = next(a for a in archs if a.error)
+        shown = _show_details(browser, failed.id)
+        assert f"failure{failed.error_kind}: {HOSTILE}" in shown  # the error message, literally
+        assert f'"operator": {json.dumps(HOSTILE)}' in shown  # the operator name, literally
+        assert browser.eval("window.__pwned === undefined") is True
+        assert browser.csp_violations() == [] and browser.problems() == []
+
+
+@needs_chromium
+def test_compare_page_runs_nothing_injected_and_keeps_its_colours(tmp_path, monkeypatch):
+    page = tmp_path / "compare.html"
+    page.write_text(_render_unescaped(monkeypatch, lambda: _compare_page(HOSTILE)), encoding="utf-8")
+    with Browser() as browser:
+        browser.record_csp_violations()
+        browser.open(page.as_uri(), ready="document.readyState === 'complete'")
+        # the hashed <style> applies: the legend's first strategy has the first colour
+        red, green, blue = (int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
+        assert browser.eval("getComputedStyle(document.querySelector('#curves p .mono')).color") == \
+            f"rgb({red}, {green}, {blue})"
+        _assert_only_injected_markup_was_refused(browser, own_scripts=False)

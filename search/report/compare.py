@@ -143,15 +143,18 @@ def _svg(curves: List[Curve], colour: Dict[str, str], width: int = 720, height: 
 
 def render_compare(curves: List[Curve], *, title: str = "Search strategies compared", notes: Sequence[str] = (),
                    generated: Optional[float] = None) -> str:
-    from .render import _env, _static
+    from .render import _env, _static, content_security_policy
 
     strategies = list(by_strategy(curves))
     colour = {s: COLOURS[i % len(COLOURS)] for i, s in enumerate(strategies)}
     points = checkpoints(max((c.trials for c in curves), default=0))
+    # The legend's colours as classes: the policy admits our <style> by hash, never a style= attribute.
+    css = _static("report.css") + "".join(f".colour-{i} {{ color: {c}; }}\n" for i, c in enumerate(COLOURS))
     return _env().get_template("compare.html.j2").render(
         title=title, notes=list(notes), curves=curves, rows=table_rows(curves, points), svg=_svg(curves, colour),
-        legend=[{"strategy": s, "colour": colour[s], "runs": len(by_strategy(curves)[s])} for s in strategies],
-        css=_static("report.css"),
+        legend=[{"strategy": s, "colour_class": f"colour-{i % len(COLOURS)}", "runs": len(by_strategy(curves)[s])}
+                for i, s in enumerate(strategies)],
+        css=css, csp=content_security_policy(styles=[css]),
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())))
 
 

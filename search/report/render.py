@@ -5,11 +5,18 @@ as one JSON document inside `<script type="application/json">`, written by jinja
 (which escapes `<`, `>`, `&` and `'`), and the script puts every untrusted string into the page
 with `textContent`, never as markup. Block drawings come from the compiler's own SVG backend and
 are shown as `<img>` data URLs, in which a browser never runs scripts.
+
+Should escaping ever fail, the page's Content-Security-Policy still stops injected markup: it
+names the sha256 of each inline script and style we write, so nothing else inline runs (no
+other `<script>`, no `on...=` handler, no `style=` attribute), and nothing loads from anywhere.
+Hashes rather than a nonce: a written file holds its nonce for anyone to read, and the same
+run renders to the same policy.
 """
 from __future__ import annotations
 
 import base64
 import collections
+import hashlib
 import json
 import time
 from importlib import resources
@@ -30,6 +37,24 @@ def _env() -> jinja2.Environment:
 
 def _static(name: str) -> str:
     return resources.files("nader.search.report").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _source_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def content_security_policy(scripts: Iterable[str] = (), styles: Iterable[str] = (), images: bool = False) -> str:
+    """The policy for a page whose only inline scripts and `<style>` elements hold exactly these
+    texts (the page writes them verbatim): those run, nothing else inline does, nothing is fetched."""
+    parts = ["default-src 'none'"]
+    for directive, texts in (("script-src", scripts), ("style-src", styles)):
+        hashes = sorted({_source_hash(t) for t in texts})
+        if hashes:  # 'report-sample': a violation names the start of what it blocked (tests read it)
+            parts.append(f"{directive} {' '.join(hashes)} 'report-sample'")
+    if images:
+        parts.append("img-src data:")
+    parts += ["base-uri 'none'", "form-action 'none'"]  # not covered by default-src
+    return "; ".join(parts)
 
 
 def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
@@ -152,10 +177,11 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
         "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
     }
     codes, kinds = _failures(archs)
+    css, d3, script = _static("report.css"), _static("d3.min.js"), _static("report.js")
     return _env().get_template("report.html.j2").render(
         run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data, simulated=simulated_time(run),
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
-        css=_static("report.css"), d3=_static("d3.min.js"), script=_static("report.js"))
+        css=css, d3=d3, script=script, csp=content_security_policy([d3, script], [css], images=True))
 
 
 def data_json(run: Run, archs: list[Arch]) -> str:
