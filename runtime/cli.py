@@ -1,7 +1,8 @@
 """`nader-search eval`: train and evaluate one architecture over several seeds.
 
 Exit status: 0 every job ok, 1 some job failed or diverged (or an internal error), 2 usage
-(bad option, missing architecture file, missing or corrupt dataset), 130 interrupted.
+(bad option, missing architecture file, missing or corrupt dataset, a run directory in use),
+130 interrupted.
 No traceback reaches the user; ``NADER_DEBUG=1`` prints them for developers.
 """
 from __future__ import annotations
@@ -150,8 +151,20 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
     from .errors import ConfigError, DatasetError, RuntimeToolError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
-    tmp = None
+    tmp = lock = None
     try:
+        if run_dir is not None:  # a search may be using it: refuse as a second `run` does, before importing torch
+            from .lock import RunLock, RunLocked
+
+            try:
+                Path(run_dir).mkdir(parents=True, exist_ok=True)
+                lock = RunLock(run_dir).acquire()
+            except RunLocked as exc:
+                click.echo(f"error: {exc}", err=True)
+                return 2
+            except OSError as exc:
+                click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
+                return 2
         from .data import canonical_name, check_dataset
         from .executors import make_executor
         from .jobs import DEFAULT_BUILDER, Job
@@ -222,5 +235,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
         return 1
     finally:
+        if lock is not None:
+            lock.release()
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
