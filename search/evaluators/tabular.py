@@ -248,8 +248,10 @@ class TabularEvaluator:
         """The API's results of one architecture and schedule, with the seeds it has for `name`."""
         try:
             results = self.api.query_meta_info_by_index(index, hp)
-        except (KeyError, IndexError) as exc:
-            raise EvaluatorError(f"{self.kind}: {self.path.name} has no {hp}-epoch record of {cell} ({exc!r})",
+        except (KeyError, IndexError, ValueError) as exc:  # the APIs' words for an entry or a schedule missing
+            if index not in getattr(self.api, "arch2infos_dict", {index: None}):
+                raise EvaluatorError(f"{self.kind}: {self.path.name} has no record of {cell}", "missing-entry") from None
+            raise EvaluatorError(f"{self.kind}: {self.path.name} has no {hp}-epoch record of {cell} ({exc})",
                                  "missing-epoch") from None
         seeds = list(results.get_dataset_seeds(name)) if name in results.get_dataset_names() else []
         if not seeds:
