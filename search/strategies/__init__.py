@@ -30,7 +30,8 @@ from .walk import WalkStrategy
 from .local import LocalStrategy
 
 STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy,
-                                                             NaderStrategy, GeniusStrategy, FairNADStrategy, WalkStrategy, LocalStrategy)}
+                                                             NaderStrategy, GeniusStrategy, FairNADStrategy,
+                                                             WalkStrategy, LocalStrategy)}
 
 
 def get_strategy(name: str) -> Type[Strategy]:

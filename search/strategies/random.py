@@ -32,7 +32,8 @@ class RandomStrategy(Strategy):
     @classmethod
     def refuse_space(cls, space) -> Optional[str]:
         if not getattr(space, "uniform", False):
-            return (f"random search draws architectures uniformly, and the {getattr(space, 'name', 'language')} space has no uniform "
+            name = getattr(space, "name", "language")
+            return (f"random search draws architectures uniformly, and the {name} space has no uniform "
                     f"distribution; use --strategy walk (the random mutation walk) or --space nb201")
         return None
 

@@ -265,3 +265,24 @@ def test_time_limits_parse_as_wall_or_simulated_seconds(tmp_path):
     config = merge(read_toml(toml))
     assert (config.sim_time_limit, config.time_limit, config.table_map) == (40000.0, None, {"valid_acc@12": "val"})
     assert merge({"time_limit": 30.0}).time_limit == 30.0
+
+
+def test_the_command_line_prints_the_tables_summary_and_maps_columns(tmp_path):
+    from click.testing import CliRunner
+
+    from nader.agents.cli import main
+
+    path = tmp_path / "t.csv"
+    path.write_text(f"arch,val,final,secs\n{ROOT},70,93,10\n{NEIGHBOURS[0]},,91,9\nbogus,1,2,3\n")
+    r = CliRunner().invoke(main, ["run", "--space", "nb201", "--evaluator", f"table:{path}", "--table-map",
+                                  "valid_acc@12=val,test_acc@200=final,epoch_seconds=secs", "--dataset", "cifar10",
+                                  "--preset", "nb201-12", "--seeds", "777", "--strategy", "walk", "--trials", "4",
+                                  "--time-limit", "sim:100", "--run-dir", str(tmp_path / "run"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert "table t.csv: 2 cells of the NAS-Bench-201 space" in r.stderr and "'bogus'" in r.stderr
+    out = json.loads(r.stdout)
+    assert out["stop_reason"] == "sim-time-limit" and out["trials"] == 1  # the root's 120 s spend the budget
+    assert (out["best"]["valid_acc"], out["best"]["test_acc"], out["best"]["seconds"]) == (70.0, 93.0, 120.0)
+    bad = CliRunner().invoke(main, ["run", "--space", "nb201", "--evaluator", f"table:{path}", "--table-map", "x=y",
+                                    "--run-dir", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "unknown metric 'x'" in bad.output
