@@ -150,3 +150,12 @@ def test_walk_and_tree_strategies_pick_valid_parents():
     for policy in ("nader", "top-k", "pareto"):
         tree_strategy = get_strategy("tree")(selection=policy, k=1)
         assert tree_strategy.ask(t, random.Random(0)).arch_id in (0, 2)
+
+
+def test_the_docs_strategy_table_lists_every_strategy():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
+    section = doc.split("## Strategies (`search/strategies/`", 1)[1].split("\n\n", 2)[1]
+    assert set(re.findall(r"^\| `([a-z]+)`", section, re.M)) == set(STRATEGIES)
