@@ -1,6 +1,6 @@
 """How well the zero-cost proxies rank architectures: Spearman correlation with trained accuracy.
 
-A random search (`nader.search.run_search`, strategy `random`, in process) from
+A random mutation walk (`nader.search.run_search`, strategy `walk`, in process) from
 examples/resnet_basic.nad trains ``--archs`` distinct architectures on digits with the quick
 preset (default 32); every one that trained successfully is then scored by NASWOT and synflow
 on its compiled module (`nader.search.prescreen`, the scores `--prescreen K` ranks by), and the
@@ -42,7 +42,7 @@ def main(argv) -> int:
     run_dir = args.run_dir or tmp.name
     try:
         t0 = time.perf_counter()
-        summary = run_search({"root": str(EXAMPLE), "strategy": "random", "dataset": "digits", "preset": "quick",
+        summary = run_search({"root": str(EXAMPLE), "strategy": "walk", "dataset": "digits", "preset": "quick",
                               "trials": args.archs, "depths": depths, "seed": args.seed, "run_dir": run_dir})
         search_s = time.perf_counter() - t0
         from nader.search.records import records
@@ -68,7 +68,7 @@ def main(argv) -> int:
                      f"({per / train_s * 100:.1f}% of a training)")
     spread = f"valid accuracy {min(accs):.1f}..{max(accs):.1f}%"
     print(f"prescreen: zero-cost proxies against trained validation accuracy on {len(trained)} digits architectures "
-          f"(random search, quick preset, depths {depths}, {spread}; median training {train_s:.1f} s; "
+          f"(random mutation walk, quick preset, depths {depths}, {spread}; median training {train_s:.1f} s; "
           f"search {search_s:.0f} s{', resumed' if summary.resumed else ''})")
     print("\n".join(lines))
     if len(trained) < 30:

@@ -1,5 +1,6 @@
-"""Search strategies compared at equal trial counts over several seeds: random, REA, NADER,
-FairNAD and GENIUS (when this checkout has it) on one evaluator.
+"""Search strategies compared at equal trial counts over several seeds: the random mutation walk,
+REA, NADER, FairNAD and GENIUS (when this checkout has it) on one evaluator; with ``--table``,
+the offline strategies on NAS-Bench-201's cell space under the benchmarks' protocol.
 
 Each (strategy, seed) is a real search (`nader.search.run_search`, in process) from ``--from``
 (examples/resnet_basic.nad) with ``--trials`` trials, the root included. Without an evaluator
@@ -16,7 +17,19 @@ The LLM strategies need a model: ``--llm-base-url URL --llm-model M`` (or ``--ll
 that answer every call (docs/llm.md); NADER and FairNAD also need ``--kb DIR``. A benchmark
 never fakes an LLM: without one, those strategies are listed as skipped with the reason.
 
-    python benchmarks/strategies.py [--trials 8] [--seeds 0,1] [--strategies random,rea,nader,fairnad,genius]
+    python benchmarks/strategies.py [--trials 8] [--seeds 0,1] [--strategies walk,rea,nader,fairnad,genius]
+    python benchmarks/strategies.py --table FILE --space nb201 [--seeds 0,...,9] [--sim-budget 20000]
+
+**Table mode** (``--table FILE``: a derived ``.csv``/``.json`` table, a NATS-Bench ``.pickle.pbz2``
+or a NAS-Bench-201 ``.pth``; ``benchmarks/nb201_synthetic.py`` writes a synthetic one) runs
+random search, REA, local search, the walk and the tree strategy (``--strategies``) over the
+nb201 space with the ``nb201-12`` preset and one seed per trial (777): the search's signal is
+the 12-epoch validation accuracy, and the figure printed is the test accuracy of the
+architecture best by that signal (200 epochs where the table has them), mean ± sample
+standard deviation over the seeds (10 by default), after 25, 50 and 100 trials (one run of 100
+trials each) and, where the table has times, at a simulated-time budget (a second run with
+``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on CIFAR-10).
+REA uses NATS-Bench's settings (population 10, tournament 3).
 
 REA's population and tournament are scaled to the trial count (half the trials, half of that);
 FairNAD's stages keep the paper's 8:8:4 ratio and chains of 2 but shrink so that one round fits
@@ -33,7 +46,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
-ALL = ("random", "rea", "nader", "fairnad", "genius")
+ALL = ("walk", "rea", "nader", "fairnad", "genius")
+OFFLINE = ("random", "rea", "local", "walk", "tree")  # table mode
+CHECKPOINTS = (25, 50, 100)
+# NATS-Bench's time budgets for the topology space (exps/NATS-algos/run-all.sh; docs/nb201.md)
+SIM_BUDGETS = {"cifar10": 20000, "cifar100": 40000, "imagenet16-120": 120000}
 
 
 def strategy_options(name: str, cls, args) -> dict:
@@ -92,10 +109,10 @@ def run_one(name: str, cls, seed: int, args, base: Path):
 def main(argv) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=8)
-    ap.add_argument("--seeds", default="0,1")
-    ap.add_argument("--strategies", default=",".join(ALL))
+    ap.add_argument("--seeds", default=None, help="[default: 0,1; table mode 0,...,9]")
+    ap.add_argument("--strategies", default=None, help=f"[default: {','.join(ALL)}; table mode {','.join(OFFLINE)}]")
     ap.add_argument("--from", dest="root", default=str(EXAMPLE))
-    ap.add_argument("--dataset", default="digits")
+    ap.add_argument("--dataset", default=None, help="[default: digits; table mode cifar10]")
     ap.add_argument("--preset", default="quick")
     ap.add_argument("--depths", default="1,1,1", help="blocks per stage (NB201's is 5,5,5)")
     ap.add_argument("--epochs", type=int, default=None)
@@ -108,7 +125,19 @@ def main(argv) -> int:
     ap.add_argument("--llm-config", dest="llm_config", default=None)
     ap.add_argument("--replay", default=None, help="a folder of recorded runs, DIR/<strategy>-seed<N>")
     ap.add_argument("--run-dir", default=None)
+    ap.add_argument("--table", default=None, help="table mode: a derived table or benchmark file (see above)")
+    ap.add_argument("--space", default=None, help="table mode: nb201 (the only space with tables)")
+    ap.add_argument("--table-map", default=None, help="table mode: METRIC=COLUMN,... for a derived table")
+    ap.add_argument("--sim-budget", type=float, default=None, help="table mode: simulated seconds [NATS-Bench's]")
     args = ap.parse_args(argv)
+    if args.table:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from strategies_table import table_main
+
+        return table_main(args, OFFLINE, CHECKPOINTS, SIM_BUDGETS)
+    args.seeds = args.seeds or "0,1"
+    args.strategies = args.strategies or ",".join(ALL)
+    args.dataset = args.dataset or "digits"
     from nader.search.config import SearchConfig
     from nader.search.report.cli import write_report
     from nader.search.report.compare import load_curves, text_table, write_compare

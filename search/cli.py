@@ -42,6 +42,36 @@ def _duration(ctx, param, value):
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
+def _time_limit(ctx, param, value):
+    """A wall-clock duration, or simulated seconds of a tabular benchmark (sim:20000)."""
+    from nader.runtime.errors import ConfigError
+
+    from .config import parse_time_limit
+
+    if value is None:
+        return None
+    try:
+        return parse_time_limit(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+
+
+def _table_map(ctx, param, value):
+    from nader.runtime.errors import ConfigError
+
+    from .config import parse_table_map
+    from .evaluators.table import check_table_map
+
+    if value is None:
+        return None
+    try:
+        mapping = parse_table_map(value)
+        check_table_map(mapping)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+    return mapping
+
+
 def _int_list(ctx, param, value):
     if value is None:
         return None
@@ -92,14 +122,18 @@ def _strategy_epilog() -> str:
 @click.option("--space", type=click.Choice(("language", "nb201")), default=None,
               help="Search space: language (any block) or nb201 (NAS-Bench-201's cells on its network; "
                    "mutations change one edge's operation) [default: language].")
-@click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH",
+@click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
               help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file) [default: training].")
+                   "the file; table: a derived .csv or .json table, docs/nb201.md) [default: training].")
+@click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
+              help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
+                   "[default: columns named as the metrics].")
 @click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Architectures to train, the root included [default: 30].")
-@click.option("--time-limit", callback=_duration, default=None,
-              help="Start no trial after this long (600, 10m, 2h); running ones finish.")
+@click.option("--time-limit", callback=_time_limit, default=None,
+              help="Start no trial after this long (600, 10m, 2h); running ones finish. With a tabular "
+                   "evaluator, sim:20000 counts the table's simulated training time instead.")
 @click.option("--executor", type=click.Choice(EXECUTORS, case_sensitive=False), default=None,
               help="Where trials train [default: local, in this process].")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Pool workers / local Ray CPUs.")
@@ -185,6 +219,7 @@ def _run(config_file, fmt, force, flags):
             given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
+        _table_summary({**toml, **given})
         progress = LiveProgress(stream=sys.stderr)
         summary = run_search(toml, given, force=force, observer=progress)
         progress.close()
@@ -229,6 +264,25 @@ def _agent_flags(flags: dict) -> dict:
             options[option] = False
     flags["strategy_options"] = options or None
     return flags
+
+
+def _table_summary(settings: dict) -> None:
+    """A derived table's load summary (cells covered, unknown strings, missing numbers) before the
+    search starts; the table is opened once per process, so the search reuses it."""
+    spec = settings.get("evaluator") or ""
+    if not spec.startswith("table:"):
+        return
+    from .evaluator import SEARCH_TRAINING_SETS
+    from .evaluators.lookup import opened
+    from .evaluators.tabular import EvaluatorError
+
+    try:
+        table = opened(spec, settings.get("table_map"))
+    except EvaluatorError:
+        return  # the search's own check reports it
+    dataset = settings.get("dataset") or "cifar10"
+    for line in table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset)):
+        click.echo(line, err=True)
 
 
 def _summary_text(s) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -47,6 +48,7 @@ class SearchConfig:
     depths: Optional[List[int]] = None  # default: the skeleton's
     trials: int = 30  # architectures sent to training, the root included
     time_limit: Optional[float] = None  # seconds of this invocation; no new trial starts after it
+    sim_time_limit: Optional[float] = None  # simulated training seconds of the run (a table's times)
     executor: str = "local"
     workers: Optional[int] = None
     address: Optional[str] = None  # Ray cluster
@@ -66,7 +68,8 @@ class SearchConfig:
     trials_per_gpu: Optional[int] = None  # pool on GPUs: trials side by side per device (default: measured)
     builder: Optional[str] = None  # "module:function" building networks (tests)
     space: str = "language"  # language | nb201 (nader.search.spaces.space)
-    evaluator: Optional[str] = None  # None: training; "nats-bench:PATH" or "nas-bench-201:PATH": a table
+    evaluator: Optional[str] = None  # None: training; "nats-bench:PATH", "nas-bench-201:PATH", "table:PATH"
+    table_map: Dict[str, str] = field(default_factory=dict)  # table: metric -> column (evaluators/table.py)
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -125,6 +128,7 @@ class SearchConfig:
             "train_options": opts, "seed": self.seed, "builder": self.builder,
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
+            **({"table_map": self.table_map} if self.table_map else {}),
         }
 
     def to_record(self) -> dict:
@@ -150,6 +154,12 @@ class SearchConfig:
                               f"leave --skeleton out")
         if self.evaluator is not None:
             self.check_evaluator()
+        if self.sim_time_limit is not None and not self.evaluator:
+            raise ConfigError("--time-limit sim:N counts simulated training time, which only a tabular evaluator "
+                              "has (--evaluator nats-bench:PATH, nas-bench-201:PATH or table:PATH); give a wall-clock "
+                              "limit (600, 10m, 2h) when training")
+        if self.table_map and not (self.evaluator or "").startswith("table:"):
+            raise ConfigError("--table-map names columns of a table:PATH evaluator; give --evaluator table:FILE")
         if not self.root_text:
             raise ConfigError("no root architecture: give --from ARCH.nad (or `from` in the TOML file)")
         if self.dataset not in DATASETS:
@@ -161,12 +171,15 @@ class SearchConfig:
         check_options(self.job_options())
         resolve(self.preset, self.job_options())
         self.strategy_options = get_strategy(self.strategy).resolve_options(self.strategy_options)
+        refuse_space = getattr(get_strategy(self.strategy), "refuse_space", None)
+        if refuse_space is not None and refuse_space(space):
+            raise ConfigError(refuse_space(space))
         for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
                      "trials_per_gpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
-        for name in ("time_limit", "trial_timeout", "max_cost"):
+        for name in ("time_limit", "sim_time_limit", "trial_timeout", "max_cost"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
@@ -175,15 +188,17 @@ class SearchConfig:
         self.budget()
 
     def check_evaluator(self) -> None:
+        from .evaluators.table import KIND as TABLE_KIND, check_table_map
         from .evaluators.tabular import KINDS, TABULAR_DATASETS
 
         kind, sep, path = self.evaluator.partition(":")
         if kind == "training" and not sep:
             self.evaluator = None
             return
-        if not sep or not path or kind not in KINDS:
-            raise ConfigError(f"evaluator: expected training, nats-bench:PATH or nas-bench-201:PATH, "
+        if not sep or not path or kind not in (*KINDS, TABLE_KIND):
+            raise ConfigError(f"evaluator: expected training, nats-bench:PATH, nas-bench-201:PATH or table:PATH, "
                               f"not {self.evaluator!r}")
+        check_table_map(self.table_map)
         if self.dataset not in TABULAR_DATASETS:
             raise ConfigError(f"the {kind} table has no {self.dataset}; choose --dataset "
                               f"{', '.join(TABULAR_DATASETS)}")
@@ -228,7 +243,8 @@ KEYS = {
     "skeleton": ("skeleton", _typed("skeleton", str)),
     "depths": ("depths", _int_list("depths")),
     "trials": ("trials", _typed("trials", int)),
-    "time-limit": ("time_limit", _typed("time-limit", float)),
+    "time-limit": ("time_limit", lambda v: parse_time_limit(v)),
+    "table-map": ("table_map", lambda v: parse_table_map(v)),
     "executor": ("executor", _typed("executor", str)),
     "workers": ("workers", _typed("workers", int)),
     "address": ("address", _typed("address", str)),
@@ -299,6 +315,8 @@ def merge(*layers: Optional[dict]) -> SearchConfig:
         if not layer:
             continue
         layer = {k: v for k, v in layer.items() if v is not None}
+        if isinstance(layer.get("time_limit"), str):  # "sim:N" (a flag or TOML value) sets the simulated limit
+            layer.update(_time_limit_fields(layer.pop("time_limit")))
         if "root" in layer and "root_text" not in layer:
             layer["root_text"] = read_root(layer["root"])
         if "strategy" in layer and layer["strategy"] != values.get("strategy"):
@@ -331,6 +349,44 @@ def _space_defaults(config: SearchConfig) -> SearchConfig:
         except nb201.NotInSpace as exc:
             raise ConfigError(f"the root architecture {config.root or ''}: {exc}") from None
     return config
+
+
+def parse_time_limit(value):
+    """A time limit: seconds (600), a duration (90s, 10m, 2h) or simulated seconds of a tabular
+    benchmark (``sim:20000``, also ``sim:10m``). Returns seconds, or ``"sim:SECONDS"``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip().lower()
+    sim = text.startswith("sim:")
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([smh]?)", text[4:].strip() if sim else text)
+    if not m or float(m.group(1)) <= 0:
+        raise ConfigError(f"time-limit: expected a positive duration such as 600, 90s, 10m, 2h, or simulated "
+                          f"seconds such as sim:20000, not {value!r}")
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    return f"sim:{seconds:g}" if sim else seconds
+
+
+def _time_limit_fields(value) -> dict:
+    parsed = parse_time_limit(value)
+    if isinstance(parsed, str):
+        return {"sim_time_limit": float(parsed[4:])}
+    return {"time_limit": parsed}
+
+
+def parse_table_map(value) -> Dict[str, str]:
+    """``metric=column,...`` (a flag) or a TOML table: which column of a table:PATH file holds a metric."""
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    else:
+        pairs = []
+        for part in str(value).split(","):
+            if not part.strip():
+                continue
+            metric, sep, column = part.partition("=")
+            if not sep or not metric.strip() or not column.strip():
+                raise ConfigError(f"table-map: expected METRIC=COLUMN,..., got {part.strip()!r}")
+            pairs.append((metric, column))
+    return {str(k).strip(): str(v).strip() for k, v in pairs}
 
 
 def read_root(path) -> str:

@@ -172,6 +172,13 @@ class SearchLoop:
             return Stop("trials", f"reached {c.trials} trials")
         if c.time_limit is not None and self.clock() - self.t0 >= c.time_limit:
             return Stop("time-limit", f"reached the time limit of {c.time_limit:g} s")
+        if c.sim_time_limit is not None:  # a tabular benchmark's simulated training time, all sessions
+            from .evaluators.lookup import simulated_seconds
+
+            used = simulated_seconds(self.store.conn)
+            if used >= c.sim_time_limit:
+                return Stop("sim-time-limit", f"used {used:,.0f} s of simulated training time "
+                                              f"(budget {c.sim_time_limit:,.0f} s)")
         if c.max_cost is not None or c.max_tokens is not None:
             tokens, dollars = self.store.spent()
             if c.max_cost is not None and dollars >= c.max_cost:

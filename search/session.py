@@ -66,7 +66,7 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
 
         try:
             return None, TableEvaluator.open(config.evaluator, config.dataset,
-                                             config.epochs or get_preset(config.preset).epochs)
+                                             config.epochs or get_preset(config.preset).epochs, config.table_map)
         except EvaluatorError as exc:
             raise ConfigError(str(exc)) from None
     from nader.runtime.executors import make_executor
@@ -159,6 +159,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     executor = None
     if evaluator is None:
         executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
+        warnings += getattr(evaluator, "warnings", [])
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
                       prescreener=prescreener)
     try:

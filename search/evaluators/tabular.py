@@ -45,7 +45,25 @@ TABULAR_DATASETS = ("cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  #
 
 
 class EvaluatorError(Exception):
-    """A trial the evaluator cannot answer, or a benchmark file it cannot read; the message says why."""
+    """A trial the evaluator cannot answer, or a benchmark file it cannot read; the message says why
+    and ``kind`` what is missing: ``not-in-space``, ``missing-entry`` (no record of the
+    architecture), ``missing-epoch`` (no result at that epoch budget), ``missing-seed``,
+    ``missing-value`` (a record without the number), ``unreadable`` (the file)."""
+
+    def __init__(self, message: str, kind: str = "unreadable"):
+        super().__init__(message)
+        self.kind = kind
+
+
+def number(value, what: str) -> float:
+    """A table's number, or EvaluatorError(missing-value) for None, NaN or text that is not one."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise EvaluatorError(f"{what} is {value!r}, not a number", "missing-value") from None
+    if out != out:
+        raise EvaluatorError(f"{what} is NaN", "missing-value")
+    return out
 
 
 @dataclass
@@ -150,10 +168,33 @@ class TabularEvaluator:
             else:
                 cell = nb201.cell_of_text(text)
         except nb201.NotInSpace as exc:
-            raise EvaluatorError(f"{self.kind} answers only NAS-Bench-201 cells: {exc}") from None
+            raise EvaluatorError(f"{self.kind} answers only NAS-Bench-201 cells: {exc}", "not-in-space") from None
         return cell
 
-    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None) -> TrialRecord:
+    def schedules(self) -> set:
+        """The epoch budgets with a schedule of their own (e.g. {12, 200})."""
+        return {int(h) for h in self.api.avaliable_hps}
+
+    def test_schedules(self, dataset: str) -> set:
+        """Epoch budgets whose test accuracy the table holds (every schedule's)."""
+        return self.schedules()
+
+    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
+                 test_epochs: Optional[int] = None) -> TrialRecord:
+        """The record at `epochs`; with `test_epochs` (NATS-Bench reports 200), test_acc is the
+        mean test accuracy over that schedule's trials instead (None, with the reason in
+        ``extra["test_missing"]``, when the table lacks it). A table with holes (an entry, an
+        epoch, a seed or a number missing) raises EvaluatorError with the kind; the official
+        APIs' own KeyError or TypeError on such a table is caught here."""
+        try:
+            return self._evaluate(arch, dataset, epochs, seed, test_epochs)
+        except EvaluatorError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise EvaluatorError(f"{self.kind}: {self.path.name} has an incomplete record for this cell on {dataset} "
+                                 f"at {epochs} epochs ({type(exc).__name__}: {str(exc)[:200]})", "missing-entry") from None
+
+    def _evaluate(self, arch, dataset, epochs, seed, test_epochs) -> TrialRecord:
         cell = self.cell(arch)
         key = str(dataset).strip().lower()
         if key not in API_DATASET:
@@ -161,7 +202,7 @@ class TabularEvaluator:
         name = API_DATASET[key]
         index = self.api.query_index_by_arch(str(cell))
         if index is None or index < 0:
-            raise EvaluatorError(f"{self.kind}: {cell} is not in {self.path.name}")
+            raise EvaluatorError(f"{self.kind}: {cell} is not in {self.path.name}", "missing-entry")
         hps = {str(h) for h in self.api.avaliable_hps}
         epochs = int(epochs)
         if str(epochs) in hps:
@@ -170,14 +211,12 @@ class TabularEvaluator:
             hp, iepoch = "200", epochs - 1  # epoch N of the 200-epoch schedule
         else:
             raise EvaluatorError(f"{self.kind}: no results for {epochs} epochs; the table has schedules of "
-                                 f"{', '.join(sorted(hps, key=int))} epochs (and every epoch of the 200-epoch one)")
-        results = self.api.query_meta_info_by_index(index, hp)
-        seeds = list(results.get_dataset_seeds(name)) if name in results.get_dataset_names() else []
-        if not seeds:
-            raise EvaluatorError(f"{self.kind}: {self.path.name} has no {name} results for {cell} (hp={hp})")
+                                 f"{', '.join(sorted(hps, key=int))} epochs (and every epoch of the 200-epoch one)",
+                                 "missing-epoch")
+        results, seeds = self._results(index, hp, name, cell)
         if seed is not None and int(seed) not in seeds:
             raise EvaluatorError(f"{self.kind}: no trial with seed {seed} for {cell} on {name} (hp={hp}); "
-                                 f"the table has seeds {seeds}, or give no seed for their mean")
+                                 f"the table has seeds {seeds}, or give no seed for their mean", "missing-seed")
         pick = False if seed is None else int(seed)
         train = results.get_metrics(name, "train", iepoch=iepoch, is_random=pick)
         valid = results.get_metrics(name, _VALID_SET[key], iepoch=iepoch, is_random=pick) if _VALID_SET[key] else None
@@ -187,18 +226,48 @@ class TabularEvaluator:
         if train.get("all_time") is not None:
             per_eval = (valid or test).get("all_time")
             seconds = train["all_time"] + (per_eval / epochs_run if per_eval is not None else 0.0)
+        what = f"{self.path.name}: {cell} on {name} (hp={hp}, seed {seed})"
+        valid_acc = None if valid is None else number(valid["accuracy"], f"{what}: the validation accuracy")
+        test_acc, extra = number(test["accuracy"], f"{what}: the test accuracy"), {}
+        if test_epochs is not None and int(test_epochs) != epochs:
+            try:
+                final, _ = self._results(index, str(int(test_epochs)), name, cell)
+                test_acc = number(final.get_metrics(name, _TEST_SET[key], iepoch=None, is_random=False)["accuracy"],
+                                  f"{what}: the {test_epochs}-epoch test accuracy")
+            except (EvaluatorError, KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+                test_acc, extra["test_missing"] = None, str(exc)[:300]
         cost = self.api.get_cost_info(index, name, hp=hp)
         return TrialRecord(arch=str(cell), dataset=key, epochs=epochs, seed=seed,
-                           valid_acc=None if valid is None else float(valid["accuracy"]),
-                           test_acc=float(test["accuracy"]), seconds=seconds,
+                           valid_acc=valid_acc, test_acc=test_acc, seconds=seconds,
                            params=int(round(cost["params"] * 1e6)), flops=int(round(cost["flops"] * 1e6)),
                            source=f"{self.kind}:{self.path.name} hp={hp}",
-                           extra={"index": int(index), "train_acc": float(train["accuracy"]), "seeds": seeds})
+                           extra={"index": int(index), "train_acc": float(train["accuracy"]), "seeds": seeds,
+                                  **extra})
+
+    def _results(self, index: int, hp: str, name: str, cell):
+        """The API's results of one architecture and schedule, with the seeds it has for `name`."""
+        try:
+            results = self.api.query_meta_info_by_index(index, hp)
+        except (KeyError, IndexError, ValueError) as exc:  # the APIs' words for an entry or a schedule missing
+            if index not in getattr(self.api, "arch2infos_dict", {index: None}):
+                raise EvaluatorError(f"{self.kind}: {self.path.name} has no record of {cell}", "missing-entry") from None
+            raise EvaluatorError(f"{self.kind}: {self.path.name} has no {hp}-epoch record of {cell} ({exc})",
+                                 "missing-epoch") from None
+        seeds = list(results.get_dataset_seeds(name)) if name in results.get_dataset_names() else []
+        if not seeds:
+            raise EvaluatorError(f"{self.kind}: {self.path.name} has no {name} results for {cell} (hp={hp})",
+                                 "missing-entry")
+        return results, seeds
 
 
-def open_evaluator(spec: str) -> TabularEvaluator:
-    """``nats-bench:PATH`` or ``nas-bench-201:PATH`` (the form ``--evaluator`` takes)."""
+def open_evaluator(spec: str, table_map: Optional[dict] = None):
+    """``nats-bench:PATH``, ``nas-bench-201:PATH`` or ``table:PATH`` (the form ``--evaluator``
+    takes; `table_map` maps the derived table's columns, see `table.py`)."""
     kind, sep, path = (spec or "").partition(":")
     if not sep or not path:
-        raise EvaluatorError(f"expected nats-bench:PATH or nas-bench-201:PATH, not {spec!r}")
+        raise EvaluatorError(f"expected nats-bench:PATH, nas-bench-201:PATH or table:PATH, not {spec!r}")
+    if kind.strip().lower() == "table":
+        from .table import FileTable
+
+        return FileTable(path, table_map)
     return TabularEvaluator(kind.strip().lower(), path)

@@ -1,19 +1,21 @@
 """Search spaces: what a search may propose, and how the offline strategies mutate within it.
 
-| name | what an architecture is | mutation (random, rea, tree) | widths |
-|---|---|---|---|
-| `language` | any architecture of the block language (base, stem, downsample blocks) | a graph rewrite (`nader.compiler.mutate`) | fitted to the budget |
-| `nb201` | a NAS-Bench-201 cell on NAS-Bench-201's network (`nb201.architecture`) | one of the 6 edges gets another of the 5 operations | NB201's 16, 32, 64 |
+| name | what an architecture is | mutation (walk, rea, tree, local) | uniform sample (random) | widths |
+|---|---|---|---|---|
+| `language` | any architecture of the block language (base, stem, downsample blocks) | a graph rewrite (`nader.compiler.mutate`) | none | fitted to the budget |
+| `nb201` | a NAS-Bench-201 cell on NAS-Bench-201's network (`nb201.architecture`) | one of the 6 edges gets another of the 5 operations | any of the 15,625 cells | NB201's 16, 32, 64 |
 
-A space answers four questions for the loop: the root when none is given, how to read a root
-given as text, whether an architecture is inside it (`refuse` gives the reason when not) and
-how to mutate a parent. Graph rewrites would leave the NB201 space, so there a mutation changes
-one edge's operation, as NAS-Bench-201's REA and random search do.
+A space answers the loop's and strategies' questions: the root when none is given, how to read
+a root given as text, whether an architecture is inside it (`refuse` gives the reason when
+not), how to mutate a parent and, where the space is finite, how to draw from it uniformly
+(`sample`) and what a cell's neighbours are. Graph rewrites would leave the NB201 space, so
+there a mutation changes one edge's operation, as NAS-Bench-201's REA does.
 """
 from __future__ import annotations
 
+import functools
 import random
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import nb201
 
@@ -39,6 +41,12 @@ class Space:
         from nader.search.strategies.base import mutation_candidate
 
         return mutation_candidate(parent, rng)
+
+    # A finite space draws uniformly; the block language has no uniform distribution.
+    uniform: bool = False
+
+    def sample(self, rng: random.Random, seen) -> Optional[Candidate]:
+        raise NotImplementedError(f"the {self.name} space has no uniform distribution")
 
 
 class LanguageSpace(Space):
@@ -97,6 +105,54 @@ class NB201Space(Space):
             return Candidate(None, operator="nb201-edge", error=f"the parent is not a NAS-Bench-201 cell: {exc}")
         new, change = mutate_cell(cell, rng)
         return Candidate(nb201.architecture(new), operator="nb201-edge", change=change)
+
+    uniform = True
+    size = nb201.SPACE_SIZE
+
+    def key(self, node) -> Optional[str]:
+        """The cell string of a tree node (None outside the space): what `seen` sets hold."""
+        cell = (node.change or {}).get("cell")
+        if cell:
+            return cell
+        if not node.text:
+            return None
+        try:
+            return str(_cell_of(node.text))
+        except nb201.NotInSpace:
+            return None
+
+    def sample(self, rng: random.Random, seen) -> Optional[Candidate]:
+        """A cell drawn uniformly from those whose string is not in `seen` (sampling without
+        replacement when `seen` holds every cell drawn before); None when none is left."""
+        from nader.search.strategies.base import Candidate
+
+        left = [c for c in _ALL_STRINGS if c not in seen] if seen else _ALL_STRINGS
+        if not left:
+            return None
+        cell = nb201.Cell.parse(left[rng.randrange(len(left))])
+        return Candidate(nb201.architecture(cell), origin="sample", operator="nb201-uniform",
+                         change={"operator": "nb201-uniform", "cell": str(cell)})
+
+    def neighbours(self, cell: nb201.Cell) -> List[Tuple[nb201.Cell, dict]]:
+        """Every cell one edge away (6 edges x 4 other operations = 24), in a fixed order."""
+        out = []
+        for edge, (node, source) in enumerate(nb201.EDGES):
+            for op in nb201.OPS:
+                if op != cell.ops[edge]:
+                    ops = list(cell.ops)
+                    ops[edge] = op
+                    new = nb201.Cell(tuple(ops))
+                    out.append((new, {"operator": "nb201-edge", "edge": f"{source}->{node}", "from": cell.ops[edge],
+                                      "to": op, "cell": str(new)}))
+        return out
+
+
+_ALL_STRINGS = [str(c) for c in nb201.all_cells()]  # a fixed order, so a seed draws the same cells
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell_of(text: str) -> nb201.Cell:
+    return nb201.cell_of_text(text)
 
 
 def mutate_cell(cell: nb201.Cell, rng: random.Random) -> Tuple[nb201.Cell, dict]:

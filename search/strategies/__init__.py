@@ -2,7 +2,9 @@
 
 | name | module | what it does |
 |---|---|---|
-| `random` | `random.py` | mutate a uniformly chosen node of the tree |
+| `random` | `random.py` | random search: draw cells uniformly without replacement (`--space nb201`) |
+| `walk` | `walk.py` | random mutation walk: mutate a uniformly chosen node of the tree |
+| `local` | `local.py` | local search (White et al. 2020): best improving neighbour, restart at a local optimum |
 | `rea` | `rea.py` | regularized evolution, asynchronous (population 20, sample 5 by default) |
 | `tree` | `tree.py` | a parent-selection policy (NADER's DFS/BFS mix, top-k, Pareto) picks the node to mutate |
 | `nader` | `nader.py` | NADER's LLM agents: Proposer, Modifier with compiler feedback, Reflector (docs/agents.md) |
@@ -24,9 +26,12 @@ from .nader import NaderStrategy
 from .fairnad import FairNADStrategy
 from .genius import GeniusStrategy
 from .tree import TreeStrategy
+from .walk import WalkStrategy
+from .local import LocalStrategy
 
 STRATEGIES: Dict[str, Type[Strategy]] = {s.name: s for s in (RandomStrategy, REAStrategy, TreeStrategy,
-                                                             NaderStrategy, GeniusStrategy, FairNADStrategy)}
+                                                             NaderStrategy, GeniusStrategy, FairNADStrategy,
+                                                             WalkStrategy, LocalStrategy)}
 
 
 def get_strategy(name: str) -> Type[Strategy]:

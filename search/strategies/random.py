@@ -1,19 +1,61 @@
-"""`random`: random search on the modification tree.
+"""`random`: random search, as NAS-Bench-201 defines it: architectures drawn uniformly from the space.
 
-Each step mutates a uniformly chosen valid node of the tree with a uniformly chosen mutation
-(operator and site; see `nader.compiler.mutate`). It never looks at results, so the same seed
-gives the same tree on every executor and with any number of workers.
+Each step draws a cell uniformly among those not yet in the tree (sampling without
+replacement; `Space.sample`), from the decision's `rng`, which the loop seeds from the run's
+seed and the id the architecture will get: the same seed draws the same cells, and a resumed
+run, whose tree holds every cell drawn before, draws what the uninterrupted run would have. The
+samples are not derived from any architecture; they hang under the root, which is trial 1 as in
+every search. It never looks at results.
+
+It needs a space with a uniform distribution (`--space nb201`: 15,625 cells). The block language
+has none; there the random baseline is `walk`, the random mutation walk, and `random` is
+refused with that hint (`refuse_space`). When every cell is in the tree the search stops
+(`exhausted`).
 """
 from __future__ import annotations
 
-from ..selection.uniform import select_uniform
+from typing import Optional
+
 from .base import Strategy
 
 
 class RandomStrategy(Strategy):
     name = "random"
-    summary = "mutate a uniformly chosen node of the tree (random search)"
+    summary = "random search: draw architectures uniformly without replacement (--space nb201; else use walk)"
     options = {}
 
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.keys: dict = {}  # arch_id -> cell string (None outside the space): each node read once
+        self.tree = None
+
+    @classmethod
+    def refuse_space(cls, space) -> Optional[str]:
+        if not getattr(space, "uniform", False):
+            name = getattr(space, "name", "language")
+            return (f"random search draws architectures uniformly, and the {name} space has no uniform "
+                    f"distribution; use --strategy walk (the random mutation walk) or --space nb201")
+        return None
+
+    def seen(self) -> set:
+        for node in self.tree:
+            if node.arch_id not in self.keys:
+                self.keys[node.arch_id] = self.space.key(node)
+        return {k for k in self.keys.values() if k}
+
     def ask(self, tree, rng):
-        return select_uniform(tree, rng)
+        why = self.refuse_space(self.space)
+        if why:
+            from nader.runtime.errors import ConfigError
+
+            raise ConfigError(why)
+        self.tree = tree
+        if len(self.seen()) >= self.space.size:
+            from ..loop import StopSearch
+
+            raise StopSearch("every architecture of the space is in the tree", code="exhausted")
+        return tree.root
+
+    def propose(self, parent, rng):
+        return self.space.sample(rng, self.seen())
+

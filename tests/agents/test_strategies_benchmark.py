@@ -41,10 +41,10 @@ def test_llm_strategies_run_on_an_endpoint_replay_and_are_skipped_without(server
     bench = _bench()
     server.responder = ScriptedLLM(mutate=True)
     live = tmp_path / "live"
-    assert bench.main([*SMALL, "--strategies", "random,fairnad,genius", "--kb", str(kb), "--llm-base-url",
+    assert bench.main([*SMALL, "--strategies", "walk,fairnad,genius", "--kb", str(kb), "--llm-base-url",
                        server.base_url, "--llm-model", "m", "--run-dir", str(live)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^fairnad\s+1\s+3\s+\d", out, re.M) and re.search(r"^random\s+1\s+3\s+\d", out, re.M)
+    assert re.search(r"^fairnad\s+1\s+3\s+\d", out, re.M) and re.search(r"^walk\s+1\s+3\s+\d", out, re.M)
     assert (live / "strategies.html").is_file() and (live / "fairnad-seed0" / "report.html").is_file()
     from nader.search.strategies import STRATEGIES
 

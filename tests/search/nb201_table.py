@@ -4,7 +4,9 @@
 Made-up but structured numbers, so that searching has something to find: a cell's accuracy
 grows with the convolutions that reach its output (3x3 more than 1x1), a zero-output cell sits
 at chance, and a small per-string offset breaks ties. Only the search's setting is written:
-`cifar10-valid` (the search's cifar10), seed 777, the 12-epoch schedule.
+`cifar10-valid` (the search's cifar10), seed 777, the 12-epoch schedule, and on request the
+200-epoch one (`final=True`) and holes (`holes`: a cell's record, its 12-epoch schedule or its
+validation accuracy left out).
 """
 from __future__ import annotations
 
@@ -42,31 +44,48 @@ def simulated_seconds(cell) -> float:
     return EPOCHS * epoch_seconds(cell) + EVAL_SECONDS
 
 
-def _results(api, index: int, arch: str) -> dict:
+def final_test_accuracy(cell) -> float:
+    """The 200-epoch schedule's test accuracy (`final=True`): epoch 199 of the same curve."""
+    return test_accuracy(cell, 199)
+
+
+def _results(api, index: int, arch: str, epochs: int = EPOCHS, no_valid: bool = False) -> dict:
     ar = api.ArchResults(index, arch)
-    rc = api.ResultsCount(DATASET, None, None, None, 0.5, 80.0, None, SEED, EPOCHS, [0.01])
+    rc = api.ResultsCount(DATASET, None, None, None, 0.5, 80.0, None, SEED, epochs, [0.01])
     per, first = epoch_seconds(arch), valid_accuracy(arch, 0)
-    rc.update_train_info({e: first + 0.1 * e + 5 for e in range(EPOCHS)}, None,
-                         {e: 1.0 for e in range(EPOCHS)}, {e: per for e in range(EPOCHS)})
+    rc.update_train_info({e: first + 0.1 * e + 5 for e in range(epochs)}, None,
+                         {e: 1.0 for e in range(epochs)}, {e: per for e in range(epochs)})
     accs, losses, times = {}, {}, {}
     for name, shift in (("x-valid", 0.0), ("ori-test", -1.0)):  # as valid_accuracy and test_accuracy
-        for e in range(EPOCHS):
+        for e in range(epochs):
             accs[f"{name}@{e}"], losses[f"{name}@{e}"], times[f"{name}@{e}"] = \
                 first + 0.1 * e + shift, 1.0, EVAL_SECONDS
+    if no_valid:
+        accs[f"x-valid@{epochs - 1}"] = None
     rc.update_eval(accs, losses, times)
     ar.update(DATASET, SEED, rc)
     return ar.state_dict()
 
 
-def write_table(kind: str, folder, cells=None):
-    """The benchmark file of `kind` (nats-bench or nas-bench-201) over `cells` (default: all 15,625)."""
+def write_table(kind: str, folder, cells=None, final: bool = False, holes=None):
+    """The benchmark file of `kind` (nats-bench or nas-bench-201) over `cells` (default: all 15,625).
+    nats-bench only: `final` adds the 200-epoch schedule; `holes` maps cell strings to
+    ``absent`` (no record), ``no-12`` (no 12-epoch schedule) or ``none-valid`` (a None accuracy)."""
     archs = [str(c) for c in (cells if cells is not None else S.all_cells())]
     if kind == "nats-bench":
         from nats_bench import api_utils as api
 
-        table = {"meta_archs": archs, "evaluated_indexes": list(range(len(archs))),
-                 "arch2infos": {i: {"12": _results(api, i, a)} for i, a in enumerate(archs)}}
-        stem = folder / "NATS-tss-generated.pickle"
+        holes = {str(S.as_cell(c)): h for c, h in (holes or {}).items()}
+        infos = {}
+        for i, a in enumerate(archs):
+            hole = holes.get(a)
+            if hole == "absent":
+                continue
+            infos[i] = {} if hole == "no-12" else {"12": _results(api, i, a, no_valid=hole == "none-valid")}
+            if final or hole == "no-12":
+                infos[i]["200"] = _results(api, i, a, 200)
+        table = {"meta_archs": archs, "evaluated_indexes": sorted(infos), "arch2infos": infos}
+        stem = folder / f"NATS-tss-generated{'-final' if final else ''}{'-holes' if holes else ''}.pickle"
         api.pickle_save(table, str(stem))  # the API's own writer: adds ".pbz2"
         return stem.with_name(stem.name + ".pbz2")
     import torch

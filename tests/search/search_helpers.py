@@ -35,7 +35,7 @@ def settings(run_dir, **overrides) -> dict:
     """A small, fast search on digits (SearchConfig fields)."""
     base = {"root": str(EXAMPLE), "dataset": "digits", "preset": "quick", "depths": [1, 1, 1], "epochs": 1,
             "train_options": {"train_limit": 256, "eval_limit": 128}, "threads": 1, "run_dir": str(run_dir),
-            "trials": 3, "strategy": "random"}
+            "trials": 3, "strategy": "walk"}
     base.update(overrides)
     return base
 

@@ -56,7 +56,7 @@ def _check_answers(recs):
         assert r["widths"] == list(S.WIDTHS)
 
 
-@pytest.mark.parametrize("strategy,options", [("random", {}), ("rea", {"population": 4, "sample_size": 2})])
+@pytest.mark.parametrize("strategy,options", [("walk", {}), ("rea", {"population": 4, "sample_size": 2})])
 def test_search_over_the_space_with_the_table_completes_and_resumes(tmp_path, table, strategy, options):
     run = tmp_path / "run"
     first = run_search(_settings(run, table, strategy=strategy, strategy_options=options, trials=8))
@@ -91,7 +91,7 @@ def test_rea_finds_better_cells_than_the_root(tmp_path, table):
 def test_the_evaluator_refuses_architectures_outside_the_space_and_the_search_goes_on(tmp_path, table):
     run = tmp_path / "run"
     s = run_search({"root": str(EXAMPLE), "dataset": "cifar10", "evaluator": f"nats-bench:{table}",
-                    "preset": "nb201-12", "seeds": [777], "strategy": "random", "trials": 3, "run_dir": str(run)})
+                    "preset": "nb201-12", "seeds": [777], "strategy": "walk", "trials": 3, "run_dir": str(run)})
     assert s.stop.code == "trials" and s.best is None
     recs = _records(run)
     failed = [r for r in recs if r["status"] == "failed"]
@@ -167,7 +167,7 @@ def test_cli_flags_and_toml_with_a_nas_bench_201_file(tmp_path):
     _check_answers(recs)
     for rec in recs:
         if rec["status"] == "failed":
-            assert rec["seeds"][0]["error_kind"] == "not-in-table"
+            assert rec["seeds"][0]["error_kind"] == "missing-entry"
     toml = tmp_path / "search.toml"
     toml.write_text(f'space = "nb201"\nevaluator = "nas-bench-201:{path.name}"\ndataset = "cifar10"\n'
                     f'preset = "nb201-12"\nseeds = [777]\nstrategy = "rea"\ntrials = 3\n'
@@ -185,7 +185,7 @@ def test_cli_flags_and_toml_with_a_nas_bench_201_file(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--evaluator", "nats-bench:/nonexistent/table.pbz2", "--dataset", "cifar10"], "no benchmark file"),
     (["--evaluator", "nats-bench:x.pbz2"], "has no digits"),
-    (["--evaluator", "nasbench101:x"], "expected training, nats-bench:PATH or nas-bench-201:PATH"),
+    (["--evaluator", "nasbench101:x"], "expected training, nats-bench:PATH, nas-bench-201:PATH or table:PATH"),
     (["--skeleton", "darts"], "runs on the nas-bench-201 skeleton"),
 ])
 def test_cli_errors_are_one_line(tmp_path, args, message):

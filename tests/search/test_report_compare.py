@@ -19,7 +19,7 @@ from search_helpers import TableEvaluator, settings
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("compare")
     out = []
-    for strategy, seed in (("random", 0), ("random", 1), ("rea", 0)):
+    for strategy, seed in (("walk", 0), ("walk", 1), ("rea", 0)):
         run = base / f"{strategy}-seed{seed}<b>"  # a name the page must escape
         options = {"population": 3, "sample_size": 2} if strategy == "rea" else {}
         run_search(settings(run, strategy=strategy, strategy_options=options, trials=7, seed=seed),
@@ -51,11 +51,11 @@ def test_report_of_several_runs_overlays_their_curves(runs, tmp_path):
     assert "<script" not in html and "seed0&lt;b&gt;" in html and "seed0<b>" not in html
     # One thin line per run and one thick mean line per strategy.
     assert len(re.findall(r"<polyline", html)) == 3 + 2
-    assert "random (2 runs)" in html and "rea (1 run)" in html
+    assert "walk (2 runs)" in html and "rea (1 run)" in html
     # The table's last row per strategy is the mean of the runs' final best accuracies.
     finals = {r.name: _best_so_far(r)[-1] for r in runs}
-    random_mean = (finals[runs[0].name] + finals[runs[1].name]) / 2
-    assert f"{random_mean:.2f} ±" in html
+    walk_mean = (finals[runs[0].name] + finals[runs[1].name]) / 2
+    assert f"{walk_mean:.2f} ±" in html
 
 
 def test_curves_count_failed_trials_and_keep_the_best_one(runs):

@@ -26,7 +26,7 @@ def invoke(*args):
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("cli") / "run"
-    r = invoke("run", "--from", EXAMPLE, *FAST, "--trials", "3", "--strategy", "random", "--run-dir", run,
+    r = invoke("run", "--from", EXAMPLE, *FAST, "--trials", "3", "--strategy", "walk", "--run-dir", run,
                "--format", "json")
     assert r.exit_code == 0, r.output
     return run, json.loads(r.stdout)
@@ -47,7 +47,7 @@ def test_status_table_lists_the_tree(finished_run):
     r = invoke("status", run)
     assert r.exit_code == 0
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("random on digits from ") and "last: trials" in lines[0]
+    assert lines[0].startswith("walk on digits from ") and "last: trials" in lines[0]
     assert lines[2].split()[:3] == ["arch", "status", "change"]
     assert lines[4].split()[:3] == ["#0", "ok", "root"]
     children = [ln for ln in lines[5:] if ln.startswith("  #")]
@@ -83,7 +83,7 @@ def test_export_csv_and_json_hold_every_record(finished_run):
 
 def test_rerun_of_the_same_command_resumes_and_does_nothing_new(finished_run):
     run, out = finished_run
-    r = invoke("run", "--from", EXAMPLE, *FAST, "--trials", "3", "--strategy", "random", "--run-dir", run,
+    r = invoke("run", "--from", EXAMPLE, *FAST, "--trials", "3", "--strategy", "walk", "--run-dir", run,
                "--format", "json")
     assert r.exit_code == 0
     again = json.loads(r.stdout)
@@ -94,7 +94,7 @@ def test_changed_settings_exit_2_with_a_clear_message(finished_run):
     run, _ = finished_run
     r = invoke("run", "--from", EXAMPLE, *FAST, "--trials", "3", "--strategy", "rea", "--run-dir", run)
     assert r.exit_code == 2
-    assert "holds a search with other settings (strategy: \"random\" -> \"rea\"" in r.stderr
+    assert "holds a search with other settings (strategy: \"walk\" -> \"rea\"" in r.stderr
     assert "--force" in r.stderr and "Traceback" not in r.output
 
 
@@ -103,7 +103,7 @@ def test_second_process_on_a_run_dir_refuses_and_touches_nothing(finished_run):
     with RunLock(run):
         before = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in run.iterdir()}
         done = subprocess.run([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE), *FAST,
-                               "--trials", "5", "--strategy", "random", "--run-dir", str(run)],
+                               "--trials", "5", "--strategy", "walk", "--run-dir", str(run)],
                               capture_output=True, text=True, cwd=REPO)
         after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in run.iterdir()}
     assert done.returncode == 2
@@ -132,9 +132,11 @@ def test_toml_file_with_flags_overriding(tmp_path):
     ([], "no root architecture: give --from"),
     (["--from", "missing.nad"], "cannot read the root architecture missing.nad"),
     (["--from", EXAMPLE, "--strategy", "annealing"], "unknown strategy 'annealing'; choose one of: random, rea, tree"),
+    (["--from", EXAMPLE, "--strategy", "random"], "the language space has no uniform distribution; use --strategy walk"),
+    (["--from", EXAMPLE, "--time-limit", "sim:100"], "--time-limit sim:N counts simulated training time"),
     (["--from", EXAMPLE, "--option", "population=x"], "option population: expected int, got 'x'"),
-    (["--from", EXAMPLE, "--strategy", "random", "--option", "population=3"],
-     "strategy random has no option population"),
+    (["--from", EXAMPLE, "--strategy", "walk", "--option", "population=3"],
+     "strategy walk has no option population"),
     (["--from", EXAMPLE, "--preset", "slow"], "unknown preset 'slow'"),
     (["--from", EXAMPLE, "--dataset", "cifar10", "--data-dir", "/nonexistent"], "cifar10"),
 ])
@@ -171,7 +173,7 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
 
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
-           "--strategy", "random", "--run-dir", str(run)]
+           "--strategy", "walk", "--run-dir", str(run)]
     cmd[cmd.index("--epochs") + 1] = "3"
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     deadline = time.monotonic() + 300

@@ -1,6 +1,6 @@
 """The same search on every executor: the same tree, up to the order trials finish in.
 
-`random` proposes without looking at results, so with two workers finishing in any order the
+`walk` proposes without looking at results, so with two workers finishing in any order the
 proposals, the tree and (one torch thread per trial) every number are the same as in process.
 """
 from __future__ import annotations

@@ -137,7 +137,7 @@ def test_rerun_after_the_end_does_nothing_and_more_trials_extend(tmp_path):
 def test_changed_settings_are_refused_unless_forced(tmp_path):
     run = tmp_path / "run"
     run_search(settings(run, trials=1))
-    with pytest.raises(ConfigError, match=r"other settings \(strategy: \"random\" -> \"rea\";.*--force"):
+    with pytest.raises(ConfigError, match=r"other settings \(strategy: \"walk\" -> \"rea\";.*--force"):
         run_search(settings(run, trials=1, strategy="rea"))
     with pytest.raises(ConfigError, match="seeds"):
         run_search(settings(run, trials=1, seeds=[1, 2]))
@@ -283,7 +283,7 @@ def test_live_view_draws_only_on_a_terminal(tmp_path):
     run_search(settings(tmp_path / "b", trials=2, epochs=2), observer=shown)
     shown.close()
     first = shown.frames[0]
-    assert first[0].startswith("random on digits  trials 1/2  best valid -  rejected 0")
+    assert first[0].startswith("walk on digits  trials 1/2  best valid -  rejected 0")
     assert first[1].split() == ["#0", "root", "seed", "777", "epoch", "1/2", "loss", first[1].split()[-1]]
     last = shown.frames[-1]
     assert "trials 2/2  best valid " in last[0] and "(#0)" in last[0] and "epoch 2/2" in last[1]

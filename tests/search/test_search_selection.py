@@ -140,13 +140,22 @@ def test_strategy_options_are_checked_and_defaulted():
         get_strategy("tree").resolve_options({"selection": "best"})
     with pytest.raises(ConfigError, match="unknown strategy"):
         get_strategy("bayes")
-    assert set(STRATEGIES) >= {"random", "rea", "tree"}
+    assert set(STRATEGIES) >= {"random", "walk", "local", "rea", "tree"}
 
 
-def test_random_and_tree_strategies_pick_valid_parents():
+def test_walk_and_tree_strategies_pick_valid_parents():
     t = tree_of({0: (None, 50.0), 1: (0, None, "invalid"), 2: (0, 60.0), 3: (2, None, "training")})
-    rand = get_strategy("random")()
-    assert {rand.ask(t, random.Random(s)).arch_id for s in range(40)} == {0, 2, 3}
+    walk = get_strategy("walk")()
+    assert {walk.ask(t, random.Random(s)).arch_id for s in range(40)} == {0, 2, 3}
     for policy in ("nader", "top-k", "pareto"):
         tree_strategy = get_strategy("tree")(selection=policy, k=1)
         assert tree_strategy.ask(t, random.Random(0)).arch_id in (0, 2)
+
+
+def test_the_docs_strategy_table_lists_every_strategy():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
+    section = doc.split("## Strategies (`search/strategies/`", 1)[1].split("\n\n", 2)[1]
+    assert set(re.findall(r"^\| `([a-z]+)`", section, re.M)) == set(STRATEGIES)

@@ -1,0 +1,229 @@
+"""Derived tables as evaluators (``--evaluator table:FILE.csv|FILE.json``): the tables researchers
+keep beside the official benchmark files, read without any API package.
+
+* **CSV**: a header row with an ``arch`` column (NAS-Bench-201 strings, ``|op~0|+|op~0|op~1|+...``)
+  and metric columns.
+* **JSON**: ``{arch: {column: value}}``, or ``{arch: {dataset: {column: value}}}``, whose inner
+  keys are read as ``dataset:column``.
+
+**Metrics** (what the search asks for) and the column that holds each by default:
+
+| metric | default column | meaning |
+|---|---|---|
+| ``valid_acc@E`` | ``valid_acc@E`` | validation accuracy (percent) after E epochs, any E (12, 200, ...) |
+| ``test_acc@E`` | ``test_acc@E`` | test accuracy (percent) after E epochs |
+| ``epoch_seconds`` | ``epoch_seconds`` | training seconds per epoch (the simulated time is epochs x this) |
+| ``params``, ``flops`` | ``params``, ``flops`` | counts (optional) |
+
+A column ``DATASET:COLUMN`` (``cifar10-valid:valid_acc@12``) is that dataset's and wins over the
+plain ``COLUMN``, which serves every dataset. ``--table-map metric=column,...`` names other
+columns (``--table-map valid_acc@12=val_acc_12,test_acc@200=test_acc``). A derived table holds one
+number per metric (usually a mean over trials): every seed reads the same one.
+
+Loading checks the file against the space and keeps a summary (`FileTable.summary`): rows, cells
+of the space covered, strings that are not cells, duplicates, and per metric the rows without a
+number. A trial the table cannot answer raises EvaluatorError with its kind (``missing-entry``,
+``missing-epoch``, ``missing-value``; see `tabular.EvaluatorError`), which the search records as
+a failed trial and goes on.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from nader.search.spaces import nb201
+
+from .tabular import EvaluatorError, TrialRecord, number
+
+KIND = "table"
+MAX_BYTES = 512 * 2**20  # a whole NB201 table with every epoch is far smaller
+MAX_ROWS = 1_000_000
+METRIC = re.compile(r"(valid_acc|test_acc)@([1-9][0-9]{0,3})|epoch_seconds|params|flops")
+
+
+def check_table_map(table_map: Optional[dict]) -> None:
+    """Refuse a --table-map entry whose metric we do not know (the usage error names the known ones)."""
+    from nader.runtime.errors import ConfigError
+
+    for metric, column in (table_map or {}).items():
+        if not METRIC.fullmatch(metric):
+            raise ConfigError(f"table-map: unknown metric {metric!r}; metrics are valid_acc@E, test_acc@E (E epochs), "
+                              f"epoch_seconds, params, flops")
+        if not column:
+            raise ConfigError(f"table-map: no column given for {metric}")
+
+
+def _rows(path: Path) -> Dict[str, dict]:
+    """arch string (as written) -> {column: value}; EvaluatorError when the file cannot be read."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise EvaluatorError(f"table: cannot read {path}: {exc.strerror or exc}") from None
+    if size > MAX_BYTES:
+        raise EvaluatorError(f"table: {path} is {size / 2**20:.0f} MiB, over the {MAX_BYTES // 2**20} MiB limit")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluatorError(f"table: cannot read {path}: {exc}") from None
+    if path.suffix.lower() == ".json":
+        return _json_rows(path, text)
+    return _csv_rows(path, text)
+
+
+def _json_rows(path: Path, text: str) -> Dict[str, dict]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvaluatorError(f"table: {path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise EvaluatorError(f"table: {path}: expected {{arch: {{metric: value}}}} (an object of objects)")
+    if len(data) > MAX_ROWS:
+        raise EvaluatorError(f"table: {path} has {len(data):,} entries, over the {MAX_ROWS:,} limit")
+    out = {}
+    for arch, metrics in data.items():
+        flat = {}
+        for key, value in metrics.items():
+            if isinstance(value, dict):  # {dataset: {column: value}}
+                flat.update({f"{key}:{k}": v for k, v in value.items()})
+            else:
+                flat[key] = value
+        out[str(arch)] = flat
+    return out
+
+
+def _csv_rows(path: Path, text: str) -> Dict[str, dict]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames or "arch" not in [f.strip() for f in reader.fieldnames]:
+        raise EvaluatorError(f"table: {path}: a CSV table needs a header row with an `arch` column "
+                             f"(got {', '.join(reader.fieldnames or []) or 'no header'})")
+    out = {}
+    for i, row in enumerate(reader):
+        if i >= MAX_ROWS:
+            raise EvaluatorError(f"table: {path} has more than {MAX_ROWS:,} rows")
+        row = {(k or "").strip(): (v.strip() if isinstance(v, str) else v) for k, v in row.items()}
+        arch = row.pop("arch", "")
+        out.setdefault(arch, {}).update({k: (None if v in ("", None) else v) for k, v in row.items()})
+    return out
+
+
+class FileTable:
+    """Answers trials from a derived table; same `evaluate` as `tabular.TabularEvaluator`."""
+
+    kind = KIND
+
+    def __init__(self, path, table_map: Optional[dict] = None):
+        self.path = Path(path).expanduser()
+        if self.path.is_dir():
+            raise EvaluatorError(f"table: {self.path} is a folder; give a .csv or .json file")
+        if not self.path.is_file():
+            raise EvaluatorError(f"table: no file at {self.path}")
+        check = dict(table_map or {})
+        self.table_map = check
+        raw = _rows(self.path)
+        self.rows: Dict[str, dict] = {}
+        self.unknown: List[str] = []
+        self.duplicates = 0
+        for arch, row in raw.items():
+            try:
+                cell = str(nb201.Cell.parse(arch))
+            except nb201.NotInSpace:
+                self.unknown.append(arch)
+                continue
+            if cell in self.rows:
+                self.duplicates += 1
+            self.rows[cell] = row
+        self.columns = sorted({c for row in self.rows.values() for c in row})
+
+    def __repr__(self) -> str:
+        return f"FileTable({self.path})"
+
+    # ------------------------------------------------------------------ columns
+    def column(self, metric: str, dataset: str) -> Optional[str]:
+        """The column holding `metric` for `dataset` (None: the table has none)."""
+        name = self.table_map.get(metric, metric)
+        for candidate in (f"{dataset}:{name}", name):
+            if candidate in self.columns:
+                return candidate
+        return None
+
+    def test_schedules(self, dataset: str) -> set:
+        """Epoch budgets with a test accuracy column for `dataset` (test_acc@E, mapped or not)."""
+        names = {c.rpartition(":")[2] for c in self.columns} | set(self.table_map)
+        out = set()
+        for name in names:
+            m = METRIC.fullmatch(name)
+            if m and m.group(1) == "test_acc" and self.column(name, dataset) is not None:
+                out.add(int(m.group(2)))
+        return out
+
+    def summary(self, dataset: Optional[str] = None) -> List[str]:
+        """What loading found: counts first, then one line per problem."""
+        lines = [f"table {self.path.name}: {len(self.rows):,} cells of the NAS-Bench-201 space "
+                 f"({nb201.SPACE_SIZE - len(self.rows):,} of {nb201.SPACE_SIZE:,} absent), "
+                 f"columns: {', '.join(self.columns) or 'none'}"]
+        if self.unknown:
+            shown = ", ".join(repr(a[:60]) for a in self.unknown[:3])
+            lines.append(f"warning: {len(self.unknown):,} rows name no NAS-Bench-201 cell (ignored), e.g. {shown}")
+        if self.duplicates:
+            lines.append(f"warning: {self.duplicates:,} cells appear more than once (the last row is used)")
+        metrics = [m for m in self.table_map] + [c.rpartition(":")[2] for c in self.columns]
+        wanted = sorted({m for m in metrics if METRIC.fullmatch(m)})
+        if not any(m.startswith("valid_acc@") for m in wanted):
+            lines.append("warning: no validation accuracy column (valid_acc@E, or --table-map valid_acc@E=COLUMN): "
+                         "every trial will fail")
+        for metric in wanted:
+            column = self.column(metric, dataset or "")
+            if column is None:
+                lines.append(f"warning: --table-map names column {self.table_map.get(metric)!r} for {metric}, "
+                             f"which the table lacks")
+                continue
+            holes = sum(1 for row in self.rows.values() if row.get(column) is None)
+            if holes:
+                lines.append(f"warning: {metric} ({column}): {holes:,} cells without a value (failed trials if drawn)")
+        return lines
+
+    # ------------------------------------------------------------------ answering
+    def cell(self, arch: str) -> nb201.Cell:
+        text = (arch or "").strip()
+        try:
+            return nb201.Cell.parse(text) if text.startswith("|") else nb201.cell_of_text(text)
+        except nb201.NotInSpace as exc:
+            raise EvaluatorError(f"table answers only NAS-Bench-201 cells: {exc}", "not-in-space") from None
+
+    def value(self, row: dict, cell, metric: str, dataset: str) -> float:
+        column = self.column(metric, dataset)
+        if column is None:
+            raise EvaluatorError(f"table {self.path.name} has no {metric} column for {dataset} "
+                                 f"(--table-map {metric}=COLUMN names one)", "missing-epoch")
+        if row.get(column) is None:
+            raise EvaluatorError(f"table {self.path.name}: {cell} has no {metric} ({column})", "missing-value")
+        return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})")
+
+    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
+                 test_epochs: Optional[int] = None) -> TrialRecord:
+        cell = self.cell(arch)
+        row = self.rows.get(str(cell))
+        if row is None:
+            raise EvaluatorError(f"table {self.path.name} has no row for {cell}", "missing-entry")
+        epochs = int(epochs)
+        valid = self.value(row, cell, f"valid_acc@{epochs}", dataset)
+        extra: dict = {}
+        try:  # the reported figure: never a reason to fail the trial, whose signal is valid
+            test = self.value(row, cell, f"test_acc@{int(test_epochs or epochs)}", dataset)
+        except EvaluatorError as exc:
+            test, extra["test_missing"] = None, str(exc)
+        seconds = None
+        per_epoch = self.column("epoch_seconds", dataset)
+        if per_epoch is not None and row.get(per_epoch) is not None:
+            seconds = epochs * self.value(row, cell, "epoch_seconds", dataset)
+        counts = {}
+        for name in ("params", "flops"):
+            column = self.column(name, dataset)
+            counts[name] = int(number(row[column], name)) if column and row.get(column) is not None else None
+        return TrialRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid, test_acc=test,
+                           seconds=seconds, params=counts["params"], flops=counts["flops"],
+                           source=f"table:{self.path.name}", extra=extra)

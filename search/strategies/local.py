@@ -1,0 +1,209 @@
+"""`local`: local search as White et al. (2020, "Local search is state of the art for NAS
+benchmarks") define it: evaluate the whole neighbourhood of the current architecture, move to
+its best neighbour if that one is better, and at a local optimum restart from a random
+architecture.
+
+The climb starts at the root (trial 1). A neighbourhood is, in the nb201 space, every cell one
+edge away (6 edges x 4 other operations = 24); in the block language, the single mutations the
+operators offer at the architecture (`nader.compiler.mutate`: every operator's sites, at most
+``neighbours`` of them, spread over the operators). A neighbour already in the tree is not
+evaluated again: its result is reused (an isomorphic one is the duplicate's original). Ties
+go to the first neighbour in the neighbourhood's order; a move needs a strictly higher
+validation accuracy. A restart draws a cell uniformly among those not in the tree (nb201); the
+block language has no uniform distribution, so there a restart is one random mutation of a
+uniformly chosen trained architecture (a step of `walk`). Restarts are numbered in the
+architecture's ``change`` (``restart``).
+
+State: the climb (current architecture, restarts so far) is a function of the tree, replayed
+from the root on the first call after a start or resume; results come from the tree's nodes,
+which the loop updates before `tell`. Nothing is kept between runs.
+"""
+from __future__ import annotations
+
+import json
+import random
+from typing import Dict, List, Optional, Tuple
+
+from ..tree import PENDING, REJECTED, TRIALS, Node
+from .base import Candidate, Option, Strategy
+
+
+class LocalStrategy(Strategy):
+    name = "local"
+    summary = "local search (White et al. 2020): best improving neighbour, restart at a local optimum"
+    options = {
+        "neighbours": Option(int, 24, "block language: most single mutations per neighbourhood", minimum=1),
+    }
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.anchor: Optional[int] = None  # the current architecture of the climb
+        self.restarts = 0
+        self.visited: set = set()
+        self.keys: Dict[int, Optional[str]] = {}  # arch_id -> cell string (nb201)
+        self.by_key: Dict[str, List[int]] = {}
+        self.hoods: Dict[int, list] = {}  # anchor id -> [(key, make candidate)]
+        self.mode: Tuple[str, int] = ("neighbour", 0)
+        self.tree = None
+
+    # ------------------------------------------------------------------ the climb
+    def ask(self, tree, rng):
+        self.tree = tree
+        self._sync(tree)
+        mode, arg = self._advance(tree)
+        if mode == "wait":
+            return None
+        self.mode = (mode, arg)
+        if mode == "neighbour":
+            return tree[self.anchor]
+        if self.space.uniform:  # a uniform draw; it hangs under the root like random's
+            return tree.root
+        from ..selection.uniform import select_uniform
+
+        return select_uniform(tree, rng)
+
+    def propose(self, parent, rng):
+        self._sync(self.tree)
+        mode, k = self.mode
+        if mode == "restart":
+            if self.space.uniform:
+                cand = self.space.sample(rng, {key for key in self.keys.values() if key})
+                if cand is None:
+                    from ..loop import StopSearch
+
+                    raise StopSearch("every architecture of the space is in the tree", code="exhausted")
+            else:
+                cand = self.space.mutate(parent, rng)
+            cand.change = {**(cand.change or {}), "restart": k}
+            return cand
+        for key, make in self._hood(parent):
+            if self._resolve(parent, key) is None:
+                return make()
+        return None  # the whole neighbourhood is proposed
+
+    def _advance(self, tree) -> Tuple[str, int]:
+        """Follow the climb as far as the tree's results allow: ("neighbour", anchor) when the
+        anchor has neighbours to propose, ("restart", k) when restart k is to be drawn,
+        ("wait", 0) while results are pending."""
+        while True:
+            if self.anchor is None:
+                root = tree.root
+                if root is None or root.status in PENDING:
+                    return "wait", 0
+                self.anchor = root.arch_id
+                self.visited.add(root.arch_id)
+            anchor = tree[self.anchor]
+            missing = pending = False
+            best, best_score = None, float("-inf")
+            for key, _make in self._hood(anchor):
+                node = self._resolve(anchor, key)
+                if node is None:
+                    missing = True
+                elif node.status in PENDING:
+                    pending = True
+                elif node.score is not None and node.score > best_score:
+                    best, best_score = node, node.score
+            if missing:
+                return "neighbour", self.anchor
+            if pending:
+                return "wait", 0
+            current = anchor.score if anchor.score is not None else float("-inf")
+            if best is not None and best_score > current and best.arch_id not in self.visited:
+                self.anchor = best.arch_id
+                self.visited.add(best.arch_id)
+                continue
+            k = self.restarts + 1  # a local optimum (or a climb already followed)
+            start = next((n for n in tree if n.change.get("restart") == k and n.status in TRIALS), None)
+            if start is None:
+                return "restart", k
+            if start.status in PENDING:
+                return "wait", 0
+            self.restarts, self.anchor = k, start.arch_id
+            self.visited.add(start.arch_id)
+
+    # ------------------------------------------------------------------ neighbourhoods
+    def _hood(self, anchor: Node) -> list:
+        if anchor.arch_id not in self.hoods:
+            self.hoods[anchor.arch_id] = self._cells(anchor) if self.space.uniform else self._mutations(anchor)
+        return self.hoods[anchor.arch_id]
+
+    def _cells(self, anchor: Node) -> list:
+        from ..spaces import nb201
+
+        key = self.keys.get(anchor.arch_id) or self.space.key(anchor)
+        if key is None:
+            return []
+        out = []
+        for cell, change in self.space.neighbours(nb201.Cell.parse(key)):
+            out.append((str(cell), lambda cell=cell, change=change: Candidate(
+                nb201.architecture(cell), operator="nb201-edge", change=change)))
+        return out
+
+    def _mutations(self, anchor: Node) -> list:
+        """Single mutations of the anchor: every operator's sites, shuffled per operator by the
+        anchor's hash (the same neighbourhood on every run), taken round robin up to the bound."""
+        from nader.compiler.mutate import MutationError
+        from nader.compiler.mutate.engine import load_parent
+        from nader.compiler.mutate.table import OPERATORS
+        from nader.dsl.ir import Role
+
+        if not anchor.text:
+            return []
+        try:
+            _program, arch = load_parent(anchor.text)
+        except MutationError:
+            return []
+        role = Role.CELL if arch.cells else Role.BASE
+        shuffle = random.Random(f"local/{anchor.hash or anchor.text}")
+        per_op = []
+        for op in OPERATORS.values():
+            sites = op.candidates(arch.base, role)
+            shuffle.shuffle(sites)
+            per_op.append(sites)
+        picked = []
+        while len(picked) < self.settings["neighbours"] and any(per_op):
+            for sites in per_op:
+                if sites and len(picked) < self.settings["neighbours"]:
+                    picked.append(sites.pop(0))
+        return [(json.dumps([s.operator, s.args], sort_keys=True, default=str),
+                 lambda s=s, text=anchor.text: _apply(text, s)) for s in picked]
+
+    def _resolve(self, anchor: Node, key: str) -> Optional[Node]:
+        """The node holding a neighbour's result (None: not proposed yet). A duplicate stands for
+        its original; a rejected neighbour is itself (resolved, without a score)."""
+        if self.space.uniform:
+            ids = self.by_key.get(key, ())
+        else:
+            ids = [k.arch_id for k in self.tree.kids(anchor.arch_id) if k.change.get("neighbour") == key]
+        if not ids:
+            return None
+        nodes = [self.tree[i] for i in ids]
+        tried = next((n for n in nodes if n.status not in REJECTED), None)
+        if tried is not None:
+            return tried
+        first = nodes[0]
+        if first.status == "duplicate" and first.duplicate_of is not None and first.duplicate_of in self.tree.nodes:
+            return self.tree[first.duplicate_of]
+        return first
+
+    def _sync(self, tree) -> None:
+        """Index new nodes by cell string (nb201)."""
+        if not self.space.uniform:
+            return
+        for arch_id in sorted(set(tree.nodes) - set(self.keys)):
+            key = self.keys[arch_id] = self.space.key(tree[arch_id])
+            if key:
+                self.by_key.setdefault(key, []).append(arch_id)
+
+
+def _apply(text: str, site) -> Candidate:
+    from nader.compiler.mutate import MutationError
+    from nader.compiler.mutate.engine import apply_mutation
+
+    change = {"operator": site.operator, "args": site.args,
+              "neighbour": json.dumps([site.operator, site.args], sort_keys=True, default=str)}
+    try:
+        m = apply_mutation(text, site.operator, dict(site.args))
+    except MutationError as exc:  # CannotApply included
+        return Candidate(None, operator=site.operator, change=change, error=str(exc))
+    return Candidate(m.arch_text, operator=m.operator, change={**change, "args": m.args})
