@@ -35,7 +35,7 @@ MAX_REJECTS_IN_ROW = 100  # rejected proposals in a row before the loop gives up
 MAX_ATTEMPTS = 2  # evaluations of an architecture that crashed (killed, out of memory, timeout)
 RETRYABLE = frozenset({"killed", "oom", "timeout"})
 RUN_AGAIN = "run the same command again to resume"
-RAISE_THE_CAP = "raise the cap (--llm-max-cost, --llm-max-tokens) and run the command again to resume"
+RAISE_THE_CAP = "raise the cap (--llm-max-cost, --llm-max-tokens) and run the same command again to resume"
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_a_cap_below_one_call_sends_nothing(server, tmp_path):
     assert out["stop_reason"] == "cost-limit"
     message = out["stop_message"]
     assert re.fullmatch(r"cost cap reached: \$0 spent of the \$0\.00001 cap; the next call may cost up to "
-                        r"\$0\.00\d\d; raise the cap \(--llm-max-cost, --llm-max-tokens\) and run the command again "
+                        r"\$0\.00\d\d; raise the cap \(--llm-max-cost, --llm-max-tokens\) and run the same command again "
                         r"to resume", message), message
 
 
@@ -95,3 +95,11 @@ def test_the_old_flag_names_still_work_and_say_so(server, tmp_path):
     shown = CliRunner().invoke(main, ["run", "--help"]).output
     assert "--llm-max-cost" in shown and "--llm-max-tokens" in shown
     assert not re.search(r"--max-(cost|tokens)\b", shown)
+
+
+def test_the_caps_come_from_the_search_toml_too(server, tmp_path):
+    server.responder = lambda body: reply(f"```\n{WIDE}```")
+    command = _command(tmp_path, server)
+    (tmp_path / "search.toml").write_text(SEARCH_TOML.replace("[train]", "llm-max-cost = 0.00001\n[train]"))
+    out, _ = _run(command)
+    assert out["stop_reason"] == "cost-limit" and server.chat_requests == []

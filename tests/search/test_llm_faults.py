@@ -130,3 +130,28 @@ def test_every_endpoint_fault_is_a_clean_resumable_stop(server, tmp_path, kb_dir
     out = json.loads(result.stdout)
     assert result.exit_code == 0, result.output
     assert out["resumed"] and out["stop_reason"] in ("trials", "iterations"), out["stop_message"]
+
+
+def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
+    from types import SimpleNamespace
+
+    from nader.agents.llm import EndpointDown
+    from nader.search.loop import clean_stop
+    from nader.search.strategies.nader import NaderStrategy
+    from nader.search.tree import Node, Tree
+
+    class Reflector:
+        experiences = SimpleNamespace(has_training=lambda arch_id: False)
+
+        def record_training(self, *args, **kwargs):
+            raise EndpointDown("endpoint http://127.0.0.1:9/v1 down: 5 calls failed in a row")
+
+    strategy = NaderStrategy(kb="unused")
+    strategy._agents = SimpleNamespace(reflector=Reflector(), counting=None)
+    root = Node(0, None, 0, "ok", text="", valid_acc=50.0)
+    strategy.tell(Node(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}))  # no exception here
+    with pytest.raises(EndpointDown) as stopped:
+        strategy.ask(Tree([root]), None)
+    stop = clean_stop(stopped.value)
+    assert stop.code == "llm-stopped"
+    assert stop.message == "endpoint http://127.0.0.1:9/v1 down: 5 calls failed in a row; run the same command again to resume"
