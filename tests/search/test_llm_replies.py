@@ -18,7 +18,6 @@ from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
 from nader.agents.knowledge import Idea, KnowledgeBase
 from nader.agents.llm.jsonreply import MAX_REPLY_CHARS, ReplyFormatError, parse_json_object
-from nader.search.loop import Observer
 from nader.search.session import run_search
 from search_helpers import settings
 from test_llm_faults import WIDE
@@ -110,11 +109,6 @@ def test_a_reply_that_raises_is_a_rejected_proposal_and_replays_the_same(server,
     assert [(s, m) for _, s, m in _archs(replayed)] == [(s, m) for _, s, m in rows]
 
 
-class StopAtFirstProposal(Observer):
-    def recorded(self, node):
-        raise KeyboardInterrupt
-
-
 def test_a_recorded_reply_that_now_raises_makes_the_same_rejection_on_resume(server, tmp_path, kb_dir, monkeypatch):
     # Session 1 records the reply and is interrupted in its handling; the handling now raises on it
     # (a newer check): the resumed session gets the reply back from the record and rejects it.
@@ -143,3 +137,19 @@ def test_a_recorded_reply_that_now_raises_makes_the_same_rejection_on_resume(ser
 def test_json_replies_that_used_to_raise_are_format_errors(text):
     with pytest.raises(ReplyFormatError):
         parse_json_object(text)
+
+
+def test_a_reply_too_long_or_one_the_check_raises_on_fails_like_any_other():
+    from nader.agents.modifier import checked_reply
+
+    seen = []
+
+    def check(text):
+        seen.append(text)
+        return {}["no such key"]
+
+    raised = checked_reply(check, "a short reply")
+    assert not raised.ok and raised.codes == ["check-error"] and "KeyError" in raised.feedback
+    too_long = checked_reply(check, "x" * (MAX_REPLY_CHARS + 1))
+    assert not too_long.ok and too_long.codes == ["too-long"] and "200,001 characters" in too_long.feedback
+    assert seen == ["a short reply"]  # the long one was never read
