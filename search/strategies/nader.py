@@ -107,11 +107,16 @@ class NaderStrategy(Strategy):
         m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
         change.update(rounds=m.rounds, first_ok=m.first_ok)
         if team.reflector is not None:
-            team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
+            from nader.agents.llm.errors import CallFailed, RequestRejected
+
+            try:
+                team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
+            except (CallFailed, RequestRejected):
+                pass  # an embeddings call failed: the candidate stands, without its experience
         return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
 
     def tell(self, node) -> None:
-        from nader.agents.llm.errors import ReplayMiss, RunStopped
+        from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
 
         team = self._team()
         plan = (node.change or {}).get("plan")
@@ -123,9 +128,10 @@ class NaderStrategy(Strategy):
                                            parent_acc=parent.valid_acc if parent is not None else None,
                                            block=None, arch_id=node.arch_id, parent_id=node.parent_id)
         except (RunStopped, ReplayMiss) as exc:
-            # Nothing is recorded, so a resumed run reflects on it again; the loop stops at the next ask.
+            # No experience is recorded, so a resumed run reflects on it again; the loop stops at the next ask.
             self._stopped = self._stopped or exc
-            return
+        except (CallFailed, RequestRejected):
+            pass  # an embeddings call failed (the breaker counted it): a later session reflects again
         spent = team.counting.take()
         if self.store is not None and spent.total:
             self.store.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)

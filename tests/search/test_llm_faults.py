@@ -136,6 +136,7 @@ def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
     from types import SimpleNamespace
 
     from nader.agents.llm import EndpointDown
+    from nader.agents.tokens import Spent
     from nader.search.loop import clean_stop
     from nader.search.strategies.nader import NaderStrategy
     from nader.search.tree import Node, Tree
@@ -147,7 +148,7 @@ def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
             raise EndpointDown("endpoint http://127.0.0.1:9/v1 down: 5 calls failed in a row")
 
     strategy = NaderStrategy(kb="unused")
-    strategy._agents = SimpleNamespace(reflector=Reflector(), counting=None)
+    strategy._agents = SimpleNamespace(reflector=Reflector(), counting=SimpleNamespace(take=Spent))
     root = Node(0, None, 0, "ok", text="", valid_acc=50.0)
     strategy.tell(Node(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}))  # no exception here
     with pytest.raises(EndpointDown) as stopped:
