@@ -7,7 +7,9 @@ One conversation per modification (prompt `modifier_implement.v1`):
 2. The reply is extracted (`nader.dsl.extract`) and verified as a base block. On failure the
    compiler's diagnostics go back (`modifier_repair.v1`: each error with its line quoted, code,
    message and fix hint) for up to `rounds` repairs (default 3): the immediate-feedback loop.
-   A block identical to the parent (canonical hash) is sent back the same way.
+   A block identical to the parent (canonical hash) is sent back the same way, and so is a
+   reply too long to read or one the checks raise on (`too-long`, `check-error`): a reply never
+   stops a search, and the same recorded reply fails the same way on resume.
 3. The new base block is assembled with the parent's stem and downsample blocks. When that
    network does not build, the LLM writes stem and downsample blocks that fit it
    (`modifier_interface.v1`), with the same feedback loop. Our verifier fixes a base block's
@@ -25,6 +27,7 @@ from nader.dsl.extract import extract_blocks
 from nader.dsl.format import format_block
 from nader.dsl.ir import Role
 
+from .llm.jsonreply import reply_too_long
 from .prompts import render
 
 DEFAULT_ROUNDS = 3
@@ -156,6 +159,22 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
     return Check(True, text)
 
 
+def checked_reply(check: Callable[[str], Check], text: str) -> Check:
+    """`check(text)`, where a reply too long to read, or one the check raises on, fails like any
+    other reply (its reason goes back to the LLM and into the record): a reply never stops a run."""
+    too_long = reply_too_long(text)
+    if too_long:
+        return Check(False, None, f"- {too_long}: write only the block", ["too-long"])
+    try:
+        return check(text)
+    except Exception as exc:  # noqa: BLE001 - whatever the reply does to the checks is the reply's failure
+        return Check(False, None, f"- the reply could not be checked: {type(exc).__name__}: {str(exc)[:300]}",
+                     ["check-error"])
+
+
+UNCHECKED = frozenset({"too-long", "check-error"})
+
+
 # ---------------------------------------------------------------------- the agent
 class Modifier:
     """Writes blocks with an LLM client (`chat_sync`), checked by the compiler."""
@@ -180,7 +199,7 @@ class Modifier:
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
                                           prompt=prompt if round_ == 1 else REPAIR)
-            result = check(reply.text)
+            result = checked_reply(check, reply.text)
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
                 return result
@@ -206,6 +225,8 @@ class Modifier:
             last = out.attempts[-1].check if out.attempts else None
             out.error = "the block did not verify after {} round{}: {}".format(
                 len(out.attempts), "s" if len(out.attempts) != 1 else "", ", ".join(last.codes) if last else "")
+            if last is not None and set(last.codes) & UNCHECKED:  # say why: it may be a bug of ours
+                out.error += f" ({last.feedback.lstrip('- ')})"
             return out
         out.ok, out.base_text = True, result.text
         return out

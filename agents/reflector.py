@@ -25,6 +25,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from .llm.errors import CallFailed, RequestRejected
 from .llm.jsonreply import ReplyFormatError, parse_json_object
 from .prompts import render
 
@@ -149,11 +150,15 @@ class Reflector:
         return [e.lesson for e in self.experiences.retrieve(plan, k)]
 
     def lesson(self, kind: str, plan: str, detail: str, block: Optional[str] = None, *, arch_id=None) -> Optional[str]:
-        """One lesson from the LLM, or None when its reply stays unusable after one retry."""
+        """One lesson from the LLM, or None when its reply stays unusable after one retry or the
+        call fails (the breaker counted it; the outcome is kept without a lesson)."""
         messages = render(LESSON, kind=kind, plan=plan, detail=detail, block=(block or "").strip())
         for attempt in (1, 2):
-            reply = self.client.chat_sync(messages, role="reflector", prompt=LESSON, json=True,
-                                          arch_id=None if arch_id is None else str(arch_id))
+            try:
+                reply = self.client.chat_sync(messages, role="reflector", prompt=LESSON, json=True,
+                                              arch_id=None if arch_id is None else str(arch_id))
+            except (CallFailed, RequestRejected):
+                return None
             try:
                 lesson = parse_json_object(reply.text, truncated=reply.truncated).get("lesson")
                 if not isinstance(lesson, str) or not lesson.strip():

@@ -2,8 +2,10 @@
 
 Exit status: 0 the search stopped normally with a trained architecture; 1 nothing trained
 successfully, or an internal error; 2 usage (bad option, unreadable file, missing dataset,
-changed settings without --force, run directory in use); 130 interrupted (run the same command
-again to resume). No traceback reaches the user; ``NADER_DEBUG=1`` prints them.
+changed settings without --force, run directory in use); 3 the LLM endpoint stopped the search
+(`llm-stopped`: it failed call after call, or a replay lacks an answer; run the same command
+again to resume); 130 interrupted (run the same command again to resume). No traceback reaches
+the user; ``NADER_DEBUG=1`` prints them.
 """
 from __future__ import annotations
 
@@ -146,9 +148,13 @@ def _strategy_epilog() -> str:
 @click.option("--proxy", type=click.Choice(PROXIES), default=None, help="Prescreening proxy [default: naswot].")
 @click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
 @click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
-@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Stop when the strategy has spent this many dollars (LLM strategies).")
-@click.option("--max-tokens", callback=_count, default=None, help="Stop after this many LLM tokens.")
+@click.option("--llm-max-cost", "max_cost", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="LLM strategies: cap in US dollars on the run's LLM calls; no call whose worst case could "
+                   "pass it is sent (overrides [llm] max_cost_usd).")
+@click.option("--llm-max-tokens", "max_tokens", callback=_count, default=None,
+              help="LLM strategies: cap on the run's LLM tokens in + out, e.g. 2M (overrides [llm] max_total_tokens).")
+@click.option("--max-cost", "old_max_cost", type=click.FloatRange(min=0, min_open=True), default=None, hidden=True)
+@click.option("--max-tokens", "old_max_tokens", callback=_count, default=None, hidden=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
 @click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
@@ -181,6 +187,7 @@ def run_command(config_file, fmt, force, **flags):
     from nader.runtime.cli import _terminate_like_interrupt
 
     _terminate_like_interrupt()
+    _old_names(flags)
     progress = None
     code = 1
     try:
@@ -192,6 +199,22 @@ def run_command(config_file, fmt, force, **flags):
         if progress is not None:
             progress.close()
     sys.exit(code)
+
+
+# Old names of flags, kept working (hidden) for one release.
+_RENAMED = {"old_max_cost": ("--max-cost", "--llm-max-cost", "max_cost"),
+            "old_max_tokens": ("--max-tokens", "--llm-max-tokens", "max_tokens")}
+
+
+def _old_names(flags: dict) -> None:
+    for key, (old, new, field) in _RENAMED.items():
+        value = flags.pop(key, None)
+        if value is None:
+            continue
+        if flags.get(field) is not None:
+            raise click.UsageError(f"{old} is the old name of {new}: give {new} alone")
+        click.echo(f"warning: {old} is now {new}; the old name goes in the next release", err=True)
+        flags[field] = value
 
 
 def _run(config_file, fmt, force, flags):
@@ -229,6 +252,8 @@ def _run(config_file, fmt, force, flags):
             click.echo(json.dumps(summary.to_json(), indent=2))
         else:
             click.echo(_summary_text(summary))
+        if summary.stop.code == "llm-stopped":
+            return progress, 3
         return progress, 0 if summary.best is not None else 1
     except (ConfigError, DatasetError) as exc:
         click.echo(f"error: {exc}", err=True)
@@ -240,10 +265,26 @@ def _run(config_file, fmt, force, flags):
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except Exception as exc:  # never a traceback for the user
+        stopped = _llm_stop(exc)
+        if stopped is not None:
+            click.echo(stopped[0], err=True)
+            return progress, stopped[1]
         if os.environ.get("NADER_DEBUG"):
             traceback.print_exc()
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
         return progress, 1
+
+
+def _llm_stop(exc: Exception):
+    """(message, exit status) for an LLM client error that escaped the loop's clean stops, or None."""
+    from nader.agents.llm.errors import LLMConfigError, LLMError
+
+    from .loop import clean_stop
+
+    if isinstance(exc, LLMConfigError):
+        return f"error: {exc}", 2
+    stop = clean_stop(exc) if isinstance(exc, LLMError) else None
+    return None if stop is None else (f"stopped: {stop.message}", 3)
 
 
 # Flags of `run` that are options of the `nader` strategy (--option KEY=VALUE says the same).

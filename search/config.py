@@ -254,7 +254,9 @@ KEYS = {
     "proxy": ("proxy", _typed("proxy", str)),
     "max-params": ("max_params", _typed("max-params", int)),
     "max-flops": ("max_flops", _typed("max-flops", int)),
-    "max-cost": ("max_cost", _typed("max-cost", float)),
+    "llm-max-cost": ("max_cost", _typed("llm-max-cost", float)),
+    "llm-max-tokens": ("max_tokens", _typed("llm-max-tokens", int)),
+    "max-cost": ("max_cost", _typed("max-cost", float)),  # the old names, for one release
     "max-tokens": ("max_tokens", _typed("max-tokens", int)),
     "epochs": ("epochs", _typed("epochs", int)),
     "train": ("train_options", _typed("train", dict)),

@@ -34,6 +34,8 @@ ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked f
 MAX_REJECTS_IN_ROW = 100  # rejected proposals in a row before the loop gives up
 MAX_ATTEMPTS = 2  # evaluations of an architecture that crashed (killed, out of memory, timeout)
 RETRYABLE = frozenset({"killed", "oom", "timeout"})
+RUN_AGAIN = "run the same command again to resume"
+RAISE_THE_CAP = "raise the cap (--llm-max-cost, --llm-max-tokens) and run the same command again to resume"
 
 
 @dataclass(frozen=True)
@@ -66,19 +68,21 @@ class StopSearch(Exception):
 
 
 def clean_stop(exc: Exception) -> Optional[Stop]:
-    """The Stop an exception stands for, if it is a clean stop: StopSearch, or the LLM client's
-    RunStopped (a dollar or token cap reached, the endpoint down)."""
+    """The Stop an exception stands for, if it is a clean stop: StopSearch, or an LLM client error
+    (a dollar or token cap reached, the endpoint down, a replay without the answer, or one call
+    that failed after its retries where a strategy did not absorb it). Every one resumes."""
     if isinstance(exc, StopSearch):
         return Stop(exc.code, str(exc))
     try:
-        from nader.agents.llm.errors import BudgetExceeded, ReplayMiss, RunStopped
+        from nader.agents.llm.errors import BudgetExceeded, CallFailed, ReplayMiss, RequestRejected, RunStopped
     except ImportError:
         return None
-    if isinstance(exc, BudgetExceeded):  # the client's own cap ([llm] max_total_tokens / max_cost_usd)
-        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit",
-                    f"{exc}; raise the cap and run the same command again to resume")
-    if isinstance(exc, (RunStopped, ReplayMiss)):  # the endpoint down, a replay without the answer
-        return Stop("llm-stopped", f"{exc}; run the same command again to resume")
+    if isinstance(exc, BudgetExceeded):  # the client's cap (--llm-max-cost / --llm-max-tokens, or [llm])
+        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit", f"{exc.reason}; {RAISE_THE_CAP}")
+    if isinstance(exc, RunStopped):  # the endpoint down
+        return Stop("llm-stopped", f"{exc.reason}; {RUN_AGAIN}")
+    if isinstance(exc, (ReplayMiss, CallFailed, RequestRejected)):
+        return Stop("llm-stopped", f"{exc}; {RUN_AGAIN}")
     return None
 
 
@@ -180,11 +184,17 @@ class SearchLoop:
                 return Stop("sim-time-limit", f"used {used:,.0f} s of simulated training time "
                                               f"(budget {c.sim_time_limit:,.0f} s)")
         if c.max_cost is not None or c.max_tokens is not None:
+            from nader.agents.llm.accounting import dollars as format_dollars
+
             tokens, dollars = self.store.spent()
+            # The client refuses any call once the spend reaches a cap; it also refuses calls
+            # whose worst case could pass it, which only the call itself knows.
             if c.max_cost is not None and dollars >= c.max_cost:
-                return Stop("cost-limit", f"spent ${dollars:.4f} of the ${c.max_cost:g} cap")
+                return Stop("cost-limit", f"cost cap reached: {format_dollars(dollars)} spent of the "
+                                          f"{format_dollars(c.max_cost)} cap; {RAISE_THE_CAP}")
             if c.max_tokens is not None and tokens >= c.max_tokens:
-                return Stop("token-limit", f"used {tokens:,} tokens of the {c.max_tokens:,} cap")
+                return Stop("token-limit", f"token cap reached: {tokens:,} tokens spent of the {c.max_tokens:,} cap; "
+                                           f"{RAISE_THE_CAP}")
         if self.rejects_in_row >= MAX_REJECTS_IN_ROW:
             return Stop("rejects", f"the last {self.rejects_in_row} proposals were all invalid, duplicates or "
                                    f"over budget")
@@ -219,7 +229,11 @@ class SearchLoop:
                 break
             if candidate is None:  # nothing more from this parent for now
                 break
-            checked = self.checker.check(candidate.text, self.tree, candidate.error)
+            try:
+                checked = self.checker.check(candidate.text, self.tree, candidate.error)
+            except Exception as exc:  # noqa: BLE001 - a text the checks raise on is that candidate's failure
+                message = f"the candidate could not be checked: {type(exc).__name__}: {str(exc)[:500]}"
+                checked = Checked("invalid", diagnostics={"message": message, "diagnostics": []})
             record = self._record(arch_id, parent, candidate, checked)
             node = _node_of(record)
             self.tree.add(node)

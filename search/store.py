@@ -184,17 +184,17 @@ class SearchStore(RunStore):
                       "WHERE arch_id=?", (int(tokens_in), int(tokens_out), float(cost_usd), time.time(), arch_id))
 
     def spent(self) -> tuple:
-        """(tokens in + out, dollars) over the whole run, all sessions: the usage recorded on the
-        architectures, or the LLM client's ledger (`llm_calls`, calls that reached an endpoint)
-        when that is larger (calls that produced no architecture count too)."""
+        """(tokens in + out, dollars) over the whole run, all sessions, as the LLM client's caps count
+        them: its ledger (`llm_calls` rows an endpoint answered) when the run has one, so the loop
+        stops where the client would; else the usage recorded on the architectures."""
         with self._lock:
-            t, d = self.conn.execute("SELECT COALESCE(SUM(tokens_in + tokens_out), 0), COALESCE(SUM(cost_usd), 0) "
-                                     "FROM archs").fetchone()
             if self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'").fetchone():
-                lt, ld = self.conn.execute(
+                t, d = self.conn.execute(
                     "SELECT COALESCE(SUM(COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0)), 0), "
                     "COALESCE(SUM(COALESCE(cost_usd, 0)), 0) FROM llm_calls WHERE source='endpoint'").fetchone()
-                t, d = max(t, lt), max(d, ld)
+            else:
+                t, d = self.conn.execute("SELECT COALESCE(SUM(tokens_in + tokens_out), 0), "
+                                         "COALESCE(SUM(cost_usd), 0) FROM archs").fetchone()
         return int(t), float(d)
 
     # ------------------------------------------------------------------ evaluations

@@ -8,6 +8,7 @@ answered from the record (cache, replay) cost nothing and are counted apart.
 """
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Optional
@@ -92,18 +93,18 @@ class Ledger:
             if self.max_total_tokens is not None:
                 committed = self.spent_tokens + self._reserved_tokens
                 if committed + tokens > self.max_total_tokens:
+                    held = f", {self._reserved_tokens:,} held by calls in flight" if self._reserved_tokens else ""
                     raise BudgetExceeded(
-                        f"token cap reached: {self.spent_tokens:,} tokens spent of {self.max_total_tokens:,}"
-                        f" ({self._reserved_tokens:,} held by calls in flight; the next call may take up to"
-                        f" {tokens:,}); raise max_total_tokens (--max-tokens-total) and run again to resume",
+                        f"token cap reached: {self.spent_tokens:,} tokens spent of the {self.max_total_tokens:,} cap"
+                        f"{held}; the next call may take up to {tokens:,}",
                         kind="tokens", limit=self.max_total_tokens, spent=self.spent_tokens)
             if self.max_cost_usd is not None:
                 committed = self.spent_cost + self._reserved_cost
                 if committed + cost_usd > self.max_cost_usd + 1e-12:
+                    held = f", {dollars(self._reserved_cost)} held by calls in flight" if self._reserved_cost else ""
                     raise BudgetExceeded(
-                        f"cost cap reached: ${self.spent_cost:.4f} spent of ${self.max_cost_usd:.4f}"
-                        f" (${self._reserved_cost:.4f} held by calls in flight; the next call may cost up to"
-                        f" ${cost_usd:.4f}); raise max_cost_usd (--max-cost) and run again to resume",
+                        f"cost cap reached: {dollars(self.spent_cost)} spent of the {dollars(self.max_cost_usd)} cap"
+                        f"{held}; the next call may cost up to {dollars(cost_usd)}",
                         kind="cost", limit=self.max_cost_usd, spent=self.spent_cost)
             self._reserved_tokens += tokens
             self._reserved_cost += cost_usd
@@ -122,3 +123,32 @@ class Ledger:
                 self._reserved_tokens -= reservation.tokens
                 self._reserved_cost -= reservation.cost_usd
             self.usage.add(one, role, arch_id)
+
+    def overrun(self, reservation: Reservation, one: Tally) -> Optional[BudgetExceeded]:
+        """The stop to raise when a settled call was billed above its reservation under a cap: the
+        server's usage figures passed the worst case, so no later reservation can be trusted."""
+        over_tokens = self.max_total_tokens is not None and one.total_tokens > reservation.tokens
+        over_cost = self.max_cost_usd is not None and one.cost_usd > reservation.cost_usd + 1e-12
+        if not (over_tokens or over_cost):
+            return None
+        billed = (f"the endpoint reported {one.prompt_tokens:,} prompt and {one.completion_tokens:,} completion"
+                  f" tokens ({dollars(one.cost_usd)}) for a call reserved at {reservation.tokens:,} tokens"
+                  f" ({dollars(reservation.cost_usd)}), its worst case")
+        if over_cost:
+            return BudgetExceeded(f"{billed}; booked as billed: {dollars(self.spent_cost)} spent of the"
+                                  f" {dollars(self.max_cost_usd)} cap",
+                                  kind="cost", limit=self.max_cost_usd, spent=self.spent_cost)
+        return BudgetExceeded(f"{billed}; booked as billed: {self.spent_tokens:,} tokens spent of the"
+                              f" {self.max_total_tokens:,} cap",
+                              kind="tokens", limit=self.max_total_tokens, spent=self.spent_tokens)
+
+
+def dollars(value: float) -> str:
+    """US dollars for messages: cents from $1 up, two significant figures below (never "$0.0000"
+    for a small sum): $4.00, $0.5, $0.00021."""
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value <= 0:
+        return "$0"
+    decimals = max(2, 1 - math.floor(math.log10(value)))
+    return "$" + f"{value:.{decimals}f}".rstrip("0").rstrip(".")

@@ -1,6 +1,7 @@
 """The circuit breaker: after N failed calls in a row the endpoint is taken as down.
 
-A failed call is one that used up its retries or its deadline. Once open, the breaker stays
+A failed call is one that used up its retries or its deadline, or that the endpoint rejected
+(a bad key or model name fails every call alike). Once open, the breaker stays
 open for the client's life: every further call raises EndpointDown at once, without touching
 the network, so the search stops cleanly instead of spending hours on back-off. Running the
 command again (with the endpoint back) resumes the run.
@@ -34,6 +35,6 @@ class CircuitBreaker:
             if self.opened_because is None and self.consecutive_failures >= self.threshold:
                 self.opened_because = (
                     f"endpoint {base_url} down: {self.consecutive_failures} calls failed in a row"
-                    f" (last: {error}); the run stopped and resumes when run again")
+                    f" (last: {error})")
                 return EndpointDown(self.opened_because)
             return None

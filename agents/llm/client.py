@@ -255,19 +255,27 @@ class LLMClient:
                     continue
                 latency = time.perf_counter() - started
                 cost = price.cost(prompt_tokens, completion_tokens) if price else None
-                self.ledger.settle(reservation, Tally(calls=1, prompt_tokens=prompt_tokens,
-                                                      completion_tokens=completion_tokens, cost_usd=cost or 0.0,
-                                                      unpriced_calls=int(price is None)), role, arch_id)
-                reservation = None
+                billed = Tally(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                               cost_usd=cost or 0.0, unpriced_calls=int(price is None))
+                held, reservation = reservation, None
+                self.ledger.settle(held, billed, role, arch_id)  # as billed, even above the reservation
                 self._breaker.success()
                 row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
                            latency_s=latency, source="endpoint")
                 row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=attempts,
                                               error=("retried after: " + "; ".join(retried)) if retried else None,
                                               **row)
+                overrun = self.ledger.overrun(held, billed)
+                if overrun is not None:  # the reply stays recorded: a resumed run gets it free
+                    raise overrun
                 return reply, row
         except RequestRejected as exc:
-            self._fail(common, str(exc), started, attempts)
+            # Retrying cannot help, but a rejection per call (a bad key, a wrong model) is the
+            # endpoint failing this run: it counts toward the breaker like a failed call.
+            down = self._breaker.failure(self.config.base_url, str(exc))
+            self._fail(common, str(exc) + (f"; {down}" if down else ""), started, attempts)
+            if down is not None:
+                raise down from None
             raise
         finally:
             self.ledger.release(reservation)

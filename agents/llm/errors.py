@@ -2,7 +2,9 @@
 
 `RunStopped` and its subclasses end a search cleanly: the search loop catches `RunStopped`,
 keeps what it has and exits; the same command run again resumes (raising a cap first when the
-cap stopped it). The other errors are failures to report.
+cap stopped it). `CallFailed` and `RequestRejected` are one call's failure: they count toward the
+circuit breaker, and a caller that can go on without that reply (a search's proposal, a paper)
+goes on. The other errors are failures to report.
 """
 from __future__ import annotations
 
@@ -32,14 +34,24 @@ class ReplayMiss(LLMError):
 
 
 class RunStopped(LLMError):
-    """Base of the conditions that end a run cleanly and resumably."""
+    """Base of the conditions that end a run cleanly and resumably. `reason` says what happened;
+    the message adds, once, what to do (a command with its own wording uses `reason`)."""
+
+    advice = "run again to resume"
+
+    def __init__(self, reason: str):
+        super().__init__(f"{reason}; {self.advice}")
+        self.reason = reason
 
 
 class BudgetExceeded(RunStopped):
-    """A cap on dollars or tokens is reached: no further call is started."""
+    """A cap on dollars or tokens is reached (or a reply was billed above what was reserved for
+    it): no further call is started."""
 
-    def __init__(self, message: str, *, kind: str, limit: float, spent: float):
-        super().__init__(message)
+    advice = "raise the cap and run again to resume"
+
+    def __init__(self, reason: str, *, kind: str, limit: float, spent: float):
+        super().__init__(reason)
         self.kind = kind  # "cost" (US dollars) or "tokens"
         self.limit = limit
         self.spent = spent
@@ -47,3 +59,5 @@ class BudgetExceeded(RunStopped):
 
 class EndpointDown(RunStopped):
     """The circuit breaker opened: the endpoint failed too many calls in a row."""
+
+    advice = "run again to resume once the endpoint answers"

@@ -3,7 +3,8 @@
 A reply is accepted when, after an optional leading `<think>...</think>` block (reasoning models
 served by vLLM or Ollama print one), it is exactly one JSON object, bare or inside one Markdown
 code fence. Anything else (prose around it, two objects, a cut-off object) is a `ReplyFormatError`
-whose message says what is wrong; callers send that message back once and ask again.
+whose message says what is wrong; callers send that message back once and ask again. Nothing
+else is raised, whatever the reply holds: a reply is untrusted input.
 """
 from __future__ import annotations
 
@@ -12,13 +13,26 @@ import re
 
 _THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
 _FENCE = re.compile(r"^```(?:json|JSON)?[ \t]*\n(.*)\n```$", re.S)
+# Far above what a completion allowance yields (4096 tokens is about 16,000 characters): a longer
+# reply is a broken server or model, refused before any parsing.
+MAX_REPLY_CHARS = 200_000
 
 
 class ReplyFormatError(ValueError):
     """The reply is not the JSON the prompt asked for."""
 
 
+def reply_too_long(text: str) -> str | None:
+    """Why a reply is refused unread for its size, or None."""
+    if len(text) > MAX_REPLY_CHARS:
+        return f"the reply is {len(text):,} characters, more than the {MAX_REPLY_CHARS:,} a reply may have"
+    return None
+
+
 def parse_json_object(text: str, *, truncated: bool = False) -> dict:
+    too_long = reply_too_long(text)
+    if too_long:
+        raise ReplyFormatError(f"{too_long}; answer with one short JSON object")
     body = _THINK.sub("", text, count=1).strip()
     fenced = _FENCE.match(body)
     if fenced:
@@ -31,6 +45,9 @@ def parse_json_object(text: str, *, truncated: bool = False) -> dict:
         cut = " (the reply was cut off at the token limit: answer more briefly)" if truncated else ""
         raise ReplyFormatError(f"the reply is not one JSON object: {exc.msg} at line {exc.lineno} column {exc.colno}"
                                f"{cut}; answer with the JSON object only, no text around it") from None
+    except (ValueError, RecursionError) as exc:  # an integer of thousands of digits, nesting past the stack
+        raise ReplyFormatError(f"the reply's JSON cannot be read ({type(exc).__name__}: {str(exc)[:200]}); answer "
+                               f"with a plain JSON object") from None
     if not isinstance(value, dict):
         raise ReplyFormatError(f"the reply is JSON but a {type(value).__name__}, not an object")
     return value

@@ -20,7 +20,9 @@ Every candidate goes through the feedback loop on the compiler: **execution** (t
 verifier feedback, at most `repairs` = 2 repair rounds), **budget** (the search's analytic width
 fit; no FLOPs-lowering LLM call) and **structure** (the canonical diff against the parent must
 be non-empty and the network must stay multi-layer, `structure_problem`); a structural failure
-is discarded and the loop asks for a new candidate, as in the paper.
+is discarded and the loop asks for a new candidate, as in the paper. A call that fails after its
+retries, or a reply that raises anywhere in its handling, makes a rejected candidate with the
+reason (the client's breaker stops the run after repeated failures).
 
 The schedule position is a function of the tree (how many architectures were sent to training),
 so a resumed search continues the round and stage where it stopped; each architecture's
@@ -37,7 +39,7 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, run_caps
 
 PLAN_PROMPT = "fairnad_plan.v1"
 SUMMARY_CHARS = 300  # a change as the next iterative step quotes it
@@ -169,7 +171,7 @@ class FairNADStrategy(Strategy):
 
     def team(self):
         if self._team is None:
-            self._team = _Team(self.settings, self.run_dir, self.skeleton, self.dataset)
+            self._team = _Team(self.settings, self.run_dir, self.skeleton, self.dataset, run_caps(self.store))
         return self._team
 
     # ------------------------------------------------------------------ the interface
@@ -204,8 +206,15 @@ class FairNADStrategy(Strategy):
 
     def propose(self, parent, rng) -> Candidate:
         slot = self._slot or self.slot(self.tree)
-        team = self.team()
+        team = self.team()  # outside the guard: a configuration error stops the run
         change = slot.as_change()
+        try:
+            return self._propose(team, slot, parent, rng, change)
+        except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
+            return self._candidate(None, change, error=proposal_failure(exc))
+
+    def _propose(self, team, slot: Slot, parent, rng, change: dict) -> Candidate:
+        """One candidate through the feedback loop; `change` is filled as it goes."""
         try:
             plan, about = self._plan(slot, parent, rng)
         except _NoIdea as exc:
@@ -311,13 +320,13 @@ def _render(render, **variables) -> str:
 class _Team:
     """The LLM client, the knowledge base and the Modifier of one search."""
 
-    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str):
+    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None):
         from nader.agents.modifier import Modifier
         from nader.agents.tokens import CountingClient
 
         self.client, self.kb = open_client_and_kb(
             s, run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
-                                   "or `nader-search kb import`)")
+                                   "or `nader-search kb import`)", caps)
         self.counting = CountingClient(self.client)
         self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton, dataset=dataset)
 

@@ -12,7 +12,9 @@ asks for one that outperforms them (temperature 0, as in the paper). It works in
 A reply that cannot be used goes back with the reason (the parse error, or the compiler's
 diagnostics with fix hints) for at most `repairs` more replies (`genius_repair.v1`); then the
 proposal is recorded as invalid, and that, like a proposal that repeats an architecture, shows in
-the next prompt's history.
+the next prompt's history. A reply the checks raise on is unusable the same way, and a call that
+fails after its retries makes an invalid proposal (the client's breaker stops the run after
+repeated failures).
 
 * `ask`: waits while an architecture is being evaluated (each proposal sees every result
   before it); the parent is the last architecture evaluated, so the tree is the chain of
@@ -36,7 +38,7 @@ from nader.runtime.errors import ConfigError
 
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client, proposal_failure, run_caps
 
 CELL_PROMPT = "genius_cell.v1"
 BLOCK_PROMPT = "genius_block.v1"
@@ -77,7 +79,7 @@ class GeniusStrategy(Strategy):
 
             if self.run_dir is None:
                 raise ConfigError("the genius strategy needs the run directory (bind(run_dir))")
-            self._client = open_llm_client(self.settings, self.run_dir, ROLE)
+            self._client = open_llm_client(self.settings, self.run_dir, ROLE, run_caps(self.store))
             self._counting = CountingClient(self._client)
         return self._counting
 
@@ -109,11 +111,21 @@ class GeniusStrategy(Strategy):
         return max(evaluated, key=lambda n: (n.finished or 0, n.arch_id)) if evaluated else tree.root
 
     def propose(self, parent, rng) -> Candidate:
+        llm = self._llm()  # outside the guard: a configuration error stops the run
+        change = {"iteration": 1 + sum(1 for n in self.tree if n.operator == ROLE and n.status in TRIALS)}
+        try:
+            return self._propose(llm, change)
+        except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
+            spent = llm.take()
+            return Candidate(None, origin="llm", operator=ROLE, change={**change, "tokens": spent.by_role},
+                             error=proposal_failure(exc), tokens_in=spent.prompt_tokens,
+                             tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+
+    def _propose(self, llm, change: dict) -> Candidate:
         from nader.agents.prompts import render
 
-        llm = self._llm()
         tree = self.tree
-        iteration = 1 + sum(1 for n in tree if n.operator == ROLE and n.status in TRIALS)
+        iteration = change["iteration"]
         common = {"dataset": self.dataset, "history": self.history(), "iteration": iteration,
                   "iterations": self.settings["iterations"]}
         if self.cells:
@@ -131,18 +143,19 @@ class GeniusStrategy(Strategy):
             reply = llm.chat_sync(messages, role=ROLE, arch_id=arch_id, prompt=prompt if round_ == 0 else REPAIR_PROMPT,
                                   temperature=0)
             replies += 1
-            text, feedback = check(reply.text)
+            change["replies"] = replies
+            text, feedback = _checked(check, reply.text)
             if text is not None:
                 break
             if round_ < repairs:
                 messages = [*messages, {"role": "assistant", "content": reply.text},
                             *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=repairs)[-1:]]
-        spent = llm.take()
-        change = {"iteration": iteration, "replies": replies, "tokens": spent.by_role}
         if text is not None and self.cells:
             from ..spaces import nb201
 
             change["cell"] = str(nb201.cell_of_text(text))
+        spent = llm.take()
+        change.update(replies=replies, tokens=spent.by_role)
         error = None if text is not None else f"no usable answer after {replies} replies: {feedback}"
         return Candidate(text, origin="llm", operator=ROLE, change=change, error=error,
                          tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
@@ -209,6 +222,20 @@ class GeniusStrategy(Strategy):
         if not built.ok:
             return None, built.feedback
         return text, ""
+
+
+def _checked(check, reply: str) -> Tuple[Optional[str], str]:
+    """`check(reply)`; a reply too long to read or one the check raises on is unusable like any
+    other (the reason goes back to the LLM, then into the record), never the run's failure."""
+    from nader.agents.llm.jsonreply import reply_too_long
+
+    too_long = reply_too_long(reply)
+    if too_long:
+        return None, f"- {too_long}"
+    try:
+        return check(reply)
+    except Exception as exc:  # noqa: BLE001 - whatever the reply does to the checks is the reply's failure
+        return None, f"- the reply could not be checked: {type(exc).__name__}: {str(exc)[:300]}"
 
 
 def op_list_text(cell) -> str:

@@ -1,5 +1,6 @@
-"""What the LLM strategies (nader, fairnad, genius) share: their endpoint options and the one
-LLM client opened from them, recorded in the run's `runs.sqlite` (replayable)."""
+"""What the LLM strategies (nader, fairnad, genius) share: their endpoint options, the one LLM
+client opened from them (recorded in the run's `runs.sqlite`, replayable, capped by the run's
+`--llm-max-cost` / `--llm-max-tokens`), and what a proposal whose LLM work raised becomes."""
 from __future__ import annotations
 
 from nader.runtime.errors import ConfigError
@@ -16,7 +17,35 @@ LLM_OPTIONS = {
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
 
-def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str):
+def run_caps(store) -> dict:
+    """The client's caps from the search's settings (`--llm-max-cost`, `--llm-max-tokens`); they
+    override the [llm] section's `max_cost_usd` / `max_total_tokens`."""
+    config = (store.config() if store is not None else None) or {}
+    caps = {"max_cost_usd": config.get("max_cost"), "max_total_tokens": config.get("max_tokens")}
+    return {k: v for k, v in caps.items() if v is not None}
+
+
+def proposal_failure(exc: Exception) -> str:
+    """The error to record for a proposal whose LLM work raised `exc`, so that the loop goes on:
+    a call that failed after its retries (the client's breaker counted it; enough in a row stop
+    the run) or a reply whose handling raised (the same recorded reply fails the same way on
+    resume). A stop (a cap, the endpoint down, a replay miss) and a configuration error are
+    raised again."""
+    from nader.agents.knowledge import KnowledgeBaseError
+    from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
+
+    from ..loop import StopSearch
+
+    if isinstance(exc, (StopSearch, RunStopped, ReplayMiss, ConfigError)):
+        raise exc
+    if isinstance(exc, (LLMConfigError, KnowledgeBaseError)):
+        raise ConfigError(str(exc)) from None
+    if isinstance(exc, (CallFailed, RequestRejected)):
+        return f"the LLM call failed: {exc}"
+    return f"the proposal failed: {type(exc).__name__}: {str(exc)[:500]}"
+
+
+def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: dict | None = None):
     """The LLM client (recorded in `run_dir`) and the knowledge base of a strategy that draws ideas."""
     from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
 
@@ -24,7 +53,7 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str):
         raise ConfigError(f"the {role} strategy needs the run directory (bind(run_dir))")
     if not settings["kb"]:
         raise ConfigError(f"the {role} strategy needs a knowledge base: {kb_help}")
-    client = open_llm_client(settings, run_dir, role)
+    client = open_llm_client(settings, run_dir, role, caps)
     try:
         return client, KnowledgeBase.open(settings["kb"])
     except (KnowledgeBaseError, OSError) as exc:
@@ -32,12 +61,14 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str):
         raise ConfigError(str(exc)) from None
 
 
-def open_llm_client(settings: dict, run_dir, role: str):
-    """The project's LLM client for a strategy's settings; a bad configuration is a ConfigError."""
+def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None):
+    """The project's LLM client for a strategy's settings and the run's caps (`run_caps`); a bad
+    configuration is a ConfigError."""
     from nader.agents.llm import LLMClient, LLMError
     from nader.agents.llm.options import config_from_options
 
     flags = {k: v for k, v in (("base_url", settings["llm_base_url"]), ("model", settings["llm_model"])) if v}
+    flags.update(caps or {})
     replay = settings["replay"] or None
     try:
         config = config_from_options(config_path=settings["llm_config"] or None, replay=replay, **flags)

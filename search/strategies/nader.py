@@ -10,7 +10,9 @@
   reflected twice.
 
 The ablation switches are options: `reader=false` (ideas drawn at random), `ranking=false`,
-`feedback=false` (one round), `experience=false`. The LLM client is the project's one client:
+`feedback=false` (one round), `experience=false`. A call that fails after its retries, or a reply
+that raises anywhere in its handling, makes a rejected proposal with the reason; the loop goes
+on (the client's breaker stops the run after repeated failures). The LLM client is the project's one client:
 its calls are recorded in the run's `runs.sqlite` (`llm_calls`, with role and architecture), so
 a resumed search answers repeated calls from the record. Each architecture's `change` holds the
 plan, the idea, the Modifier's rounds and the tokens by agent; its `tokens_in`/`tokens_out`/
@@ -22,7 +24,7 @@ from typing import Optional
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, run_caps
 
 
 class NaderStrategy(Strategy):
@@ -49,6 +51,7 @@ class NaderStrategy(Strategy):
         self.store = None
         self.tree = None
         self._agents = None
+        self._stopped = None  # a clean stop met while told a result, raised at the next ask
         self.network = ("nb201", "cifar10")  # skeleton, dataset
 
     # ------------------------------------------------------------------ wiring
@@ -61,7 +64,7 @@ class NaderStrategy(Strategy):
 
     def _team(self):
         if self._agents is None:
-            self._agents = _Team(self.settings, self.run_dir, *self.network)
+            self._agents = _Team(self.settings, self.run_dir, *self.network, caps=run_caps(self.store))
         return self._agents
 
     def close(self) -> None:
@@ -71,6 +74,8 @@ class NaderStrategy(Strategy):
 
     # ------------------------------------------------------------------ the interface
     def ask(self, tree, rng):
+        if self._stopped is not None:
+            raise self._stopped
         self.tree = tree
         s = self.settings
         if s["selection"] == "nader":
@@ -78,34 +83,55 @@ class NaderStrategy(Strategy):
         return POLICIES[s["selection"]](tree, rng)
 
     def propose(self, parent, rng) -> Candidate:
+        team = self._team()  # outside the guard: a configuration error stops the run
+        change: dict = {}
+        try:
+            return self._propose(team, parent, rng, change)
+        except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
+            return self._candidate(None, change, error=proposal_failure(exc))
+
+    def _propose(self, team, parent, rng, change: dict) -> Candidate:
+        """The agents' proposal; `change` is filled as it goes, so a failure keeps what was decided."""
         from nader.agents.modifier import split_architecture
         from nader.agents.proposer import NoIdeas
 
-        team = self._team()
         arch_id = str(self.tree.next_id) if self.tree is not None else None
         base_text = split_architecture(parent.text)[0]
         try:
             plan = team.proposer.propose(base_text, history=self._history(parent), applied=self._applied(parent),
                                          rng=rng, arch_id=arch_id)
         except NoIdeas as exc:
-            return self._candidate(None, {}, error=str(exc))
+            return self._candidate(None, change, error=str(exc))
+        change.update(plan=plan.plan, idea=plan.idea, idea_id=plan.idea_id)
         lessons = team.reflector.lessons(plan.plan) if team.reflector else []
         m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
+        change.update(rounds=m.rounds, first_ok=m.first_ok)
         if team.reflector is not None:
-            team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
-        change = {"plan": plan.plan, "idea": plan.idea, "idea_id": plan.idea_id, "rounds": m.rounds,
-                  "first_ok": m.first_ok}
+            from nader.agents.llm.errors import CallFailed, RequestRejected
+
+            try:
+                team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
+            except (CallFailed, RequestRejected):
+                pass  # an embeddings call failed: the candidate stands, without its experience
         return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
 
     def tell(self, node) -> None:
+        from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
+
         team = self._team()
         plan = (node.change or {}).get("plan")
         if team.reflector is None or not plan or team.reflector.experiences.has_training(node.arch_id):
             return
         parent = self.tree[node.parent_id] if self.tree is not None and node.parent_id in self.tree.nodes else None
-        team.reflector.record_training(plan, status=node.status, valid_acc=node.valid_acc,
-                                       parent_acc=parent.valid_acc if parent is not None else None,
-                                       block=None, arch_id=node.arch_id, parent_id=node.parent_id)
+        try:
+            team.reflector.record_training(plan, status=node.status, valid_acc=node.valid_acc,
+                                           parent_acc=parent.valid_acc if parent is not None else None,
+                                           block=None, arch_id=node.arch_id, parent_id=node.parent_id)
+        except (RunStopped, ReplayMiss) as exc:
+            # No experience is recorded, so a resumed run reflects on it again; the loop stops at the next ask.
+            self._stopped = self._stopped or exc
+        except (CallFailed, RequestRejected):
+            pass  # an embeddings call failed (the breaker counted it): a later session reflects again
         spent = team.counting.take()
         if self.store is not None and spent.total:
             self.store.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)
@@ -135,14 +161,15 @@ class NaderStrategy(Strategy):
 class _Team:
     """The agents of one search, sharing one LLM client and the run's database."""
 
-    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str):
+    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None):
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
         from nader.agents.tokens import CountingClient
 
         self.client, self.kb = open_client_and_kb(s, run_dir, "nader",
-                                                  "--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)")
+                                                  "--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)",
+                                                  caps)
         self.counting = CountingClient(self.client)
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
                                  rank=s["ranking"])

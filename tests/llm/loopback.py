@@ -4,8 +4,9 @@
 `POST /v1/embeddings`. Each request takes the next scripted action of its endpoint; when the
 script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
 Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
-connection (no reply until the server closes), a malformed JSON body, a body cut short, and a
-completion truncated at the token limit. Every request body is kept in `requests`.
+connection (no reply until the server closes), a reply trickled a byte at a time, a malformed
+JSON body, a body cut short, and a completion truncated at the token limit. Every request body
+is kept in `requests`.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Callable, Optional
 
 @dataclass
 class Action:
-    kind: str                       # reply | status | hang | malformed | cut
+    kind: str                       # reply | status | hang | trickle | malformed | cut
     text: str = ""
     finish_reason: str = "stop"
     status: int = 200
@@ -48,6 +49,11 @@ def slow(seconds: float, text: str = "slow") -> Action:
 
 def hang() -> Action:
     return Action("hang")
+
+
+def trickle(every: float, text: str = "ok") -> Action:
+    """A whole, valid reply sent one byte every `every` seconds (headers first)."""
+    return Action("trickle", text=text, delay=every)
 
 
 def malformed() -> Action:
@@ -136,6 +142,8 @@ class LoopbackServer:
 
     # -------------------------------------------------------------- acting
     def _act(self, handler, action: Action, body: dict) -> None:
+        if action.kind == "trickle":
+            return self._trickle(handler, action, body)
         if action.delay and self._release.wait(action.delay):
             return  # the server is closing
         if action.kind == "hang":
@@ -163,6 +171,26 @@ class LoopbackServer:
             payload = {"object": "list", "data": data, "model": body.get("model"),
                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
             return _send(handler, 200, json.dumps(payload).encode())
+        _send(handler, 200, self._completion(action, body))
+
+    def _trickle(self, handler, action: Action, body: dict) -> None:
+        payload = self._completion(action, body)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            for i in range(len(payload)):
+                if self._release.wait(action.delay):
+                    return
+                handler.wfile.write(payload[i:i + 1])
+                handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up
+        handler.close_connection = True
+
+    @staticmethod
+    def _completion(action: Action, body: dict) -> bytes:
         prompt_tokens, completion_tokens = action.usage or (
             sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", [])), len(action.text) // 4 + 1)
         payload = {
@@ -173,7 +201,7 @@ class LoopbackServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
-        _send(handler, 200, json.dumps(payload).encode())
+        return json.dumps(payload).encode()
 
 
 def _inputs(body: dict) -> list[str]:

@@ -224,15 +224,17 @@ def test_usage_per_call_role_and_architecture(server, tmp_path):
 
 def test_token_cap_stops_before_the_call_that_could_pass_it(server, tmp_path):
     server.responder = lambda body: reply("x" * 40, usage=(50, 100))
+    # 150 characters: a prompt estimated at 55 tokens, so 50 + 100 stays within each reservation
     with closing(make_client(server, tmp_path, max_tokens=100, max_total_tokens=400)) as client:
-        client.chat_sync(user("a"))
-        client.chat_sync(user("b"))
+        client.chat_sync(user("a" * 150))
+        client.chat_sync(user("b" * 150))
         with pytest.raises(BudgetExceeded) as stop:
-            client.chat_sync(user("c"))
+            client.chat_sync(user("c" * 150))
         spent = client.ledger.spent_tokens
     assert stop.value.kind == "tokens" and spent == 300 <= 400
     assert len(server.chat_requests) == 2
-    assert "raise max_total_tokens" in str(stop.value)
+    assert str(stop.value).count("run again to resume") == 1
+    assert stop.value.reason == "token cap reached: 300 tokens spent of the 400 cap; the next call may take up to 155"
 
 
 def test_cost_cap_holds_under_concurrency_and_resumes_with_a_higher_cap(server, tmp_path):

@@ -194,7 +194,7 @@ def test_dollar_cap_stops_cleanly_and_a_higher_cap_resumes(tmp_path, scripted):
     cfg = settings(run, strategy="scripted", trials=10, max_cost=0.25,
                    strategy_options={"script": script(tmp_path, texts), "cost": 0.2})
     summary = run_search(cfg)
-    assert summary.stop.code == "cost-limit" and "$0.4000 of the $0.25 cap" in summary.stop.message
+    assert summary.stop.code == "cost-limit" and "cost cap reached: $0.4 spent of the $0.25 cap; raise the cap" in summary.stop.message
     conn = db(run)
     assert conn.execute("SELECT SUM(cost_usd), SUM(tokens_in), SUM(tokens_out) FROM archs").fetchone() == \
         pytest.approx((0.4, 20, 10))
