@@ -22,14 +22,14 @@ torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from conftest import run_nadc, shared_dir  # noqa: E402
-from nader.compiler.backends import onnx_backend  # noqa: E402
-from nader.compiler.backends.onnx_backend import (  # noqa: E402
-    LOWERINGS, MODULE_LOWERINGS, OnnxLoweringError, block_to_onnx, check, export_block, export_network, same_pads)
+from nader.compiler.backends.onnx import (  # noqa: E402
+    LAYER_LOWERINGS, LOWERINGS, ONNX_OPS, OnnxLoweringError, block_to_onnx, build_for_export, check, export_block,
+    network_to_onnx, same_pads)
 from nader.compiler.backends.torch_backend import build_torch  # noqa: E402
 from nader.compiler.passes.contract import ANY  # noqa: E402
 from nader.compiler.passes.verify import verify_block  # noqa: E402
 from nader.dsl.ir import Program, Role  # noqa: E402
-from nader.dsl.ops import Group, Op  # noqa: E402
+from nader.dsl.ops import Group  # noqa: E402
 from nader.dsl.parser import parse, parse_file  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -499,7 +499,7 @@ def test_every_operation_has_an_onnx_lowering():
     missing = sorted(str(op) for op in Group.COMPUTE if op not in LOWERINGS)
     assert not missing, f"operations without an ONNX lowering: {missing}"
     assert not set(LOWERINGS) & Group.TERMINAL
-    assert set(onnx_backend.ONNX_OPS) == set(LOWERINGS)
+    assert set(ONNX_OPS) == set(LOWERINGS)
 
 
 def test_synthetic_blocks_use_every_operation():
@@ -762,13 +762,10 @@ def compare_network(model, module, sizes) -> float:
 
 
 def _network(skeleton: str, text: str, **options):
-    from nader.compiler.backends.onnx_backend import network_to_onnx
-
-    parsed = parse(text)
-    _, module, info = export_network(parsed, skeleton=skeleton, **options)
+    built = build_for_export(parse(text), skeleton=skeleton, **options)
     torch.manual_seed(3)
-    _randomize_network(module)
-    return network_to_onnx(module), module, info
+    _randomize_network(built.module)
+    return network_to_onnx(built.arch, built.plan, built.module.state_dict()), built.module, built.info
 
 
 @pytest.mark.parametrize("skeleton", list(NETWORKS))
@@ -787,13 +784,24 @@ def test_darts_network_uses_factorized_reduce_at_odd_sizes():
     compare_network(model, module, ((2, 9, 11), (1, 1, 2)))  # H = 1: an empty slice, then the end pad
 
 
-def test_every_skeleton_module_has_a_lowering():
-    from nader.compiler.network import _torch_classes
+def test_every_skeleton_layer_kind_has_a_lowering():
+    from nader.compiler.plan import LAYER_KINDS
 
-    classes = _torch_classes()
-    for name in ("StagedNetwork", "DartsNetwork", "Cell", "FactorizedReduce"):
-        assert name in classes and name in MODULE_LOWERINGS
+    assert set(LAYER_LOWERINGS) == set(LAYER_KINDS)
 
+
+@pytest.mark.parametrize("skeleton", list(NETWORKS))
+def test_plan_units_are_the_module_paths_of_the_built_network(skeleton):
+    """ONNX reads each unit's weights under its plan name: every name must be a module of the network."""
+    text, options = NETWORKS[skeleton]
+    built = build_for_export(parse(text()), skeleton=skeleton, **options)
+    modules = dict(built.module.named_modules())
+    units = list(built.plan.units())
+    assert {"stem", "fc"} <= {u.name for u in units}
+    for unit in units:
+        assert unit.name in modules, unit.name
+    covered = {k for k in built.module.state_dict() if any(k.startswith(f"{u.name}.") for u in units)}
+    assert covered == set(built.module.state_dict())  # no weight lies outside the plan
 
 @pytest.mark.parametrize("name,skeleton", [("nas-bench-201__nasbench201_cifar100_optimal", "nb201"),
                                            ("darts__dartsv2", "darts")])
@@ -845,8 +853,6 @@ def test_every_corpus_architecture_fits_builds_and_matches_onnx(compat_dir):
         module, built = build_network(text, skeleton, dataset, widths=info["widths"], depths=info["depths"])
         assert sum(p.numel() for p in module.parameters()) == info["params"], path.name
         # Lowering agreement does not depend on width: compare at small widths and depths, odd sizes too.
-        from nader.compiler.backends.onnx_backend import OnnxLoweringError
-
         depths = tuple(1 for _ in info["depths"])
         multipliers = [w // info["widths"][0] for w in info["widths"]]
         for base in (8, 16, 32, 64, 128):  # the smallest width the blocks' constraints allow
