@@ -1,11 +1,12 @@
 """The plan of a whole network: every block instance and skeleton layer, with its widths and sizes.
 
-A `Plan` is the one place a skeleton's topology is written down: the analytic cost
-(`network_cost.py`), the width fit (`fit.py`), the PyTorch assembly (`network.py`), the
+Everything made from a network reads its plan, so they agree by construction: the analytic
+cost (`network_cost.py`), the width fit (`fit.py`), the PyTorch assembly (`network.py`), the
 standalone source emitter (`backends/network_source.py`) and the ONNX lowering
-(`backends/onnx/network.py`) all read it. Unit names are the module paths of the built
-network, so a unit's weights are the state_dict keys under its name. Widths may be
-polynomials in the base width `x` while fitting.
+(`backends/onnx/network.py`). Unit names are the module paths of the built network (the
+skeleton classes of `backends/torch_support.py`; a test checks they agree), so a unit's
+weights are the state_dict keys under its name. Widths may be polynomials in the base
+width `x` while fitting.
 """
 from __future__ import annotations
 
