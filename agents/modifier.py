@@ -144,8 +144,10 @@ def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
 def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Check:
     """Whether a whole architecture (base, stem, downsample) builds for the skeleton: every block
     verifies at the resolutions the dataset's network feeds it (the search checks its own dataset's)."""
-    from nader.compiler.network import (BuildError, dataset_info, load_architecture, network_model, resolve_depths,
-                                        skeleton_info)
+    from nader.compiler.architecture import BuildError, load_architecture, skeleton_info
+    from nader.compiler.datasets import dataset_info
+    from nader.compiler.network_cost import network_model
+    from nader.compiler.plan import resolve_depths
 
     try:
         arch = load_architecture(text, skeleton)

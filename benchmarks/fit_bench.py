@@ -168,7 +168,8 @@ def main(argv: list[str]) -> int:
         return 0
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     from nader.compiler.fit import fit, preset_budget
-    from nader.compiler.network import load_architecture, network_model
+    from nader.compiler.architecture import load_architecture
+    from nader.compiler.network_cost import network_model
 
     budget = preset_budget("nb201", "cifar100")
     total_ours = total_e2e = total_nader = 0.0

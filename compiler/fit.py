@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from nader.compiler.network import BuildError, NetworkModel
+from nader.compiler.architecture import BuildError
+from nader.compiler.network_cost import NetworkModel
 
 MAX_WIDTH = 1 << 14  # the largest base width the bisection considers
 MAX_SCAN = 4096  # the range of the exhaustive scan for non-monotone costs

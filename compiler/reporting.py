@@ -1,8 +1,11 @@
-"""Renderers for diagnostics: concise, full (source line, caret, help) and JSON."""
+"""What reaches the user besides artifacts: diagnostics (concise, full with source line, caret and help, or
+JSON) and a network's notes."""
 from __future__ import annotations
 
 import json
 from typing import Iterable, Mapping
+
+import click
 
 from nader.dsl.diagnostics import Diagnostic, sort_key
 
@@ -60,3 +63,9 @@ def render(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) 
     if fmt == "json":
         return render_json(diagnostics)
     return render_full(diagnostics, sources)
+
+
+def print_notes(path: str, info: dict) -> None:
+    """A network's notes (a standard block standing in for a missing one, ...) on stderr."""
+    for note in info.get("notes", ()):
+        click.echo(f"{path}: note: {note}", err=True)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from nader.compiler.fit import fit
-from nader.compiler.network import (Architecture, BuildError, dataset_info, load_architecture, network_model,
-                                    skeleton_info)
+from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
+from nader.compiler.datasets import dataset_info
+from nader.compiler.network_cost import network_model
 from nader.compiler.passes.canonical import canonical_hash, equivalent
 from nader.compiler.passes.cost import CostError
 from nader.compiler.passes.structure import dead_nodes

@@ -81,7 +81,9 @@ class SearchConfig:
         """The params/FLOPs budget: the skeleton's and dataset's preset (NADER's: 1.5 M parameters,
         0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding."""
         from nader.compiler.fit import Budget, FitError, preset_budget
-        from nader.compiler.network import dataset_info, resolve_depths, skeleton_info
+        from nader.compiler.architecture import skeleton_info
+        from nader.compiler.datasets import dataset_info
+        from nader.compiler.plan import resolve_depths
 
         try:
             base = preset_budget(self.skeleton, dataset_info(self.dataset).name, resolve_depths(skeleton_info(self.skeleton), self.depths))
@@ -108,7 +110,8 @@ class SearchConfig:
 
     def identity(self) -> dict:
         """What a resumed run must share with the run it continues."""
-        from nader.compiler.network import resolve_depths, skeleton_info
+        from nader.compiler.architecture import skeleton_info
+        from nader.compiler.plan import resolve_depths
 
         from .checks import arch_hash_of_text
         from .strategies import get_strategy

@@ -96,7 +96,8 @@ class SearchLoop:
         self.session = session
         self.clock = clock
         self.seeds = config.resolved_seeds()
-        from nader.compiler.network import resolve_depths, skeleton_info
+        from nader.compiler.architecture import skeleton_info
+        from nader.compiler.plan import resolve_depths
 
         self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
         from .spaces.space import get_space

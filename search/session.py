@@ -151,7 +151,8 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
                                   depths=config.depths, data_dir=config.data_dir, seed=config.seed)
     obs = observer or Observer()
-    from nader.compiler.network import resolve_depths, skeleton_info
+    from nader.compiler.architecture import skeleton_info
+    from nader.compiler.plan import resolve_depths
 
     depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
     trials_before = Tree(store.nodes()).trials()

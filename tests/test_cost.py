@@ -20,7 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nader.compiler.backends.torch_backend import build_torch
-from nader.compiler.network import BuildError, build_network, load_architecture, network_model
+from nader.compiler.architecture import BuildError, load_architecture
+from nader.compiler.network import build_network
+from nader.compiler.network_cost import network_model
 from nader.compiler.passes import verify_block
 from nader.compiler.passes.cost import COST_RULES, block_cost, nondecreasing, substitute
 from nader.compiler.passes.symbolic import Poly

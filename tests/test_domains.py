@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import run_nadc
-from nader.compiler.backends.onnx_backend import export_network
+from nader.compiler.backends.onnx import export_network
 from nader.compiler.backends.torch_backend import BuildError as TorchBuildError
 from nader.compiler.backends.torch_backend import build_torch
 from nader.compiler.network import BuildError, analyze, build_network
@@ -410,7 +410,7 @@ def test_a_resolution_bound_block_alone_exports_at_a_given_size(tmp_path):
     assert [d.dim_param or d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == ["B", 8, 16, 16]
     torch.manual_seed(0)
     module = build_torch(block(NORM_OVER_WIDTH), 8, input_size=16).eval()
-    from nader.compiler.backends.onnx_backend import block_to_onnx
+    from nader.compiler.backends.onnx import block_to_onnx
     session = ort.InferenceSession(block_to_onnx(block(NORM_OVER_WIDTH), module).SerializeToString(),
                                    providers=["CPUExecutionProvider"])
     x = torch.randn(3, 8, 16, 16)

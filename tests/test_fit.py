@@ -10,7 +10,9 @@ from dataclasses import dataclass
 import pytest
 
 from nader.compiler.fit import PRESETS, Budget, FitError, fit, preset_budget
-from nader.compiler.network import BuildError, build_network, load_architecture, network_model
+from nader.compiler.architecture import BuildError, load_architecture
+from nader.compiler.network import build_network
+from nader.compiler.network_cost import network_model
 from nader.compiler.passes.cost import Figures
 from test_network import ARCH, ARCH4, BOTTLE, CELLS
 

@@ -158,7 +158,7 @@ def test_torch_source_has_readable_identifiers_and_matches_the_module(tmp_path, 
 def test_onnx_agrees_with_torch_on_named_ids():
     torch = pytest.importorskip("torch")
     ort = pytest.importorskip("onnxruntime")
-    from nader.compiler.backends.onnx_backend import block_to_onnx
+    from nader.compiler.backends.onnx import block_to_onnx
     from nader.compiler.backends.torch_backend import build_torch
 
     block = block_of(LLM_BLOCK)

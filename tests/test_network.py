@@ -14,8 +14,11 @@ import pytest
 import torch
 
 from conftest import REPO_ROOT, run_nadc
-from nader.compiler.network import (DATASETS, SKELETONS, BuildError, build_network, load_architecture, make_plan,
-                                    peak_memory)
+from nader.compiler.architecture import SKELETONS, BuildError, load_architecture
+from nader.compiler.datasets import DATASETS
+from nader.compiler.network import build_network
+from nader.compiler.network_cost import peak_memory
+from nader.compiler.plan import make_plan
 
 BASE = """##Res##
 0:input

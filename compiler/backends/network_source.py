@@ -11,8 +11,12 @@ from __future__ import annotations
 import pprint
 from typing import Optional
 
-from nader.compiler.network import (Architecture, BlockUnit, BuildError, CellUnit, LayerUnit, Plan, analyze,
-                                    architecture_from_program, skeleton_info)
+from nader.compiler.architecture import Architecture, BuildError, architecture_from_program, skeleton_info
+from nader.compiler.backends.errors import EmitError
+from nader.compiler.network import analyze
+from nader.compiler.plan import BlockUnit, CellUnit, LayerUnit, Plan, width_int
+from nader.compiler.reporting import print_notes
+
 
 def _clean(name: str) -> str:
     cleaned = "".join(ch if ch.isalnum() else "_" for ch in name)
@@ -30,8 +34,7 @@ class _Classes:
         self.names: dict[tuple, str] = {}  # (part, domain) -> class name
         self.sources: list[str] = []
         used: set[str] = {"Network", "Cell", "FactorizedReduce", "DropPath", "StagedNetwork", "DartsNetwork"}
-        units = [plan.stem] + [u for stage in plan.stages for u in stage] + list(plan.downsamples) \
-            + [c.cell for c in plan.cells]
+        units = plan.block_units()
         for part in ("base", "stem", "downsample"):
             reports = {}
             for unit in units:
@@ -56,23 +59,18 @@ class _Classes:
         return f"{self.names[(unit.part, report.domain)]}({', '.join(extra)})"
 
 
-def _w(width) -> int:
-    value = width.evaluate({})
-    return value.numerator // value.denominator
-
-
 def _layer_text(unit: Optional[LayerUnit]) -> str:
     if unit is None:
         return "nn.Identity()"
     fn = "relu_conv_bn" if unit.kind == "relu_conv_bn" else "FactorizedReduce"
-    return f"{fn}({_w(unit.cin)}, {_w(unit.cout)})"
+    return f"{fn}({width_int(unit.cin)}, {width_int(unit.cout)})"
 
 
 def network_class_source(arch: Architecture, plan: Plan, classes: _Classes) -> str:
     """The `Network` class of a plan with concrete widths: the shared skeleton class, configured."""
     doc = (f'    """{plan.skeleton.name} network: widths {plan.concrete_widths()}, depths {list(plan.depths)}, '
            f'{plan.input_size}x{plan.input_size} input."""')
-    stem = classes.call(plan.stem, 3, _w(plan.stem.dim))
+    stem = classes.call(plan.stem, 3, width_int(plan.stem.dim))
     if plan.skeleton.cells:
         lines = ["class Network(DartsNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
                  "        super().__init__(", f"            stem={stem},", "            cells=["]
@@ -82,12 +80,12 @@ def network_class_source(arch: Architecture, plan: Plan, classes: _Classes) -> s
         lines = ["class Network(StagedNetwork):", doc, "", f"    def __init__(self, num_classes={plan.num_classes}):",
                  "        super().__init__(", f"            stem={stem},", "            stages=["]
         for i, stage in enumerate(plan.stages, 1):
-            call = classes.call(stage[0], _w(plan.widths[i - 1])) if stage else "None"
+            call = classes.call(stage[0], width_int(plan.widths[i - 1])) if stage else "None"
             lines.append(f"                [{call} for _ in range({len(stage)})],")
         lines.append("            ],")
-        downsamples = ", ".join(classes.call(d, _w(d.C), _w(d.dim)) for d in plan.downsamples)
+        downsamples = ", ".join(classes.call(d, width_int(d.C), width_int(d.dim)) for d in plan.downsamples)
         lines.append(f"            downsamples=[{downsamples}],")
-    lines += [f"            in_features={_w(plan.fc.cin)},", "            num_classes=num_classes,"]
+    lines += [f"            in_features={width_int(plan.fc.cin)},", "            num_classes=num_classes,"]
     if plan.lastact is not None:
         lines += ["            lastact=True,"]
     lines += ["        )"]
@@ -95,7 +93,7 @@ def network_class_source(arch: Architecture, plan: Plan, classes: _Classes) -> s
 
 
 def _cell_text(c: CellUnit, classes: _Classes) -> str:
-    return (f"Cell({_layer_text(c.preprocess0)}, {_layer_text(c.preprocess1)}, {classes.call(c.cell, _w(c.cell.C))}, "
+    return (f"Cell({_layer_text(c.preprocess0)}, {_layer_text(c.preprocess1)}, {classes.call(c.cell, width_int(c.cell.C))}, "
             f"{c.reduction})")
 
 
@@ -121,8 +119,6 @@ def network_source(arch: Architecture, plan: Plan, info: dict) -> str:
 
 def emit_network_source(parsed, options) -> str:
     """The `--emit torch` emitter when `--network` is given (called by torch_backend.emit)."""
-    from nader.compiler.commands.compile import EmitError
-
     try:
         skel = skeleton_info(options.network)
         dataset = options.dataset or _default_dataset(skel.name)
@@ -135,7 +131,6 @@ def emit_network_source(parsed, options) -> str:
         raise EmitError(str(error)) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
     source = network_source(arch, plan, info)
-    from nader.compiler.commands.common import print_notes
     print_notes(parsed.program.path, info)
     return source
 

@@ -476,7 +476,7 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
 
 def emit(parsed, options) -> str:
     """`nadc FILE --emit torch`: standalone source, one class per block (or a whole network with --network)."""
-    from nader.compiler.commands.compile import EmitError
+    from nader.compiler.backends.errors import EmitError
 
     if options.network:
         from nader.compiler.backends.network_source import emit_network_source

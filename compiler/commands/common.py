@@ -50,8 +50,3 @@ def int_list(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
 def exit_status(diagnostics: Iterable[Diagnostic]) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0
 
-
-def print_notes(path: str, info: dict) -> None:
-    """A network's notes (a standard block standing in for a missing one, ...) on stderr."""
-    for note in info.get("notes", ()):
-        click.echo(f"{path}: note: {note}", err=True)

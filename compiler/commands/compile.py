@@ -3,7 +3,7 @@
 Emitters are looked up in `EMITTERS` (name -> "module:function") and imported
 only when used, so the front end never imports torch or onnx. An emitter is
 called as `emit(parsed, options)` and returns text or bytes; it raises
-`EmitError` for problems that are the user's to fix.
+`EmitError` (`backends/errors.py`) for problems that are the user's to fix.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Optional
 
 import click
 
+from nader.compiler.backends.errors import EmitError
 from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
 from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
 from nader.dsl.ir import Program, Role
@@ -24,14 +25,10 @@ EMITTERS = {
     "ir": "nader.compiler.commands.compile:emit_ir",
     "json": "nader.compiler.commands.compile:emit_json",
     "torch": "nader.compiler.backends.torch_backend:emit",
-    "onnx": "nader.compiler.backends.onnx_backend:emit",
+    "onnx": "nader.compiler.backends.onnx:emit",
     "dot": "nader.compiler.backends.drawing:emit_dot",
     "svg": "nader.compiler.backends.drawing:emit_svg",
 }
-
-
-class EmitError(Exception):
-    """A problem with the input or options that the user must fix (exit 1)."""
 
 
 @dataclass(frozen=True)

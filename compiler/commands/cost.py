@@ -12,7 +12,8 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import int_list, load, print_notes
+from nader.compiler.commands.common import int_list, load
+from nader.compiler.reporting import print_notes
 
 
 def _m(value: int) -> str:
@@ -54,8 +55,10 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     FLOPs follow thop's profile convention (what NADER reports); see docs/networks.md.
     """
     from nader.compiler.fit import Budget, FitError, preset_budget
-    from nader.compiler.network import (BuildError, analyze, architecture_from_program, dataset_info,
-                                        resolve_depths, resolve_widths, skeleton_info)
+    from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
+    from nader.compiler.datasets import dataset_info
+    from nader.compiler.network import analyze
+    from nader.compiler.plan import resolve_depths, resolve_widths
     from nader.compiler.passes.cost import CostError
 
     skel = skeleton_info(skeleton)

@@ -77,7 +77,7 @@ class NB201Space(Space):
         except nb201.NotInSpace as exc:
             return f"not a cell of the NAS-Bench-201 space: {exc}"
         from nader.compiler.passes.canonical import equivalent
-        from nader.compiler.network import load_architecture
+        from nader.compiler.architecture import load_architecture
 
         arch = arch if arch is not None else load_architecture(text, self.skeleton)
         own = self._network()
@@ -90,7 +90,7 @@ class NB201Space(Space):
     def _network(self):
         """NB201's stem and reduction blocks (the same for every cell), loaded once."""
         if getattr(self, "_own", None) is None:
-            from nader.compiler.network import load_architecture
+            from nader.compiler.architecture import load_architecture
 
             self._own = load_architecture(nb201.architecture(nb201.RESNET), self.skeleton)
         return self._own

@@ -105,7 +105,7 @@ def structure_problem(parent_text: str, child_text: str, skeleton: str, depths) 
       Linear), and the skeleton repeats it (the stages' depths) at least twice in all. A base
       block made of identities, pooling and activations alone collapses every stage.
     """
-    from nader.compiler.network import load_architecture
+    from nader.compiler.architecture import load_architecture
     from nader.compiler.passes.canonical import block_diff
 
     from ..checks import PARTS
@@ -154,7 +154,8 @@ class FairNADStrategy(Strategy):
         self.run_dir, self.store = run_dir, store
         record = store.config() if store is not None else None
         if record:
-            from nader.compiler.network import resolve_depths, skeleton_info
+            from nader.compiler.architecture import skeleton_info
+            from nader.compiler.plan import resolve_depths
 
             from ..config import SearchConfig
 
@@ -259,7 +260,7 @@ class FairNADStrategy(Strategy):
     def _iterate_plan(self, render, parent: Node, grand: Node, previous: str) -> str:
         from nader.agents.knowledge import ATTRIBUTE_TREE
         from nader.compiler.commands.diff import render_text
-        from nader.compiler.network import load_architecture
+        from nader.compiler.architecture import load_architecture
         from nader.compiler.passes.canonical import block_diff
 
         a = load_architecture(grand.text, self.skeleton).block("base")
@@ -270,7 +271,8 @@ class FairNADStrategy(Strategy):
 
     def _depths(self) -> list:
         if self.depths is None:  # not bound to a run: the skeleton's default depths
-            from nader.compiler.network import resolve_depths, skeleton_info
+            from nader.compiler.architecture import skeleton_info
+            from nader.compiler.plan import resolve_depths
 
             self.depths = list(resolve_depths(skeleton_info(self.skeleton), None))
         return self.depths
