@@ -8,17 +8,23 @@ original is never changed.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 from .errors import RuntimeToolError
 
 RECOVERED_NAME = "runs.recovered.sqlite"
+DB_NAME_HINT = "runs.sqlite"  # store.DB_NAME (store imports this module)
 REPAIR_ADVICE = f"run the same command with --repair to copy what can be read into {RECOVERED_NAME}"
 
 
 class StoreError(RuntimeToolError):
     """The run's database cannot be used as it is; the message names the file and what to do."""
+
+    def __init__(self, message: str, path=None):
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
 
 
 class StoreDamaged(StoreError):
@@ -68,7 +74,7 @@ def _corrupt(exc: BaseException) -> bool:
 
 def store_error(path, exc: BaseException, *, writing: bool) -> StoreError:
     """The StoreError (StoreDamaged for corruption) for an sqlite3 or OS error on `path`."""
-    return (StoreDamaged if _corrupt(exc) else StoreError)(unusable(path, exc, writing=writing))
+    return (StoreDamaged if _corrupt(exc) else StoreError)(unusable(path, exc, writing=writing), path)
 
 
 def unusable(path, exc: BaseException, *, writing: bool) -> str:
@@ -99,11 +105,11 @@ def check_database(path) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}", path) from None
     if path.is_dir():
-        raise StoreError(f"{path} is a directory, not a run database")
+        raise StoreError(f"{path} is a directory, not a run database", path)
     if size == 0 and not _has_wal(path):
-        raise StoreEmpty(f"{path} is empty (0 bytes), so it holds no run; delete it to start a new run there")
+        raise StoreEmpty(f"{path} is empty (0 bytes), so it holds no run; delete it to start a new run there", path)
     try:
         conn = connect_readonly(path)
     except sqlite3.Error as exc:
@@ -116,4 +122,29 @@ def check_database(path) -> None:
         conn.close()
     if problems != ["ok"]:
         more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
-        raise StoreDamaged(f"{path} is damaged (quick_check: {problems[0][:120]}{more}); {REPAIR_ADVICE}")
+        raise StoreDamaged(f"{path} is damaged (quick_check: {problems[0][:120]}{more}); {REPAIR_ADVICE}", path)
+
+
+def cell_problem(table: str, row: str, column: str, what: str) -> str:
+    """The warning for one unusable cell: table, row and column, and what is done instead."""
+    return f"{DB_NAME_HINT}: table {table}, row {row}, column {column}: {what}; left out"
+
+
+def json_cell(value, table: str, row: str, column: str, problems: list, expect: tuple = (dict, list)):
+    """A JSON column decoded; None (and a warning in `problems`) when it is not valid JSON or not
+    of the expected type, so one damaged cell does not hide the rest of the run."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, (str, bytes)):
+        problems.append(cell_problem(table, row, column, f"expected JSON text, found {type(value).__name__}"))
+        return None
+    try:
+        data = json.loads(value)
+    except ValueError as exc:
+        problems.append(cell_problem(table, row, column, f"not valid JSON ({exc})"))
+        return None
+    if expect and not isinstance(data, expect):
+        names = " or ".join("an object" if t is dict else "a list" if t is list else t.__name__ for t in expect)
+        problems.append(cell_problem(table, row, column, f"expected {names}, found {type(data).__name__}"))
+        return None
+    return data
