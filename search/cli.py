@@ -209,7 +209,12 @@ def _run(config_file, fmt, force, flags):
     except RuntimeToolError as exc:  # RunLocked, InfrastructureError (disk full, ...) and the like
         click.echo(f"error: {exc}", err=True)
         return progress, 2
-    except (OSError, sqlite3.Error) as exc:
+    except OSError as exc:
+        from nader.runtime.faults import describe_os_error
+
+        click.echo(f"error: {describe_os_error(exc)}", err=True)
+        return progress, 2
+    except sqlite3.Error as exc:
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except Exception as exc:  # never a traceback for the user
