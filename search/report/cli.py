@@ -91,7 +91,11 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
             now = _stamp(run_dir)
             if now != last:
                 last = now
-                n, size = write_report(run_dir, output, top)
+                try:
+                    n, size = write_report(run_dir, output, top)
+                except (StoreError, sqlite3.Error, OSError) as error:  # damaged or gone while watched
+                    click.echo(f"error: {error}", err=True)
+                    sys.exit(2)
                 click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
