@@ -14,6 +14,7 @@ import sqlite3
 from typing import Optional
 
 from .errors import RuntimeToolError
+from .integrity import StoreError, unusable
 
 INTERRUPTED = "interrupted"
 E_INFRA = "infrastructure"
@@ -60,8 +61,6 @@ def machine_sqlite_error(exc: BaseException) -> bool:
 
 def infrastructure_reason(exc: BaseException, db_path=None) -> Optional[str]:
     """The one-line reason when `exc` (or what it was raised from) is a machine problem, else None."""
-    from .integrity import StoreError, unusable
-
     for e in _chain(exc):
         if isinstance(e, (StoreError, InfrastructureError)):
             return str(e)

@@ -173,7 +173,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         _close(evaluator, executor, abort=True)
         _end_anyway(store, session, "interrupted", loop.tree.trials())
         raise
-    except InfrastructureError:  # disk full and the like: the trial is marked interrupted
+    except (InfrastructureError, StoreError):  # disk full and the like: the trial is retried on resume
         _close(evaluator, executor, abort=True)
         _end_anyway(store, session, "infrastructure", loop.tree.trials())
         raise
