@@ -98,7 +98,7 @@ def unusable(path, exc: BaseException, *, writing: bool) -> str:
 def check_database(path) -> None:
     """Raise StoreError unless `path` is absent (a new run) or an SQLite database that passes
     ``PRAGMA quick_check`` (which reads every page but skips the index cross-checks of
-    integrity_check: about a second per GB)."""
+    integrity_check: about 0.1 s for a 36 MB database on this project's 2-core machine)."""
     path = Path(path)
     try:
         size = path.stat().st_size

@@ -115,3 +115,22 @@ def test_a_wrapped_disk_error_is_still_the_machines():
             raise RuntimeError("checkpoint failed") from inner
     except RuntimeError as outer:
         assert infrastructure_reason(outer).startswith("disk full writing /r/ck.pt")
+
+
+def test_an_io_error_loading_data_interrupts_the_job_and_a_build_error_still_fails_it(monkeypatch):
+    from nader.runtime import data
+    from nader.runtime.jobs import run_job
+
+    job = Job(arch=json.dumps({"width": 4}), builder="runtime_helpers:tiny_builder", options={"epochs": 1})
+
+    def unreadable(*args, **kwargs):
+        raise OSError(errno.EIO, "Input/output error", "/data/digits.npz")
+
+    with monkeypatch.context() as m:
+        m.setattr(data, "load_dataset", unreadable)
+        r = run_job(job)
+    assert (r.status, r.error_kind) == ("interrupted", "infrastructure")
+    assert r.error.startswith("I/O error on /data/digits.npz")
+    broken = run_job(Job(arch=json.dumps({"build_error": "no such op"}), builder="runtime_helpers:tiny_builder",
+                         options={"epochs": 1}))
+    assert (broken.status, broken.error_kind) == ("failed", "build")
