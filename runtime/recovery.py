@@ -149,7 +149,8 @@ def _copy_rows(copy: Path, target: Path, result: Recovery) -> None:
             src = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
             schema = src.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
         except sqlite3.DatabaseError as exc:
-            result.lost.append(f"everything: the schema cannot be read ({exc})")
+            result.lost.append(f"everything: the table definitions cannot be read ({exc}); only a scan of the "
+                               f"pages can find rows then: the sqlite3 shell's .recover, where it is built with it")
             return
         tables = [(n, sql) for t, n, sql in schema if t == "table" and not n.startswith("sqlite_")]
         for name, sql in tables:
