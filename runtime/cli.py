@@ -1,8 +1,9 @@
 """`nader-search eval`: train and evaluate one architecture over several seeds.
 
 Exit status: 0 every job ok, 1 some job failed or diverged (or an internal error), 2 usage
-(bad option, missing architecture file, missing or corrupt dataset, a run directory in use),
-130 interrupted.
+(bad option, missing architecture file, missing or corrupt dataset, a run directory in use), a
+damaged or unwritable run database, or a job interrupted by the machine (disk full, I/O error:
+rerun to resume), 130 interrupted.
 No traceback reaches the user; ``NADER_DEBUG=1`` prints them for developers.
 """
 from __future__ import annotations
@@ -61,6 +62,46 @@ def human(n) -> str:
     return str(n)
 
 
+def repair_option(command):
+    """`--repair`, shared by every command that opens a run directory."""
+    return click.option(
+        "--repair", is_flag=True,
+        help="If RUN/runs.sqlite is damaged, copy what can still be read into RUN/runs.recovered.sqlite, say "
+             "what was recovered and what was lost, and stop (the damaged file is left as it is).")(command)
+
+
+def store_problem(exc, repair: bool) -> int:
+    """Report a StoreError in one line (or, with --repair on a damaged database, recover it and
+    report that); the exit status: 2 for the error, 0 or 1 (rows lost) after a repair."""
+    from .integrity import StoreDamaged
+
+    if not (repair and isinstance(exc, StoreDamaged) and exc.path is not None):
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    from .recovery import recover
+
+    try:
+        done = recover(exc.path)
+    except (OSError, sqlite3.Error) as error:
+        click.echo(f"error: cannot repair {exc.path}: {error}", err=True)
+        return 2
+    click.echo(done.text())
+    return 0 if done.rows and not done.lost else 1
+
+
+def repair_not_needed(run_dir) -> None:
+    click.echo(f"note: {Path(run_dir) / 'runs.sqlite'} passed the integrity check; nothing to repair", err=True)
+
+
+def warn_problems(problems) -> None:
+    """The damaged cells met while reading, one warning line each (at most 20, then a count)."""
+    problems = list(dict.fromkeys(problems))
+    for p in problems[:20]:
+        click.echo(f"warning: {p}", err=True)
+    if len(problems) > 20:
+        click.echo(f"warning: and {len(problems) - 20} more damaged cells", err=True)
+
+
 def render_table(results) -> str:
     head = ["seed", "status", "test_acc", "valid_acc", "train_loss", "params", "flops", "epochs", "seconds"]
     rows = [[str(r.seed), r.status, _fmt(r.test_acc, ".2f"), _fmt(r.valid_acc, ".2f"), _fmt(r.train_loss, ".4f"),
@@ -116,13 +157,14 @@ def render_table(results) -> str:
               help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
                    "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
+@repair_option
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, timeout, trials_per_gpu, builder):
+                 batch_size, chance_epochs, device, threads, compile_, timeout, trials_per_gpu, builder, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu)
+                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
@@ -147,8 +189,11 @@ def _terminate_like_interrupt() -> None:
 
 
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-         batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None) -> int:
+         batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None,
+         repair=False) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
+    from .faults import InfrastructureError
+    from .integrity import StoreError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
     tmp = lock = None
@@ -203,9 +248,13 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
 
             try:
                 RunStore(run_dir).close()
+            except StoreError as exc:
+                return store_problem(exc, repair)
             except (OSError, sqlite3.Error) as exc:
                 click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
                 return 2
+            if repair:
+                repair_not_needed(run_dir)
         progress = Progress(jobs, stream=sys.stderr)
         ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout,
                            trials_per_gpu=trials_per_gpu)
@@ -223,7 +272,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         else:
             click.echo(render_table(results))
         return 0 if all(r.status == "ok" for r in results) else 1
-    except (ConfigError, DatasetError) as exc:
+    except (ConfigError, DatasetError, InfrastructureError, StoreError) as exc:
         click.echo(f"error: {exc}", err=True)
         return 2
     except RuntimeToolError as exc:

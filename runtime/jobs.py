@@ -9,8 +9,10 @@ signature of ``nader.compiler.network.build_network``::
         -> (torch.nn.Module, {"params": int, "flops": int, "widths", "depths", "num_classes", "input_size"})
 
 Every failure (data, build, out of memory, NaN, any exception) becomes a :class:`Result` with
-``status`` "failed" or "diverged" and a readable ``error``; :func:`run_job` never raises
-(except KeyboardInterrupt/SystemExit, which are left to the caller).
+``status`` "failed" or "diverged" and a readable ``error``; a failure of the machine (disk full,
+I/O error, permissions; see :mod:`.faults`) becomes ``interrupted`` instead, which says nothing
+about the architecture and is run again. :func:`run_job` never raises (except
+KeyboardInterrupt/SystemExit, which are left to the caller).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 DEFAULT_BUILDER = "nader.compiler.network:build_network"
-STATUSES = ("ok", "diverged", "failed")
+STATUSES = ("ok", "diverged", "failed", "interrupted")  # interrupted: by the machine (faults.py); reruns
 
 # error kinds of failed results
 E_CONFIG, E_DATA, E_BUILDER, E_BUILD, E_OOM, E_KILLED, E_TIMEOUT, E_EXCEPTION = (
@@ -85,7 +87,7 @@ class Job:
 class Result:
     job_id: str
     seed: int
-    status: str  # ok | diverged | failed
+    status: str  # ok | diverged | failed | interrupted
     error: Optional[str] = None
     error_kind: Optional[str] = None
     name: Optional[str] = None
@@ -231,6 +233,7 @@ def run_job(job: Job, *, device: Optional[str] = None, callbacks: Sequence[Calla
 
 def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Result:
     from .errors import BuilderUnavailable, ConfigError, DatasetError
+    from .faults import E_INFRA, INTERRUPTED, infrastructure_reason
 
     try:
         import torch
@@ -251,6 +254,9 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
     except DatasetError as exc:
         return failure(job, E_DATA, str(exc), seconds=time.perf_counter() - t0)
     except Exception as exc:
+        reason = infrastructure_reason(exc)
+        if reason is not None:
+            return failure(job, E_INFRA, reason, status=INTERRUPTED, seconds=time.perf_counter() - t0)
         return failure(job, E_DATA, f"{dataset}: cannot load: {_short(exc)}", seconds=time.perf_counter() - t0)
 
     try:
@@ -292,7 +298,7 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
             try:
                 from .store import RunStore
 
-                store = RunStore(job.run_dir)
+                store = RunStore(job.run_dir, check=False)
                 cbs.append(lambda ev: ev["type"] == "epoch" and store.record_epoch(job.job_id, ev))
             except Exception:
                 store = None  # the run directory is not reachable from here: checkpoints only
@@ -304,6 +310,9 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
         out = trainer.fit()
     except Exception as exc:
         history = []
+        reason = None if _is_oom(exc) else infrastructure_reason(exc, job.run_dir and Path(job.run_dir) / "runs.sqlite")
+        if reason is not None:  # the disk, not the architecture: rerun on resume
+            return failure(job, E_INFRA, reason, status=INTERRUPTED, seconds=time.perf_counter() - t0, **extra)
         if _is_oom(exc):
             kind, msg = E_OOM, f"out of memory: {_short(exc)}"
             if dev.type == "cuda":

@@ -1,6 +1,7 @@
 """Run a batch of jobs against a run store: skip what is finished, resume what was interrupted."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -8,6 +9,8 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from .executors import Executor, InProcessExecutor
+from .faults import INTERRUPTED, InfrastructureError
+from .integrity import StoreError
 from .jobs import Job, Result
 from .store import RunStore
 
@@ -23,7 +26,7 @@ class _StoreWatcher(threading.Thread):
         self.since = time.time()
 
     def run(self):
-        store = RunStore(self.run_dir)
+        store = RunStore(self.run_dir, check=False)
         try:
             while not self._halt.wait(self.interval):
                 for job_id, rec, t in store.epochs_since(self.since):
@@ -47,7 +50,8 @@ def evaluate(jobs: Sequence[Job], executor: Optional[Executor] = None, *, run_di
     With `run_dir`, every job is recorded in the run store; jobs already finished there (status
     ok or diverged) are returned from the store and not rerun; the others run with checkpoints
     under the run directory, so an interrupted job resumes from its last finished epoch, and
-    each result is committed the moment it arrives.
+    each result is committed the moment it arrives. A job interrupted by the machine (disk full,
+    I/O error: see faults.py) stops the batch with InfrastructureError; the rerun resumes it.
     """
     executor = executor or InProcessExecutor()
     jobs = list(jobs)
@@ -71,6 +75,11 @@ def evaluate(jobs: Sequence[Job], executor: Optional[Executor] = None, *, run_di
             todo.append(dataclasses.replace(j, run_dir=str(Path(run_dir).resolve())) if run_dir is not None else j)
 
         def got(r: Result) -> None:
+            if r.status == INTERRUPTED:  # the machine failed, not the job: stop; a rerun resumes it
+                if store is not None:
+                    with contextlib.suppress(StoreError):  # the disk may well be full
+                        store.put_result(r)
+                raise InfrastructureError(r.error or "a job was interrupted by the machine")
             if store is not None:
                 store.put_result(r)
             results[r.job_id] = r

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Iterable, List, Optional
 
+from .faults import machine_sqlite_error
+from .integrity import StoreError, check_database, json_cell, store_error
 from .jobs import Job, Result
 
 DB_NAME = "runs.sqlite"
@@ -52,18 +54,35 @@ SCHEMA_VERSION = "1"
 class RunStore:
     """One connection to a run directory's database (open one per process/thread)."""
 
-    def __init__(self, run_dir, *, create: bool = True):
+    def __init__(self, run_dir, *, create: bool = True, check: bool = True):
+        """`check`: verify the database first (integrity.check_database); the commands do, the
+        workers that open the store once per job do not (their command already has)."""
         self.run_dir = Path(run_dir)
         if create:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                self.run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the run directory {self.run_dir}: {exc.strerror or exc}") from None
         elif not self.run_dir.is_dir():
             raise FileNotFoundError(f"run directory {self.run_dir} does not exist")
         self.path = self.run_dir / DB_NAME
         self._lock = threading.RLock()
-        self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA busy_timeout=60000")
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=FULL")
+        self.problems: List[str] = []  # damaged cells met while reading (the commands print them)
+        if check:
+            check_database(self.path)
+        self.conn = None
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA busy_timeout=60000")
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self._create_schema()
+        except sqlite3.Error as exc:
+            if self.conn is not None:
+                self.conn.close()
+            raise store_error(self.path, exc, writing=True) from None
+
+    def _create_schema(self) -> None:
         for stmt in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
             self.conn.execute(stmt)
         with self._tx() as c:
@@ -76,14 +95,23 @@ class RunStore:
 
         def __enter__(self):
             self.store._lock.acquire()
-            self.store.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.store.conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                self.store._lock.release()
+                raise store_error(self.store.path, exc, writing=True) if machine_sqlite_error(exc) else exc
             return self.store.conn
 
         def __exit__(self, et, ev, tb):
             try:
                 self.store.conn.execute("COMMIT" if et is None else "ROLLBACK")
+            except sqlite3.Error as exc:  # a full disk shows up here first; SQLite may have rolled back itself
+                if et is None:
+                    raise store_error(self.store.path, exc, writing=True) from None
             finally:
                 self.store._lock.release()
+            if isinstance(ev, sqlite3.Error) and machine_sqlite_error(ev):
+                raise store_error(self.store.path, ev, writing=True) from None
             return False
 
     def _tx(self) -> "RunStore._Tx":
@@ -151,10 +179,22 @@ class RunStore:
                   (r.status, int(r.epochs or 0), now, r.job_id))
 
     # ------------------------------------------------------------------ reads
+    def _record(self, table: str, row: str, value, cls):
+        data = json_cell(value, table, row, "record", self.problems, expect=(dict,))
+        if data is None:
+            return None
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            self.problems.append(f"{DB_NAME}: table {table}, row {row}, column record: not a {cls.__name__} "
+                                 f"({exc}); left out")
+            return None
+
     def result(self, job_id: str) -> Optional[Result]:
+        """The job's result; None also when its record is damaged (the job then runs again)."""
         with self._lock:
             row = self.conn.execute("SELECT record FROM results WHERE job_id=?", (job_id,)).fetchone()
-        return Result.from_json(row[0]) if row else None
+        return self._record("results", f"job_id={job_id}", row[0], Result) if row else None
 
     def finished(self, job_id: str) -> Optional[Result]:
         """The job's result if it is final (ok or diverged); None if it must (re)run."""
@@ -163,23 +203,40 @@ class RunStore:
 
     def results(self) -> List[Result]:
         with self._lock:
-            rows = self.conn.execute("SELECT record FROM results ORDER BY finished").fetchall()
-        return [Result.from_json(r[0]) for r in rows]
+            rows = self.conn.execute("SELECT job_id, record FROM results ORDER BY finished").fetchall()
+        out = (self._record("results", f"job_id={j}", r, Result) for j, r in rows)
+        return [r for r in out if r is not None]
 
     def epochs(self, job_id: str) -> List[dict]:
         with self._lock:
-            rows = self.conn.execute("SELECT record FROM epochs WHERE job_id=? ORDER BY epoch", (job_id,)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+            rows = self.conn.execute("SELECT epoch, record FROM epochs WHERE job_id=? ORDER BY epoch",
+                                     (job_id,)).fetchall()
+        out = (json_cell(r, "epochs", f"job_id={job_id} epoch={e}", "record", self.problems, (dict,)) for e, r in rows)
+        return [d for d in out if d is not None]
 
     def epochs_since(self, recorded_after: float) -> List[tuple]:
         """(job_id, record, recorded) of epochs committed after a time (progress polling)."""
         with self._lock:
-            rows = self.conn.execute("SELECT job_id, record, recorded FROM epochs WHERE recorded > ? ORDER BY recorded",
-                                     (recorded_after,)).fetchall()
-        return [(j, json.loads(r), t) for j, r, t in rows]
+            rows = self.conn.execute("SELECT job_id, epoch, record, recorded FROM epochs WHERE recorded > ? "
+                                     "ORDER BY recorded", (recorded_after,)).fetchall()
+        out = ((j, json_cell(r, "epochs", f"job_id={j} epoch={e}", "record", self.problems, (dict,)), t)
+               for j, e, r, t in rows)
+        return [x for x in out if x[1] is not None]
 
     def jobs(self) -> List[tuple]:
-        """(Job, state, epochs_done) for every job of the run."""
+        """(Job, state, epochs_done) for every job of the run (damaged specs left out, with a warning)."""
         with self._lock:
-            rows = self.conn.execute("SELECT spec, state, epochs_done FROM jobs ORDER BY created").fetchall()
-        return [(Job.from_dict(json.loads(s)), st, e) for s, st, e in rows]
+            rows = self.conn.execute("SELECT job_id, spec, state, epochs_done FROM jobs ORDER BY created").fetchall()
+        out = ((self._record_spec(j, s), st, e) for j, s, st, e in rows)
+        return [x for x in out if x[0] is not None]
+
+    def _record_spec(self, job_id: str, spec) -> Optional[Job]:
+        data = json_cell(spec, "jobs", f"job_id={job_id}", "spec", self.problems, expect=(dict,))
+        if data is None:
+            return None
+        try:
+            return Job.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            self.problems.append(f"{DB_NAME}: table jobs, row job_id={job_id}, column spec: not a job ({exc}); "
+                                 f"left out")
+            return None

@@ -6,6 +6,7 @@ cross-entropy per image.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import tempfile
@@ -79,20 +80,35 @@ def _is_oom(exc: BaseException) -> bool:
 
 
 def atomic_save(obj, path: Path) -> None:
-    """torch.save to a temporary file in the same folder, fsync, then rename over `path`."""
+    """torch.save to a temporary file in the same folder, fsync, then rename over `path`.
+
+    The bytes are made in memory first, so a failing disk raises a plain OSError naming `path`
+    (torch's own writer turns ENOSPC into an assertion about zip offsets); the caller tells a
+    machine problem from the architecture's by that."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            f.write(buf.getbuffer())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
+        _discard(tmp)
+        raise
+
+
+def _discard(tmp) -> None:
+    if tmp is not None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
 
 
 def load_checkpoint(path: Path) -> Optional[dict]:

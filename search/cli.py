@@ -2,7 +2,9 @@
 
 Exit status: 0 the search stopped normally with a trained architecture; 1 nothing trained
 successfully, or an internal error; 2 usage (bad option, unreadable file, missing dataset,
-changed settings without --force, run directory in use); 3 the LLM endpoint stopped the search
+changed settings without --force, run directory in use), a damaged, empty or unwritable run
+database (--repair salvages a damaged one), or a trial interrupted by the machine (disk full, I/O
+error: run the same command again to resume); 3 the LLM endpoint stopped the search
 (`llm-stopped`: it failed call after call, or a replay lacks an answer; run the same command
 again to resume); 130 interrupted (run the same command again to resume). No traceback reaches
 the user; ``NADER_DEBUG=1`` prints them.
@@ -18,6 +20,8 @@ import traceback
 from pathlib import Path
 
 import click
+
+from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
 
 from .config import DATASETS, EXECUTORS, PROXIES
 
@@ -178,6 +182,7 @@ def _strategy_epilog() -> str:
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
+@repair_option
 def run_command(config_file, fmt, force, **flags):
     """Search for better architectures, starting from --from, and print the best one found.
 
@@ -219,12 +224,14 @@ def _old_names(flags: dict) -> None:
 
 def _run(config_file, fmt, force, flags):
     from nader.runtime.errors import ConfigError, DatasetError, RuntimeToolError
+    from nader.runtime.integrity import StoreError
 
     from .config import read_toml
     from .progress import LiveProgress
     from .session import run_search
 
     progress = None
+    repair = flags.pop("repair", False)
     try:
         toml = read_toml(config_file) if config_file else {}
         flags = _agent_flags(flags)
@@ -258,10 +265,17 @@ def _run(config_file, fmt, force, flags):
     except (ConfigError, DatasetError) as exc:
         click.echo(f"error: {exc}", err=True)
         return progress, 2
-    except RuntimeToolError as exc:  # RunLocked and the like
+    except StoreError as exc:  # damaged, empty or unwritable runs.sqlite
+        return progress, store_problem(exc, repair)
+    except RuntimeToolError as exc:  # RunLocked, InfrastructureError (disk full, ...) and the like
         click.echo(f"error: {exc}", err=True)
         return progress, 2
-    except (OSError, sqlite3.Error) as exc:
+    except OSError as exc:
+        from nader.runtime.faults import describe_os_error
+
+        click.echo(f"error: {describe_os_error(exc)}", err=True)
+        return progress, 2
+    except sqlite3.Error as exc:
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except Exception as exc:  # never a traceback for the user
@@ -345,14 +359,37 @@ def _summary_text(s) -> str:
 # ---------------------------------------------------------------------- reading commands
 
 
-def _open(run_dir):
+def _open(run_dir, repair: bool = False):
+    from nader.runtime.integrity import StoreError
+
     from .store import open_readonly
 
     try:
-        return open_readonly(run_dir)
+        conn = open_readonly(run_dir)
+    except StoreError as exc:
+        sys.exit(store_problem(exc, repair))
     except (FileNotFoundError, sqlite3.Error) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    if repair:
+        repair_not_needed(run_dir)
+    return conn
+
+
+def _read(run_dir, repair: bool, read):
+    """`read(conn, problems)` on the run's database; damaged cells become warnings, an error
+    while reading (a page gone bad since the check) one line."""
+    conn = _open(run_dir, repair)
+    problems: list = []
+    try:
+        out = read(conn, problems)
+    except sqlite3.Error as exc:
+        click.echo(f"error: cannot read {Path(run_dir) / 'runs.sqlite'}: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        conn.close()
+    warn_problems(problems)
+    return out
 
 
 def _write(text: str, output) -> None:
@@ -369,19 +406,22 @@ def _write(text: str, output) -> None:
 @click.command("status", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-def status_command(run_dir, fmt):
+@repair_option
+def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
     from . import records
 
-    conn = _open(run_dir)
-    try:
-        recs = records.records(conn, with_text=False)
-        sessions = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
-        sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in sessions]
+    def read(conn, problems):
+        from nader.runtime.integrity import json_cell
+
+        recs = records.records(conn, with_text=False, problems=problems)
+        rows = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
+        sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
         cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-        cfg = json.loads(cfg[0]) if cfg else {}
-    finally:
-        conn.close()
+        cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
+        return recs, sessions, cfg
+
+    recs, sessions, cfg = _read(run_dir, repair, read)
     if fmt == "json":
         click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
                                "archs": recs}, indent=2, default=str))
@@ -400,15 +440,12 @@ def status_command(run_dir, fmt):
 @click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
               help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-def best_command(run_dir, fmt, output):
+@repair_option
+def best_command(run_dir, fmt, output, repair):
     """Print the best architecture (highest validation accuracy), ready for nadc."""
     from . import records
 
-    conn = _open(run_dir)
-    try:
-        rec = records.best(conn)
-    finally:
-        conn.close()
+    rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
     if rec is None:
         click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
         sys.exit(1)
@@ -419,14 +456,10 @@ def best_command(run_dir, fmt, output):
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(("csv", "json")), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-def export_command(run_dir, fmt, output):
+@repair_option
+def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
     from . import records
 
-    conn = _open(run_dir)
-    try:
-        recs = records.records(conn)
-    finally:
-        conn.close()
+    recs = _read(run_dir, repair, lambda conn, problems: records.records(conn, problems=problems))
     _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)
-

@@ -12,7 +12,8 @@ benchmarks, `nader.search.evaluators`) are interchangeable::
 
 A trial is evaluated once per seed; each seed comes back as a :class:`SeedOutcome` with status
 ``ok``, ``diverged`` or ``failed`` (every failure, a killed worker or an out-of-memory included,
-is an outcome, never an exception). :class:`TrainingEvaluator` trains with the runtime's
+is an outcome, never an exception), or ``interrupted`` when the machine stopped it (disk full,
+I/O error: ``nader.runtime.faults``), which the loop does not hold against the architecture. :class:`TrainingEvaluator` trains with the runtime's
 executors (in process, a process pool or Ray): each seed is a runtime ``Job`` whose id is a
 hash of what it computes, so a seed finished before an interruption is read back from the run
 store instead of being trained again, and an interrupted one resumes from its checkpoint.
@@ -43,7 +44,7 @@ class Trial:
 class SeedOutcome:
     arch_id: int
     seed: int
-    status: str  # ok | diverged | failed
+    status: str  # ok | diverged | failed | interrupted (by the machine: the run stops, a resume retries)
     valid_acc: Optional[float] = None
     test_acc: Optional[float] = None
     seconds: Optional[float] = None

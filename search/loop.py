@@ -16,12 +16,16 @@ the next run resumes them.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import random
 import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.faults import INTERRUPTED, InfrastructureError
+from nader.runtime.integrity import StoreError
 
 from .checks import Checked, Checker
 from .config import SearchConfig
@@ -309,6 +313,12 @@ class SearchLoop:
         self.observer.submitted(node)
 
     def record(self, outcome: SeedOutcome) -> None:
+        if outcome.status == INTERRUPTED:  # the machine failed, not the architecture: stop, a resume retries it
+            with contextlib.suppress(StoreError):  # a full disk may refuse this too; it stays "training" then
+                self.store.set_status(outcome.arch_id, INTERRUPTED, diagnostics=json.dumps(
+                    [{"seed": outcome.seed, "status": INTERRUPTED, "error": outcome.error,
+                      "error_kind": outcome.error_kind}]))
+            raise InfrastructureError(outcome.error or f"arch #{outcome.arch_id} was interrupted by the machine")
         node = self.store.record_seed(
             outcome.arch_id, outcome.seed, status=outcome.status, valid_acc=outcome.valid_acc,
             test_acc=outcome.test_acc, seconds=outcome.seconds, epochs=outcome.epochs, error=outcome.error,

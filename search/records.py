@@ -14,42 +14,65 @@ import math
 from typing import List, Optional
 
 from nader.runtime.cli import human  # the runtime tables' count format (search/cli.py uses it from here)
+from nader.runtime.integrity import cell_problem, json_cell
 
 COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
            "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
-_JSON_COLUMNS = ("change", "diagnostics", "widths", "prescreen")
+_JSON_COLUMNS = {"change": (dict,), "diagnostics": (dict, list), "widths": (list,), "prescreen": (dict,)}
+_SEED_KEYS = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
+              "error_kind")
+# What each plain column must hold; a damaged cell of another type is left out (None) with a warning.
+_INT, _NUM, _STR = (int,), (int, float), (str,)
+_TYPES = {"parent_id": _INT, "depth": _INT, "status": _STR, "origin": _STR, "operator": _STR, "duplicate_of": _INT,
+          "hash": _STR, "params": _INT, "flops": _INT, "binding": _STR, "valid_acc": _NUM, "valid_std": _NUM,
+          "test_acc": _NUM, "test_std": _NUM, "seconds": _NUM, "seeds_done": _INT, "attempts": _INT,
+          "tokens_in": _INT, "tokens_out": _INT, "cost_usd": _NUM, "created": _NUM, "started": _NUM,
+          "finished": _NUM, "text": _STR, "seed": _INT, "job_id": _STR, "epochs": _INT, "error": _STR,
+          "error_kind": _STR}
+_REQUIRED = {"status": "damaged", "depth": 0, "origin": "?"}  # shown in place of a damaged cell the tables need
 
 
-def records(conn, with_text: bool = True) -> List[dict]:
-    """Every architecture, in id order, with its per-seed results under "seeds"."""
+def _clean(rec: dict, table: str, row: str, problems: list) -> dict:
+    for key, value in rec.items():
+        want = _TYPES.get(key)
+        if value is None or want is None or (isinstance(value, want) and not isinstance(value, bool)):
+            continue
+        problems.append(cell_problem(table, row, key, f"expected {'text' if want is _STR else 'a number'}, "
+                                                      f"found {value!r:.40}"))
+        rec[key] = _REQUIRED.get(key)
+    return rec
+
+
+def records(conn, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
+    """Every architecture, in id order, with its per-seed results under "seeds". A damaged cell
+    (bad JSON, wrong type) is left out (None) and described in `problems`."""
+    problems = [] if problems is None else problems
     cols = list(COLUMNS) + ["change", "diagnostics", "prescreen"] + (["text"] if with_text else [])
     rows = conn.execute(f"SELECT {', '.join(cols)} FROM archs ORDER BY arch_id").fetchall()
     out = []
     for row in rows:
         rec = dict(zip(cols, tuple(row)))
-        for key in _JSON_COLUMNS:
-            if rec.get(key):
-                rec[key] = json.loads(rec[key])
-        out.append(rec)
+        where = f"arch_id={rec['arch_id']}"
+        for key, expect in _JSON_COLUMNS.items():
+            if key in rec:
+                rec[key] = json_cell(rec[key], "archs", where, key, problems, expect)
+        out.append(_clean(rec, "archs", where, problems))
     seeds = {}
-    for row in conn.execute("SELECT arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, "
-                            "error_kind FROM arch_seeds ORDER BY arch_id, seed"):
-        keys = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
-                "error_kind")
-        d = dict(zip(keys, tuple(row)))
+    for row in conn.execute(f"SELECT {', '.join(_SEED_KEYS)} FROM arch_seeds ORDER BY arch_id, seed"):
+        d = dict(zip(_SEED_KEYS, tuple(row)))
+        _clean(d, "arch_seeds", f"arch_id={d['arch_id']} seed={d['seed']}", problems)
         seeds.setdefault(d.pop("arch_id"), []).append(d)
     for rec in out:
         rec["seeds"] = seeds.get(rec["arch_id"], [])
     return out
 
 
-def best(conn) -> Optional[dict]:
-    row = conn.execute("SELECT arch_id FROM archs WHERE status='ok' AND valid_acc IS NOT NULL "
-                       "ORDER BY valid_acc DESC, COALESCE(params, 0), arch_id LIMIT 1").fetchone()
-    if row is None:
-        return None
-    return next(r for r in records(conn) if r["arch_id"] == row[0])
+def best(conn, problems: Optional[list] = None) -> Optional[dict]:
+    """The trained architecture with the highest mean validation accuracy (ties: fewer
+    parameters, then the older), chosen from the cleaned records (a damaged accuracy never wins)."""
+    ok = [r for r in records(conn, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
+    return min(ok, key=lambda r: (-r["valid_acc"], r["params"] or 0, r["arch_id"]), default=None)
 
 
 def counts(conn) -> dict:
@@ -59,7 +82,7 @@ def counts(conn) -> dict:
 def counts_of(recs: List[dict]) -> dict:
     out: dict = {}
     for r in recs:
-        out[r["status"]] = out.get(r["status"], 0) + 1
+        out[str(r["status"])] = out.get(str(r["status"]), 0) + 1
     return dict(sorted(out.items()))
 
 
@@ -107,7 +130,7 @@ def status_table(recs: List[dict]) -> str:
 
 
 def summary_line(counts_: dict) -> str:
-    trained = sum(counts_.get(s, 0) for s in ("ok", "diverged", "failed", "training", "proposed"))
+    trained = sum(counts_.get(s, 0) for s in ("ok", "diverged", "failed", "training", "proposed", "interrupted"))
     rest = ", ".join(f"{n} {s}" for s, n in sorted(counts_.items()) if n)
     return f"{sum(counts_.values())} architectures, {trained} trials ({rest})"
 
@@ -122,7 +145,7 @@ def best_text(rec: dict) -> str:
     head = (f"# nader-search best: arch #{rec['arch_id']} ({lineage(rec)}), "
             f"valid {_num(rec['valid_acc'], '.2f')}%, test {_num(rec['test_acc'], '.2f')}%, "
             f"{human(rec['params'])} params, {human(rec['flops'])} FLOPs, widths {rec['widths']}\n")
-    return head + rec["text"].rstrip("\n") + "\n"
+    return head + (rec["text"] or "").rstrip("\n") + "\n"
 
 
 EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text"]

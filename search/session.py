@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.faults import InfrastructureError
+from nader.runtime.integrity import StoreError
 
 from . import records
 from .config import SearchConfig, differences, merge
@@ -171,16 +173,32 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                 strategy.close()
     except KeyboardInterrupt:
         _close(evaluator, executor, abort=True)
-        store.end_session(session, "interrupted", loop.tree.trials())
+        _end_anyway(store, session, "interrupted", loop.tree.trials())
+        raise
+    except (InfrastructureError, StoreError):  # disk full and the like: the trial is retried on resume
+        _close(evaluator, executor, abort=True)
+        _end_anyway(store, session, "infrastructure", loop.tree.trials())
         raise
     except BaseException:
         _close(evaluator, executor, abort=True)
-        store.end_session(session, "error", loop.tree.trials())
+        _end_anyway(store, session, "error", loop.tree.trials())
         raise
     _close(evaluator, executor, abort=False)
     store.end_session(session, stop.code, loop.tree.trials())
-    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), records.best(store.conn),
+    damaged: list = []  # cells that could not be read, as warnings
+    best = records.best(store.conn, damaged)
+    warnings = list(dict.fromkeys(warnings + store.problems + damaged))
+    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
                          time.monotonic() - t0, resumed, warnings)
+
+
+def _end_anyway(store, session, reason: str, trials: int) -> None:
+    """Record why the session ended, unless the database cannot take it (the disk that stopped
+    the run may be full): the error that stopped it is what the user must see."""
+    try:
+        store.end_session(session, reason, trials)
+    except StoreError:
+        pass
 
 
 def _close(evaluator, executor, abort: bool) -> None:

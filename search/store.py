@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Iterable, List, Optional
 
+from nader.runtime.integrity import StoreDamaged, check_database, connect_readonly, json_cell
 from nader.runtime.jobs import Result
 from nader.runtime.store import DB_NAME, RunStore
 
@@ -78,13 +79,20 @@ _NODE_COLUMNS = ("arch_id, parent_id, depth, status, text, hash, duplicate_of, o
                  "widths, params, flops, valid_acc, finished, seeds_done, attempts")
 
 
-def _node(row) -> Node:
+def _node(row, problems: list) -> Node:
     (arch_id, parent_id, depth, status, text, hsh, dup, origin, operator, change, widths, params, flops, valid_acc,
      finished, seeds_done, attempts) = row
+    where = ("archs", f"arch_id={arch_id}")
+    widths = json_cell(widths, *where, "widths", problems, expect=(list,))
+    if widths is not None and not all(isinstance(w, int) for w in widths):
+        problems.append(f"{DB_NAME}: table archs, row arch_id={arch_id}, column widths: not a list of integers; "
+                        f"left out")
+        widths = None
     return Node(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
-                duplicate_of=dup, origin=origin, operator=operator, change=json.loads(change) if change else {},
-                widths=json.loads(widths) if widths else None, params=params, flops=flops, valid_acc=valid_acc, finished=finished, seeds_done=seeds_done,
-                attempts=attempts)
+                duplicate_of=dup, origin=origin, operator=operator,
+                change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},
+                widths=widths, params=params, flops=flops, valid_acc=valid_acc, finished=finished,
+                seeds_done=seeds_done, attempts=attempts)
 
 
 def _mean_std(values: List[float]):
@@ -99,8 +107,8 @@ def _mean_std(values: List[float]):
 class SearchStore(RunStore):
     """The run store with the search's tables. Open it only while holding the run's lock."""
 
-    def __init__(self, run_dir):
-        super().__init__(run_dir)
+    def _create_schema(self) -> None:
+        super()._create_schema()
         # WAL with synchronous=NORMAL: a commit survives the process being killed (it is in the
         # WAL), only an OS crash or power cut can lose the last few, which a resume redoes. FULL
         # would fsync every commit: about 9 ms each here, the loop's whole per-trial budget.
@@ -114,7 +122,14 @@ class SearchStore(RunStore):
     def config(self) -> Optional[dict]:
         with self._lock:
             row = self.conn.execute("SELECT value FROM meta WHERE key=?", (CONFIG_KEY,)).fetchone()
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        problems: list = []
+        config = json_cell(row[0], "meta", f"key={CONFIG_KEY}", "value", problems, expect=(dict,))
+        if config is None:  # without its settings the run cannot be resumed as it was
+            raise StoreDamaged(f"{self.path}: {problems[0] if problems else 'the search settings are empty'}; "
+                               f"the run's settings are unreadable", self.path)
+        return config
 
     def set_config(self, config: dict) -> None:
         with self._tx() as c:
@@ -135,12 +150,12 @@ class SearchStore(RunStore):
     def nodes(self) -> List[Node]:
         with self._lock:
             rows = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs ORDER BY arch_id").fetchall()
-        return [_node(r) for r in rows]
+        return [_node(r, self.problems) for r in rows]
 
     def node(self, arch_id: int) -> Node:
         with self._lock:
             row = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
-        return _node(row)
+        return _node(row, self.problems)
 
     def insert(self, records: Iterable[dict]) -> None:
         """Insert new architectures (dicts of archs columns), all in one transaction."""
@@ -249,15 +264,16 @@ class SearchStore(RunStore):
 
 
 def open_readonly(run_dir) -> sqlite3.Connection:
-    """A read-only connection to a run's database (status/best/export while a search runs)."""
+    """A read-only connection to a run's database (status/best/export while a search runs), after
+    the integrity check (StoreError, one line naming the file, when it fails)."""
     path = Path(run_dir) / DB_NAME
     if not path.is_file():
         raise FileNotFoundError(f"{run_dir} is not a search run directory (no {DB_NAME})")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    check_database(path)
+    conn = connect_readonly(path)
     conn.row_factory = sqlite3.Row
     have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "archs" not in have:
         conn.close()
         raise FileNotFoundError(f"{run_dir} holds no search (no architectures table); `nader-search run` creates one")
     return conn
-

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional
 
 # An architecture's status. Rejected ones never train; valid ones have a fitted text.
-STATUSES = ("proposed", "invalid", "duplicate", "over-budget", "screened-out", "training", "ok", "diverged", "failed")
+STATUSES = ("proposed", "invalid", "duplicate", "over-budget", "screened-out", "training", "ok", "diverged", "failed",
+            "interrupted")  # interrupted: by the machine (disk full, ...), trained again on resume
 REJECTED = frozenset({"invalid", "duplicate", "over-budget"})
-VALID = frozenset({"proposed", "screened-out", "training", "ok", "diverged", "failed"})
-PENDING = frozenset({"proposed", "training"})  # sent (or to be sent) to an evaluator
+VALID = frozenset({"proposed", "screened-out", "training", "ok", "diverged", "failed", "interrupted"})
+PENDING = frozenset({"proposed", "training", "interrupted"})  # sent (or to be sent) to an evaluator
 FINAL = frozenset({"ok", "diverged", "failed"})  # evaluated
 TRIALS = PENDING | FINAL  # what --trials counts
 

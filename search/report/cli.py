@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
 
 import click
+
+from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -21,12 +24,13 @@ def _stamp(run_dir: Path) -> tuple:
     return tuple(out)
 
 
-def write_report(run_dir: Path, output: Path, top: int) -> tuple[int, int]:
-    """Render and write atomically (a browser reloading never sees half a file); (archs, bytes)."""
+def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None) -> tuple[int, int]:
+    """Render and write atomically (a browser reloading never sees half a file); (archs, bytes).
+    Damaged cells of the database are left out and described in `problems`."""
     from .load import load_run
     from .render import render
 
-    run, archs = load_run(run_dir)
+    run, archs = load_run(run_dir, problems)
     html = render(run, archs, top_n=top).encode("utf-8")
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     tmp.write_bytes(html)
@@ -42,7 +46,8 @@ def write_report(run_dir: Path, output: Path, top: int) -> tuple[int, int]:
               help="How many of the best architectures to show with drawings and diffs.")
 @click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=click.FloatRange(0.5),
               metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
-def report_command(run_dirs: tuple, output, top: int, watch):
+@repair_option
+def report_command(run_dirs: tuple, output, top: int, watch, repair):
     """Write a self-contained HTML report of the search in RUN: summary, modification tree,
     curves, top architectures with drawings and diffs, failures. It needs no server and no
     network; open it from disk.
@@ -50,18 +55,32 @@ def report_command(run_dirs: tuple, output, top: int, watch):
     With several RUNs, one page compares them: each run's best validation accuracy against
     trials, coloured by strategy, and the mean and spread per strategy at a few trial counts.
     """
+    from nader.runtime.integrity import StoreError
+
     from .load import RunNotFound
 
     if len(run_dirs) > 1:
-        _compare(run_dirs, output or Path("compare.html"), watch)
+        _compare(run_dirs, output or Path("compare.html"), watch, repair)
         return
     run_dir = run_dirs[0]
     output = output or run_dir / "report.html"
+    problems: list = []
     try:
-        n, size = write_report(run_dir, output, top)
+        n, size = write_report(run_dir, output, top, problems)
     except RunNotFound as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    except StoreError as error:
+        sys.exit(store_problem(error, repair))
+    except sqlite3.Error as error:  # a page gone bad since the check
+        click.echo(f"error: cannot read {run_dir / 'runs.sqlite'}: {error}", err=True)
+        sys.exit(2)
+    except OSError as error:
+        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+        sys.exit(2)
+    if repair:
+        repair_not_needed(run_dir)
+    warn_problems(problems)
     click.echo(f"{output} ({n} architectures, {size / 1e6:.2f} MB)")
     if watch is None:
         return
@@ -72,13 +91,19 @@ def report_command(run_dirs: tuple, output, top: int, watch):
             now = _stamp(run_dir)
             if now != last:
                 last = now
-                n, size = write_report(run_dir, output, top)
+                try:
+                    n, size = write_report(run_dir, output, top)
+                except (StoreError, sqlite3.Error, OSError) as error:  # damaged or gone while watched
+                    click.echo(f"error: {error}", err=True)
+                    sys.exit(2)
                 click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
     except KeyboardInterrupt:
         click.echo("stopped watching", err=True)
 
 
-def _compare(run_dirs, output: Path, watch) -> None:
+def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
+    from nader.runtime.integrity import StoreError
+
     from .compare import write_compare
     from .load import RunNotFound
 
@@ -90,6 +115,8 @@ def _compare(run_dirs, output: Path, watch) -> None:
     except RunNotFound as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
+    except StoreError as error:
+        sys.exit(store_problem(error, repair))
     except OSError as error:
         click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
         sys.exit(2)

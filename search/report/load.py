@@ -10,6 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from nader.runtime.integrity import check_database, connect_readonly, json_cell
 from nader.runtime.store import DB_NAME
 
 from .model import Arch, Run
@@ -20,10 +21,12 @@ class RunNotFound(Exception):
 
 
 def _connect(run_dir: Path) -> sqlite3.Connection:
+    """Read-only, after the integrity check (StoreError when the database is damaged)."""
     path = Path(run_dir) / DB_NAME
     if not path.is_file():
         raise RunNotFound(f"{run_dir}: no search here ({DB_NAME} is missing)")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    check_database(path)
+    conn = connect_readonly(path)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if "archs" not in tables:
         conn.close()
@@ -44,20 +47,25 @@ def _diagnostics(value) -> list:
     return out
 
 
-def load_run(run_dir) -> tuple[Run, list[Arch]]:
+def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
+    """The run and its architectures; damaged cells are left out and described in `problems`."""
     from nader.search.records import records  # the tree's one reader
 
+    problems = [] if problems is None else problems
     run_dir = Path(run_dir)
     conn = _connect(run_dir)
     try:
-        recs = records(conn)
-        session = conn.execute("SELECT started, config FROM search_sessions ORDER BY session DESC LIMIT 1").fetchone()
+        recs = records(conn, problems=problems)
+        session = conn.execute("SELECT session, started, config FROM search_sessions ORDER BY session DESC "
+                               "LIMIT 1").fetchone()
         first = conn.execute("SELECT MIN(started) FROM search_sessions").fetchone()
     finally:
         conn.close()
-    config = json.loads(session[1]) if session and session[1] else {}
+    config = (json_cell(session[2], "search_sessions", f"session={session[0]}", "config", problems, (dict,))
+              if session else None) or {}
     run = Run(name=run_dir.resolve().name, dataset=str(config.get("dataset", "")), preset=str(config.get("preset", "")),
-              strategy=str(config.get("strategy", "")), started=first[0] if first else None, config=config)
+              strategy=str(config.get("strategy", "")),
+              started=first[0] if first and isinstance(first[0], (int, float)) else None, config=config)
     archs = []
     for r in recs:
         seeds = r.get("seeds") or []

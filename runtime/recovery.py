@@ -1,0 +1,234 @@
+"""`--repair`: copy what can still be read from a damaged run database into a new file beside it.
+
+SQLite's own salvage is the ``.recover`` command of the ``sqlite3`` shell (Debian package
+``sqlite3``; the Makefile installs it where it can); Python's sqlite3 module has no equivalent,
+so without the shell every table is copied row by row, stepping over rowid ranges that cannot
+be read. Both work on a copy in a temporary folder, so the damaged file is never changed, and a
+header overwritten with garbage is rebuilt on the copy first (neither reads a file whose first
+100 bytes are not SQLite's). The result is ``runs.recovered.sqlite``; using it is the user's
+decision (move it over ``runs.sqlite``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List
+
+from .integrity import RECOVERED_NAME
+
+MAGIC = b"SQLite format 3\x00"
+_PAGE_SIZES = (4096, 1024, 8192, 16384, 32768, 65536, 512, 2048)
+_SHELL_TIMEOUT = 600.0
+
+
+@dataclass
+class Recovery:
+    source: Path
+    target: Path
+    method: str
+    rows: Dict[str, int] = field(default_factory=dict)  # table -> rows recovered
+    lost: List[str] = field(default_factory=list)  # what is known to be missing
+
+    def text(self) -> str:
+        got = ", ".join(f"{t} {n}" for t, n in sorted(self.rows.items())) or "nothing"
+        lines = [f"recovered {self.source} into {self.target} ({self.method}): rows per table: {got}",
+                 "lost: " + ("; ".join(self.lost) if self.lost else "nothing that the recovered rows show missing")]
+        if self.rows:
+            lines.append(f"to use it, keep the damaged file elsewhere and move {self.target.name} to "
+                         f"{self.source.name}, then run the command again")
+        return "\n".join(lines)
+
+
+def _header_ok(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(16) == MAGIC
+
+
+def _rebuild_header(path: Path, page_size: int) -> None:
+    """A fresh 100-byte header (SQLite's defaults) for `page_size`; the size in pages is taken
+    from the file's length because the change counters differ (file format, section 1.3)."""
+    raw = 1 if page_size == 65536 else page_size
+    head = MAGIC + struct.pack(">HBBBBBB", raw, 1, 1, 0, 64, 32, 32)
+    head += struct.pack(">IIIIIIIIIIII", 1, 0, 0, 0, 1, 4, 0, 0, 1, 0, 0, 0)
+    head += b"\x00" * 20 + struct.pack(">II", 0, 3040001)
+    assert len(head) == 100
+    with open(path, "r+b") as f:
+        f.write(head)
+
+
+def _fit_page_count(path: Path) -> None:
+    """A truncated file's header still counts the pages it had, and SQLite then reads nothing:
+    make the count the pages the file holds."""
+    with open(path, "r+b") as f:
+        head = f.read(100)
+        raw = struct.unpack(">H", head[16:18])[0]
+        page_size = 65536 if raw == 1 else raw
+        if page_size < 512 or page_size & (page_size - 1):
+            return
+        pages = os.fstat(f.fileno()).st_size // page_size
+        if struct.unpack(">I", head[28:32])[0] > pages:
+            f.seek(28)
+            f.write(struct.pack(">I", pages))
+
+
+def _readable(path: Path) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT name FROM sqlite_master").fetchall()
+            return True
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _working_copy(source: Path, folder: Path) -> Path:
+    copy = folder / "damaged.sqlite"
+    shutil.copyfile(source, copy)
+    wal = source.with_name(source.name + "-wal")
+    if wal.is_file():
+        shutil.copyfile(wal, folder / "damaged.sqlite-wal")
+    if _header_ok(copy):
+        _fit_page_count(copy)
+    elif copy.stat().st_size >= 512:
+        original = copy.read_bytes()[:100]
+        for size in _PAGE_SIZES:
+            _rebuild_header(copy, size)
+            if _readable(copy):
+                break
+        else:
+            with open(copy, "r+b") as f:
+                f.write(original)
+    return copy
+
+
+def recover(source) -> Recovery:
+    """Salvage the database at `source` into RECOVERED_NAME beside it (replacing an older one)."""
+    source = Path(source)
+    target = source.with_name(RECOVERED_NAME)
+    partial = target.with_name(target.name + ".partial")
+    with tempfile.TemporaryDirectory(prefix="nader-recover-") as folder:
+        copy = _working_copy(source, Path(folder))
+        if partial.exists():
+            partial.unlink()
+        shell = shutil.which("sqlite3")
+        if shell and _shell_recover(shell, copy, partial):
+            result = Recovery(source, target, "sqlite3 .recover")
+        else:
+            if partial.exists():
+                partial.unlink()
+            result = Recovery(source, target, "row-by-row copy")
+            _copy_rows(copy, partial, result)
+    _tally(partial, result)
+    os.replace(partial, target)
+    return result
+
+
+def _shell_recover(shell: str, copy: Path, target: Path) -> bool:
+    try:
+        dump = subprocess.run([shell, str(copy), ".recover"], capture_output=True, timeout=_SHELL_TIMEOUT)
+        if dump.returncode != 0 or not dump.stdout.strip():  # e.g. a shell built without sqlite_dbpage
+            return False
+        load = subprocess.run([shell, str(target)], input=dump.stdout, capture_output=True, timeout=_SHELL_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return load.returncode == 0 and target.is_file()
+
+
+def _copy_rows(copy: Path, target: Path, result: Recovery) -> None:
+    dst = sqlite3.connect(target, isolation_level=None)
+    try:
+        try:
+            src = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+            schema = src.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").fetchall()
+        except sqlite3.DatabaseError as exc:
+            result.lost.append(f"everything: the table definitions cannot be read ({exc}); only a scan of the "
+                               f"pages can find rows then: the sqlite3 shell's .recover, where it is built with it")
+            return
+        tables = [(n, sql) for t, n, sql in schema if t == "table" and not n.startswith("sqlite_")]
+        for name, sql in tables:
+            dst.execute(sql)
+            skipped = _copy_table(src, dst, name)
+            if skipped:
+                result.lost.append(f"{name}: {skipped} unreadable stretch(es) of rows skipped")
+        for t, name, sql in schema:
+            if t == "index":
+                try:
+                    dst.execute(sql)
+                except sqlite3.Error as exc:
+                    result.lost.append(f"index {name} not rebuilt ({exc})")
+        src.close()
+    finally:
+        dst.close()
+
+
+def _copy_table(src, dst, name: str) -> int:
+    """Copy every readable row of `name` in rowid order; returns how many stretches were skipped."""
+    quoted = '"' + name.replace('"', '""') + '"'
+    cols = len(src.execute(f"PRAGMA table_info({quoted})").fetchall())
+    insert = f"INSERT OR IGNORE INTO {quoted} VALUES ({', '.join('?' * cols)})"
+    last, skipped = -(2 ** 63), 0
+    while True:  # each pass starts past `last`, which only grows
+        dst.execute("BEGIN")
+        try:
+            for row in src.execute(f"SELECT rowid, * FROM {quoted} WHERE rowid > ? ORDER BY rowid", (last,)):
+                dst.execute(insert, row[1:])
+                last = row[0]
+            return skipped
+        except sqlite3.DatabaseError:
+            skipped += 1
+            nxt = _next_readable(src, quoted, last)
+            if nxt is None:
+                return skipped
+            last = nxt
+            try:  # the row the probe reached, on its own
+                row = src.execute(f"SELECT * FROM {quoted} WHERE rowid = ?", (nxt,)).fetchone()
+                if row is not None:
+                    dst.execute(insert, row)
+            except sqlite3.DatabaseError:
+                pass
+        finally:
+            dst.execute("COMMIT")
+
+
+def _next_readable(src, quoted: str, last: int):
+    """The first rowid past a damaged stretch that a seek can reach (steps double: 40-odd probes at most)."""
+    step = 1
+    while step < 2 ** 62:
+        try:
+            row = src.execute(f"SELECT rowid FROM {quoted} WHERE rowid >= ? ORDER BY rowid LIMIT 1",
+                              (last + step,)).fetchone()
+            return None if row is None else row[0]
+        except sqlite3.DatabaseError:
+            step *= 2
+    return None
+
+
+def _tally(target: Path, result: Recovery) -> None:
+    """Rows per table in the recovered file, and the architectures whose ids are missing
+    (the search numbers them 0, 1, 2, ... so a gap is a lost row)."""
+    conn = sqlite3.connect(target)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                            "AND name NOT LIKE 'sqlite_%'")]
+        for name in names:
+            quoted = '"' + name.replace('"', '""') + '"'
+            result.rows[name] = conn.execute(f"SELECT COUNT(*) FROM {quoted}").fetchone()[0]
+        if result.rows.get("lost_and_found"):
+            result.lost.append(f"{result.rows['lost_and_found']} rows whose table could not be told "
+                               f"(kept in table lost_and_found)")
+        if "archs" in names:
+            ids = [r[0] for r in conn.execute("SELECT arch_id FROM archs ORDER BY arch_id")]
+            missing = sorted(set(range(ids[-1] + 1)) - set(ids)) if ids else []
+            if missing:
+                shown = ", ".join(f"#{i}" for i in missing[:20]) + (" ..." if len(missing) > 20 else "")
+                result.lost.append(f"architectures {shown} ({len(missing)} of {ids[-1] + 1})")
+    finally:
+        conn.close()
