@@ -311,3 +311,14 @@ def test_sites_use_only_the_declared_arguments():
     for name, op in OPERATORS.items():
         for site in op.candidates(parent):
             assert set(site.args) <= set(op.arguments), (name, site.args)
+
+
+def test_each_operator_module_defines_one_operator_and_all_are_registered():
+    """Operators are discovered: a new file in operators/ is registered without editing a list."""
+    from nader.compiler.mutate.operators import CLASSES
+
+    assert set(CLASSES) >= {"swap_activation", "insert_se"}
+    several = {module: [c.__name__ for c in classes] for module, classes in CLASSES.items() if len(classes) != 1}
+    assert not several, f"each module in compiler/mutate/operators/ defines exactly one operator: {several}"
+    names = [classes[0].name for classes in CLASSES.values()]
+    assert sorted(names) == sorted(OPERATORS), "two operators share a name"

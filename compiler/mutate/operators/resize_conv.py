@@ -21,6 +21,7 @@ _C = Poly.atom("C")
 
 class ResizeConv(MutationOperator):
     name = "resize-conv"
+    draw_order = 100
     summary = "Widen or narrow an inner Conv2d: its output channels become C/2, C or 2C."
     arguments = ("node", "width")
     requires = ("an inner Conv2d: every path from it passes only BN, activations, DropPath or pooling "

@@ -19,6 +19,7 @@ _GATES = ", ".join(f"`{op.value}`" for op in in_order(Group.ACTIVATION & Group.G
 
 class SwapActivation(MutationOperator):
     name = "swap-activation"
+    draw_order = 70
     summary = f"Replace an activation by another ({_NAMES.replace('`', '')})."
     arguments = ("node", "to")
     requires = f"a {_NAMES.replace('`', '')} node"
