@@ -131,7 +131,7 @@ def test_toml_file_with_flags_overriding(tmp_path):
 @pytest.mark.parametrize("args, message", [
     ([], "no root architecture: give --from"),
     (["--from", "missing.nad"], "cannot read the root architecture missing.nad"),
-    (["--from", EXAMPLE, "--strategy", "annealing"], "unknown strategy 'annealing'; choose one of: random, rea, tree"),
+    (["--from", EXAMPLE, "--strategy", "annealing"], "unknown strategy 'annealing'; choose one of: fairnad, genius, nader, random, rea, tree"),
     (["--from", EXAMPLE, "--option", "population=x"], "option population: expected int, got 'x'"),
     (["--from", EXAMPLE, "--strategy", "random", "--option", "population=3"],
      "strategy random has no option population"),
