@@ -34,6 +34,8 @@ def unit_types() -> tuple[type, ...]:
 
     types = []
     for op in in_order(Group.HIDDEN_ACTIVATION):
+        if op not in LOWERINGS:
+            raise KeyError(f"{op.value} has no PyTorch lowering, so NASWOT cannot find its units")
         make = LOWERINGS[op](None).make  # an activation's lowering needs no context
         if not isinstance(make, type):
             raise TypeError(f"{op.value} lowers to {make!r}, not a module class NASWOT can find in a network")
