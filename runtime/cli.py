@@ -18,6 +18,8 @@ from pathlib import Path
 
 import click
 
+from .numbers import human
+
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
 
@@ -48,16 +50,6 @@ def _fmt(v, spec):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, spec)
-
-
-def human(n) -> str:
-    """A count for tables: 1.23M, 45.60K."""
-    if n is None:
-        return "-"
-    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(n) >= div:
-            return f"{n / div:.2f}{unit}"
-    return str(n)
 
 
 def render_table(results) -> str:
