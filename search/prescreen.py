@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional
 
+from nader.compiler.network import build_network
 from nader.dsl.ops import Group, in_order
 
 BATCH = 64  # NASWOT's mini-batch
@@ -45,8 +46,6 @@ def unit_types() -> tuple[type, ...]:
 
 def _build(text: str, skeleton: str, dataset: str, widths, depths, seed: int):
     import torch
-
-    from nader.compiler.network import build_network
 
     torch.manual_seed(seed)
     model, _info = build_network(text, skeleton, dataset, widths=widths, depths=depths)

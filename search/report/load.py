@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from nader.runtime.store import DB_NAME
+from nader.search.records import records  # the tree's one reader
 
 from .model import Arch, Run
 
@@ -45,8 +46,6 @@ def _diagnostics(value) -> list:
 
 
 def load_run(run_dir) -> tuple[Run, list[Arch]]:
-    from nader.search.records import records  # the tree's one reader
-
     run_dir = Path(run_dir)
     conn = _connect(run_dir)
     try:

@@ -15,6 +15,10 @@ from __future__ import annotations
 import random
 from typing import Dict, Optional, Tuple
 
+from nader.compiler.network import load_architecture
+from nader.compiler.passes.canonical import equivalent
+from nader.runtime.errors import ConfigError
+
 from . import nb201
 
 
@@ -68,9 +72,6 @@ class NB201Space(Space):
             self.cell(text)
         except nb201.NotInSpace as exc:
             return f"not a cell of the NAS-Bench-201 space: {exc}"
-        from nader.compiler.passes.canonical import equivalent
-        from nader.compiler.network import load_architecture
-
         arch = arch if arch is not None else load_architecture(text, self.skeleton)
         own = self._network()
         for part in ("stem", "downsample"):
@@ -82,8 +83,6 @@ class NB201Space(Space):
     def _network(self):
         """NB201's stem and reduction blocks (the same for every cell), loaded once."""
         if getattr(self, "_own", None) is None:
-            from nader.compiler.network import load_architecture
-
             self._own = load_architecture(nb201.architecture(nb201.RESNET), self.skeleton)
         return self._own
 
@@ -114,8 +113,6 @@ SPACES: Dict[str, Space] = {s.name: s for s in (LanguageSpace(), NB201Space())}
 
 
 def get_space(name: str) -> Space:
-    from nader.runtime.errors import ConfigError
-
     try:
         return SPACES[name]
     except KeyError:
