@@ -10,9 +10,11 @@ import json
 import math
 import os
 import shutil
+import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
@@ -122,9 +124,6 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
 
 def _terminate_like_interrupt() -> None:
     """SIGTERM stops the evaluation the way Ctrl-C does: workers are stopped, finished epochs kept."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
 
