@@ -123,11 +123,6 @@ LAZY_IMPORTS = {
     ("nader.search.spaces.space", "nader.search.strategies.base"):
         "cycle: importing the strategies package discovers every strategy, and genius imports the spaces",
     # -- deferred ---------------------------------------------------------------------------------
-    ("nader.agents.bench.checks", "nader.dsl.parser"): DEFERRED,
-    ("nader.agents.bench.nad", "nader.compiler.passes.canonical"): DEFERRED,
-    ("nader.agents.bench.nad", "nader.compiler.passes.verify"): DEFERRED,
-    ("nader.agents.bench.nad", "nader.dsl.ir"): DEFERRED,
-    ("nader.agents.bench.nad", "nader.dsl.parser"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.llm.errors"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.modifier"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.tokens"): DEFERRED,
@@ -146,7 +141,6 @@ LAZY_IMPORTS = {
     ("nader.search.config", "nader.search.spaces.nb201"): DEFERRED,
     ("nader.search.config", "nader.search.spaces.space"): DEFERRED,
     ("nader.search.config", "nader.search.strategies"): DEFERRED,
-    ("nader.search.evaluator", "nader.runtime.runner"): DEFERRED,
     ("nader.search.session", "nader.compiler.network"): DEFERRED,
     ("nader.search.session", "nader.runtime.executors"): DEFERRED,
     ("nader.search.session", "nader.runtime.presets"): DEFERRED,
