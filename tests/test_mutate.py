@@ -303,7 +303,7 @@ def test_docs_list_the_operators_as_the_table_does():
     doc = (REPO_ROOT / "docs" / "mutations.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- mutations:begin -->\n(.*?)\n<!-- mutations:end -->", doc, re.S)
     assert match, "docs/mutations.md lacks the <!-- mutations:begin --> ... <!-- mutations:end --> markers"
-    assert match.group(1) == reference_table(), "regenerate with nader.compiler.mutate.table.reference_table()"
+    assert match.group(1) == reference_table(), "regenerate with python scripts/gen_docs.py"
 
 
 def test_sites_use_only_the_declared_arguments():
