@@ -4,9 +4,10 @@ Each operation is declared once here: its parameters (kind, default,
 required), how many inputs it takes, its categories and the one-line
 description that LLM prompts show. `Group` derives sets of operations from
 those declarations (activations, gates, multi-input, ...): code that treats a
-kind of operation queries a group, so a new operation joins it by its categories. Passes and backends hang their rules on
-`Op` in tables of their own (shape rules, lowerings, costs), and tests fail
-when a registered operation lacks an entry in one of them.
+kind of operation queries a group, so a new operation joins it by its
+categories. Passes and backends hang their rules on `Op` in tables of their
+own (shape rules, lowerings, costs), and tests fail when a registered
+operation lacks an entry in one of them.
 """
 from __future__ import annotations
 

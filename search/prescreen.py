@@ -6,8 +6,9 @@ NADER lists zero-shot quality estimation as future work; these are the two stand
 
 ``naswot``  Mellor et al. 2021, "Neural Architecture Search without Training". For a mini-batch
             of N training images, every hidden-unit activation (ReLU, GELU: the registry's
-            ``Group.HIDDEN_ACTIVATION``) gives each image a binary code (active or not). With ``K[i, j]`` the number of units on which images i and j agree
-            (N_A minus their Hamming distance), the score is ``log |det K|``: networks that tell
+            ``Group.HIDDEN_ACTIVATION``) gives each image a binary code (active or not). With
+            ``K[i, j]`` the number of units on which images i and j agree (N_A minus their
+            Hamming distance), the score is ``log |det K|``: networks that tell
             the images of a batch apart at initialisation score high. A network with no such
             unit uses its classifier's input features as the code.
 ``synflow`` Tanaka et al. 2020, "Pruning neural networks without any data by iteratively

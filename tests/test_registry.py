@@ -46,7 +46,8 @@ def _sandwich(op: Op):
     """A block Conv2d -> op -> Conv2d: the operation between two convolutions."""
     from nader.dsl.parser import parse
 
-    text = f"##Probe##\n0:input\n1:Conv2d(C,3)\n2:{REGISTRY[op].name}\n3:Conv2d(dim,3)\n4:output\n0->1\n1->2\n2->3\n3->4\n"
+    text = (f"##Probe##\n0:input\n1:Conv2d(C,3)\n2:{REGISTRY[op].name}\n3:Conv2d(dim,3)\n4:output\n"
+            "0->1\n1->2\n2->3\n3->4\n")
     result = parse(text)
     assert result.ok, [str(d) for d in result.diagnostics]
     return result.program.blocks[0]

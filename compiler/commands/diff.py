@@ -20,7 +20,7 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import load, report
-from nader.compiler.diff_render import diff_json, pair_blocks, render_text  # noqa: F401 (render_text: importable here too)
+from nader.compiler.diff_render import diff_json, pair_blocks, render_text
 from nader.compiler.passes.canonical import block_diff
 from nader.dsl.ir import Block
 

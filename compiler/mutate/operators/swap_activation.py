@@ -26,8 +26,9 @@ class SwapActivation(MutationOperator):
     doc = f"""
     ## What it does
     Changes the operation of the activation `node` to `to`, keeping its id, edges and comment.
-    Only the hidden-unit activations ({_NAMES.replace(' or ', ', ')}) are exchanged: a {_GATES} in a block is almost always a gate
-    producing weights in (0,1), which another activation would break.
+    Only the hidden-unit activations ({_NAMES.replace(' or ', ', ')}) are exchanged: a {_GATES}
+    in a block is almost always a gate producing weights in (0,1), which another activation
+    would break.
     ## Arguments
     `node`: the activation; `to`: {_NAMES}.
     """
