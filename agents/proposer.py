@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional
 
+from nader.dsl.parser import parse
+
 from .llm.jsonreply import ReplyFormatError, parse_json_object
 from .prompts import render
 
@@ -39,8 +41,6 @@ class Plan:
 
 def describe(block_text: str, history: Iterable[str] = ()) -> str:
     """The text an idea is matched against: the parent's history and the operations it uses."""
-    from nader.dsl.parser import parse
-
     blocks = parse(block_text).program.blocks
     ops = Counter(n.op_name for n in blocks[0].nodes) if blocks else Counter()
     used = ", ".join(f"{op}" + (f" x{k}" if k > 1 else "") for op, k in sorted(ops.items())

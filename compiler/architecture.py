@@ -22,9 +22,10 @@ from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
+from nader.runtime.errors import ArchitectureError
 
 
-class BuildError(Exception):
+class BuildError(ArchitectureError):
     """The architecture cannot become a network: it fails verification, breaks a constraint
     at the requested widths, or no width fits the budget. The message is meant for users."""
 

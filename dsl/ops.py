@@ -2,9 +2,12 @@
 
 Each operation is declared once here: its parameters (kind, default,
 required), how many inputs it takes, its categories and the one-line
-description that LLM prompts show. Passes and backends hang their rules on
-`Op` in tables of their own (shape rules, lowerings, costs), and tests fail
-when a registered operation lacks an entry in one of them.
+description that LLM prompts show. `Group` derives sets of operations from
+those declarations (activations, gates, multi-input, ...): code that treats a
+kind of operation queries a group, so a new operation joins it by its
+categories. Passes and backends hang their rules on `Op` in tables of their
+own (shape rules, lowerings, costs), and tests fail when a registered
+operation lacks an entry in one of them.
 """
 from __future__ import annotations
 
@@ -139,6 +142,9 @@ class OpDef:
     categories: frozenset[Category]
     summary: str
     aliases: tuple[str, ...] = ()
+    # Its output is weights in (0,1) or a distribution that scale another tensor (attention, SE).
+    # Not a category: categories also say which operations are of the same kind (canonical diffs).
+    gate: bool = False
 
     @property
     def name(self) -> str:
@@ -170,8 +176,9 @@ def _p(name: str, kind: ParamKind, default: object = REQUIRED, **kw) -> Param:
     return Param(name, kind, default, **kw)
 
 
-def _def(op: Op, params: Iterable[Param], arity: Arity, categories: Iterable[Category], summary: str, aliases: tuple[str, ...] = ()) -> OpDef:
-    return OpDef(op, tuple(params), arity, frozenset(categories), summary, aliases)
+def _def(op: Op, params: Iterable[Param], arity: Arity, categories: Iterable[Category], summary: str,
+         aliases: tuple[str, ...] = (), gate: bool = False) -> OpDef:
+    return OpDef(op, tuple(params), arity, frozenset(categories), summary, aliases, gate)
 
 
 _SIZE, _SPATIAL, _AXIS, _AXES, _SHAPE, _PROB, _FLAG = (
@@ -199,7 +206,8 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
          "Max pooling to a fixed spatial size: (B,C,output_size,output_size)."),
     _def(Op.RELU, (), ONE, [C.ACTIVATION, C.SHAPE_PRESERVING], "Rectified linear unit, element-wise."),
     _def(Op.GELU, (), ONE, [C.ACTIVATION, C.SHAPE_PRESERVING], "Gaussian error linear unit, element-wise."),
-    _def(Op.SIGMOID, (), ONE, [C.ACTIVATION, C.SHAPE_PRESERVING], "Logistic sigmoid, element-wise; used for gates."),
+    _def(Op.SIGMOID, (), ONE, [C.ACTIVATION, C.SHAPE_PRESERVING], "Logistic sigmoid, element-wise; used for gates.",
+         gate=True),
     _def(Op.BN, (), ONE, [C.LEARNABLE, C.NORMALIZATION, C.SHAPE_PRESERVING],
          "Batch normalisation over axis 1 of a 4-d (B,C,H,W) tensor."),
     _def(Op.LN, (), ONE, [C.LEARNABLE, C.NORMALIZATION, C.SHAPE_PRESERVING],
@@ -212,7 +220,7 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
     _def(Op.MEAN, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Mean over axis dim (an axis or a tuple), keeping it as size 1."),
     _def(Op.MAX, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Maximum values over axis dim (an axis or a tuple), keeping it as size 1."),
     _def(Op.SUM, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Sum over axis dim (an axis or a tuple), keeping it as size 1."),
-    _def(Op.SOFTMAX, (_p("dim", _AXIS),), ONE, [C.SHAPE_PRESERVING], "Softmax along axis dim."),
+    _def(Op.SOFTMAX, (_p("dim", _AXIS),), ONE, [C.SHAPE_PRESERVING], "Softmax along axis dim.", gate=True),
     _def(Op.PERMUTE, (_p("dims", _AXIS, variadic=True),), ONE, [C.LAYOUT],
          "Reorders axes, e.g. permute(0,2,3,1) makes (B,C,H,W) channels-last."),
     _def(Op.REPEAT, (_p("sizes", _SHAPE, variadic=True),), ONE, [C.LAYOUT],
@@ -244,6 +252,17 @@ def _having(category: Category) -> frozenset[Op]:
     return frozenset(op for op, d in REGISTRY.items() if category in d.categories)
 
 
+def _where(test) -> frozenset[Op]:
+    return frozenset(op for op, d in REGISTRY.items() if test(d))
+
+
+def in_order(ops: Iterable[Op]) -> tuple[Op, ...]:
+    """`ops` in registry order: a set's own order depends on the string hash seed, and random
+    choices over operations must not."""
+    wanted = frozenset(ops)
+    return tuple(op for op in REGISTRY if op in wanted)
+
+
 class Group:
     """Sets of operations derived from categories, so passes query sets instead of listing names."""
 
@@ -258,6 +277,15 @@ class Group:
     REDUCTION = _having(C.REDUCTION)
     LAYOUT = _having(C.LAYOUT)
     SHAPE_PRESERVING = _having(C.SHAPE_PRESERVING)
+    REGULARIZATION = _having(C.REGULARIZATION)
+    GATE = _where(lambda d: d.gate)
+    #: Activations of hidden units, not gates: mutations swap them for each other and NASWOT
+    #: reads its binary codes off their inputs.
+    HIDDEN_ACTIVATION = ACTIVATION - GATE
+    #: Operations with two or more operands, whose edge order the drawings number.
+    MULTI_INPUT = _where(lambda d: d.arity.min >= 2)
+    #: Pooling over a kernel window (not to a fixed output size).
+    WINDOW_POOLING = _where(lambda d: C.POOLING in d.categories and d.param("kernel_size") is not None)
     COMPUTE = frozenset(REGISTRY) - TERMINAL  # everything a backend must lower
 
 

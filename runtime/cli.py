@@ -12,13 +12,17 @@ import json
 import math
 import os
 import shutil
+import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
 import click
+
+from .numbers import human
 
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
@@ -50,16 +54,6 @@ def _fmt(v, spec):
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, spec)
-
-
-def human(n) -> str:
-    """A count for tables: 1.23M, 45.60K."""
-    if n is None:
-        return "-"
-    for unit, div in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(n) >= div:
-            return f"{n / div:.2f}{unit}"
-    return str(n)
 
 
 def repair_option(command):
@@ -173,9 +167,6 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
 
 def _terminate_like_interrupt() -> None:
     """SIGTERM stops the evaluation the way Ctrl-C does: workers are stopped, finished epochs kept."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
 

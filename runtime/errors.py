@@ -16,3 +16,11 @@ class ConfigError(RuntimeToolError):
 
 class BuilderUnavailable(RuntimeToolError):
     """The network builder named by a job cannot be imported."""
+
+
+class ArchitectureError(Exception):
+    """An architecture cannot become a network (it fails verification, breaks a constraint at the
+    requested widths, or no width fits the budget): the architecture's fault, not the machine's.
+
+    The compiler raises its subclass `BuildError`; the runtime, which must not import the compiler,
+    recognises the failure by this type. Not a `RuntimeToolError`: that one is a usage error."""

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from .errors import ArchitectureError
+
 DEFAULT_BUILDER = "nader.compiler.network:build_network"
 STATUSES = ("ok", "diverged", "failed", "interrupted")  # interrupted: by the machine (faults.py); reruns
 
@@ -169,7 +171,7 @@ def resolve_builder(spec: str) -> Callable:
 
 
 def _is_build_error(exc: BaseException) -> bool:
-    return any(c.__name__ == "BuildError" for c in type(exc).__mro__)
+    return isinstance(exc, ArchitectureError)
 
 
 def _is_oom(exc: BaseException) -> bool:

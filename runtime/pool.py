@@ -6,6 +6,7 @@ import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
 import signal
+import threading
 import time
 from typing import List, Optional, Sequence
 
@@ -29,8 +30,6 @@ def _signal_name(code: Optional[int]) -> str:
 def _watch_parent(parent_pid: int) -> None:
     """Exit when the parent goes away (killed without cleaning up): an orphan must not keep
     training and writing the checkpoint that a resumed run is using."""
-    import threading
-
     def loop():
         while True:
             time.sleep(1.0)

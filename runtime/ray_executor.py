@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from typing import Optional
@@ -29,8 +30,6 @@ def _check_reachable(address: str, timeout: float = 10.0) -> None:
     host, sep, port = address.rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"Ray address must be 'auto' or HOST:PORT, not {address!r}")
-    import socket
-
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
     except OSError as exc:

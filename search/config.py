@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
 from nader.runtime.errors import ConfigError
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
@@ -275,11 +280,6 @@ _PATH_KEYS = ("root", "data_dir", "run_dir")
 
 def read_toml(path) -> dict:
     """The settings of a TOML file, as SearchConfig fields (paths made relative to the file)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

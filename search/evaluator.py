@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional
 
 from nader.runtime.jobs import DEFAULT_BUILDER, Job, Result
+from nader.runtime.runner import _StoreWatcher
 
 
 # The training set a search uses per dataset name (see TrainingEvaluator).
@@ -99,8 +100,6 @@ class TrainingEvaluator(Evaluator):
         self.jobs: Dict[str, tuple] = {}  # job_id -> (arch_id, seed, label), for progress displays
         self.watcher = None
         if on_event is not None and not executor.native_events:
-            from nader.runtime.runner import _StoreWatcher
-
             self.watcher = _StoreWatcher(store.run_dir, on_event)
             self.watcher.start()
 

@@ -5,11 +5,12 @@ scores each without training, trains the best and records the others as ``screen
 NADER lists zero-shot quality estimation as future work; these are the two standard proxies:
 
 ``naswot``  Mellor et al. 2021, "Neural Architecture Search without Training". For a mini-batch
-            of N training images, every ReLU (and GELU) unit gives each image a binary code
-            (active or not). With ``K[i, j]`` the number of units on which images i and j agree
-            (N_A minus their Hamming distance), the score is ``log |det K|``: networks that tell
-            the images of a batch apart at initialisation score high. A network with no ReLU or
-            GELU uses its classifier's input features as the code.
+            of N training images, every hidden-unit activation (ReLU, GELU: the registry's
+            ``Group.HIDDEN_ACTIVATION``) gives each image a binary code (active or not). With
+            ``K[i, j]`` the number of units on which images i and j agree (N_A minus their
+            Hamming distance), the score is ``log |det K|``: networks that tell
+            the images of a batch apart at initialisation score high. A network with no such
+            unit uses its classifier's input features as the code.
 ``synflow`` Tanaka et al. 2020, "Pruning neural networks without any data by iteratively
             conserving synaptic flow", as a NAS proxy (Abdelfattah et al. 2021): in float64 and
             eval mode (batch norm with its initial statistics, an identity), replace every
@@ -23,13 +24,29 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional
 
+from nader.compiler.network import build_network
+from nader.dsl.ops import Group, in_order
+
 BATCH = 64  # NASWOT's mini-batch
+
+
+def unit_types() -> tuple[type, ...]:
+    """The torch module classes NASWOT reads codes from: those the hidden-unit activations lower to."""
+    from nader.compiler.backends.torch_backend import LOWERINGS
+
+    types = []
+    for op in in_order(Group.HIDDEN_ACTIVATION):
+        if op not in LOWERINGS:
+            raise KeyError(f"{op.value} has no PyTorch lowering, so NASWOT cannot find its units")
+        make = LOWERINGS[op](None).make  # an activation's lowering needs no context
+        if not isinstance(make, type):
+            raise TypeError(f"{op.value} lowers to {make!r}, not a module class NASWOT can find in a network")
+        types.append(make)
+    return tuple(types)
 
 
 def _build(text: str, skeleton: str, dataset: str, widths, depths, seed: int):
     import torch
-
-    from nader.compiler.network import build_network
 
     torch.manual_seed(seed)
     model, _info = build_network(text, skeleton, dataset, widths=widths, depths=depths)
@@ -42,7 +59,7 @@ def naswot(model, images) -> float:
     from torch import nn
 
     codes = []
-    units = [m for m in model.modules() if isinstance(m, (nn.ReLU, nn.GELU))]
+    units = [m for m in model.modules() if isinstance(m, unit_types())]
     if not units:
         units = [m for m in model.modules() if isinstance(m, nn.Linear)][-1:]
 

@@ -13,8 +13,8 @@ import json
 import math
 from typing import List, Optional
 
-from nader.runtime.cli import human  # the runtime tables' count format (search/cli.py uses it from here)
 from nader.runtime.integrity import cell_problem, json_cell
+from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
 COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",

@@ -414,8 +414,10 @@ def test_svg_marks_errors(tmp_path):
 
 
 def test_every_operation_gets_a_style():
-    """Each operation is drawn in a category colour or a named one (no silent white boxes)."""
+    """Each operation is drawn in its group's colour (no silent white or grey boxes)."""
     from nader.dsl.ir import Node
 
     whites = [op for op in Group.COMPUTE if drawing._fill(Node(2, op.value)) == drawing._DEFAULT_FILL]
     assert whites in ([], [Op.DROP_PATH]), whites  # DropPath is drawn white on purpose (regularization)
+    ungrouped = [op.value for op in Group.COMPUTE if drawing._fill(Node(2, op.value)) == drawing._UNGROUPED_FILL]
+    assert ungrouped == ["Zero"], f"operations in no coloured group (give them a category): {ungrouped}"

@@ -304,7 +304,7 @@ def test_docs_list_the_operators_as_the_table_does():
     doc = (REPO_ROOT / "docs" / "mutations.md").read_text(encoding="utf-8")
     match = re.search(r"<!-- mutations:begin -->\n(.*?)\n<!-- mutations:end -->", doc, re.S)
     assert match, "docs/mutations.md lacks the <!-- mutations:begin --> ... <!-- mutations:end --> markers"
-    assert match.group(1) == reference_table(), "regenerate with nader.compiler.mutate.table.reference_table()"
+    assert match.group(1) == reference_table(), "regenerate with python scripts/gen_docs.py"
 
 
 def test_sites_use_only_the_declared_arguments():
@@ -312,3 +312,14 @@ def test_sites_use_only_the_declared_arguments():
     for name, op in OPERATORS.items():
         for site in op.candidates(parent):
             assert set(site.args) <= set(op.arguments), (name, site.args)
+
+
+def test_each_operator_module_defines_one_operator_and_all_are_registered():
+    """Operators are discovered: a new file in operators/ is registered without editing a list."""
+    from nader.compiler.mutate.operators import CLASSES
+
+    assert set(CLASSES) >= {"swap_activation", "insert_se"}
+    several = {module: [c.__name__ for c in classes] for module, classes in CLASSES.items() if len(classes) != 1}
+    assert not several, f"each module in compiler/mutate/operators/ defines exactly one operator: {several}"
+    names = [classes[0].name for classes in CLASSES.values()]
+    assert sorted(names) == sorted(OPERATORS), "two operators share a name"

@@ -1,7 +1,7 @@
 """Every registered operation has a rule in every table that hangs on the registry."""
 import pytest
 
-from nader.dsl.ops import REGISTRY, Group, Op, reference_text
+from nader.dsl.ops import REGISTRY, Group, Op, in_order, reference_text
 
 
 def test_every_compute_op_has_a_shape_rule():
@@ -36,3 +36,45 @@ def test_reference_text_lists_every_operation_with_its_signature():
 def test_groups_are_derived_from_categories(op):
     d = REGISTRY[op]
     assert (op in Group.MERGE) == any(c.value == "merge" for c in d.categories)
+
+
+# -- every place that acts on a group covers each of its members ------------------------
+# Registering an operation in a category is all it takes; these fail naming the operation and the
+# place that still leaves it out.
+
+def _sandwich(op: Op):
+    """A block Conv2d -> op -> Conv2d: the operation between two convolutions."""
+    from nader.dsl.parser import parse
+
+    text = (f"##Probe##\n0:input\n1:Conv2d(C,3)\n2:{REGISTRY[op].name}\n3:Conv2d(dim,3)\n4:output\n"
+            "0->1\n1->2\n2->3\n3->4\n")
+    result = parse(text)
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return result.program.blocks[0]
+
+
+@pytest.mark.parametrize("op", in_order(Group.HIDDEN_ACTIVATION), ids=str)
+def test_swap_activation_turns_each_hidden_activation_into_every_other(op):
+    from nader.compiler.mutate import OPERATORS
+
+    targets = {site.args["to"] for site in OPERATORS["swap-activation"].candidates(_sandwich(op))}
+    others = {REGISTRY[o].name for o in Group.HIDDEN_ACTIVATION if o is not op}
+    assert targets == others, f"swap-activation turns {op} into {sorted(targets)}, not {sorted(others)}"
+
+
+@pytest.mark.parametrize("op", in_order(Group.ACTIVATION | Group.REGULARIZATION), ids=str)
+def test_resize_conv_sees_through_activations_and_regularization(op):
+    from nader.compiler.mutate import OPERATORS
+
+    sites = OPERATORS["resize-conv"].candidates(_sandwich(op))
+    assert any(site.args["node"] == 1 for site in sites), f"resize-conv does not see through {op}"
+
+
+@pytest.mark.parametrize("op", in_order(Group.HIDDEN_ACTIVATION), ids=str)
+def test_naswot_reads_codes_off_each_hidden_activation(op):
+    from nader.compiler.backends.torch_backend import build_torch
+    from nader.search.prescreen import unit_types
+
+    module = build_torch(_sandwich(op), 4)
+    units = [m for m in module.modules() if isinstance(m, unit_types())]
+    assert len(units) == 1, f"NASWOT finds {len(units)} units in a block with one {op}"

@@ -17,6 +17,7 @@ from typing import Callable, Hashable, Optional
 
 from nader.compiler.passes.canonical import BlockDiff, canonical_params
 from nader.dsl.ir import Block, Node
+from nader.dsl.parser import parse
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,6 @@ def check_param(spec: dict, diff: BlockDiff, new: Block) -> Outcome:
 @functools.lru_cache(maxsize=None)
 def canonical_param_value(op: str, param: str, value) -> str:
     """A check's value in the canonical form `canonical_params` gives (`C//2`, `(1, 3)`, ...)."""
-    from nader.dsl.parser import parse
-
     block = parse(f"##V##\n0:input\n1:output\n2:{op}({param}={value})\n0->2\n2->1\n").program.blocks[0]
     node = next(n for n in block.nodes if n.opdef is not None and n.opdef.name == op)
     return canonical_params(node)[param]

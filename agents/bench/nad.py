@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Optional
 
+from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.verify import verify_block
+from nader.dsl.ir import Role
+from nader.dsl.parser import parse
+
 from .checks import Outcome, evaluate
 
 DATA = "nad"
@@ -75,11 +80,6 @@ def apply_patch(base_text: str, patch: dict) -> str:
 
 def score(request: Request, text: str) -> tuple[bool, Outcome]:
     """(verifies, outcome): whether the reply's base block verifies, and whether it does what was asked."""
-    from nader.compiler.passes.canonical import block_diff
-    from nader.compiler.passes.verify import verify_block
-    from nader.dsl.ir import Role
-    from nader.dsl.parser import parse
-
     parsed = parse(text)
     blocks = parsed.program.blocks
     if not blocks:

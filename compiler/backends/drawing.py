@@ -22,27 +22,28 @@ from nader.compiler.passes.shapes import shape_str
 from nader.compiler.passes.structure import dead_nodes
 from nader.compiler.passes.verify import BlockReport, verify_block
 from nader.dsl.ir import Block, Node, Role
-from nader.dsl.ops import Category, Group, Op
+from nader.dsl.ops import Category, Group
 
-# Fill colours by category (first match wins), in the spirit of NADER's figures.
+# Fill colours by the registry's groups (first match wins), in the spirit of NADER's figures: a new
+# operation is coloured by the categories it is registered with.
 _STYLE = (
-    (Category.SOURCE, "#dbe9f6"),
-    (Category.SINK, "#dbe9f6"),
-    (Category.NORMALIZATION, "#e2f0d9"),
-    (Category.LEARNABLE, "#fde9d9"),
-    (Category.ACTIVATION, "#fff2cc"),
-    (Category.POOLING, "#e4dff0"),
-    (Category.MERGE, "#f2f2f2"),
-    (Category.REDUCTION, "#ddebf7"),
-    (Category.LAYOUT, "#ededed"),
-    (Category.REGULARIZATION, "#ffffff"),
+    (Group.SOURCE, "#dbe9f6"),
+    (Group.SINK, "#dbe9f6"),
+    (Group.NORMALIZATION, "#e2f0d9"),
+    (Group.LEARNABLE, "#fde9d9"),
+    (Group.ACTIVATION | Group.GATE, "#fff2cc"),
+    (Group.POOLING, "#e4dff0"),
+    (Group.MULTI_INPUT, "#f2f2f2"),
+    (Group.REDUCTION, "#ddebf7"),
+    (Group.LAYOUT, "#ededed"),
+    (Group.REGULARIZATION, "#ffffff"),
 )
-_OP_FILL = {Op.MATMUL: "#f2f2f2", Op.SOFTMAX: "#fff2cc", Op.ZERO: "#d9d9d9"}  # operations without a telling category
-_DEFAULT_FILL = "#ffffff"
+_UNGROUPED_FILL = "#d9d9d9"  # an operation in none of those groups (Zero)
+_DEFAULT_FILL = "#ffffff"  # an unknown operation
 _ERROR_COLOR = "#c00000"
 _DEAD_COLOR = "#808080"
 # Operations whose operands are numbered on their incoming edges.
-ORDERED = Group.MERGE | {Op.MATMUL}
+ORDERED = Group.MULTI_INPUT
 
 
 def quote(text: str) -> str:
@@ -86,12 +87,10 @@ def _fill(node: Node) -> str:
     d = node.opdef
     if d is None:
         return _DEFAULT_FILL
-    if d.op in _OP_FILL:
-        return _OP_FILL[d.op]
-    for category, color in _STYLE:
-        if d.has(category):
+    for group, color in _STYLE:
+        if d.op in group:
             return color
-    return _DEFAULT_FILL
+    return _UNGROUPED_FILL
 
 
 def _error_codes(report: BlockReport) -> dict[int, list[str]]:

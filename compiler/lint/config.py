@@ -23,6 +23,8 @@ from typing import Iterable, Optional, Sequence
 
 from nader.dsl.diagnostics import Code, Diagnostic, Severity, code_table
 
+from .engine import all_rules
+
 try:  # Python 3.11+
     import tomllib as _toml
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -39,7 +41,6 @@ class ConfigError(ValueError):
 def lintable_codes() -> dict[str, Code]:
     """The codes lint can report and selectors apply to: its rules' (NAD4xx, and verifier warnings
     it checks too, such as NAD206) and front-end warnings."""
-    from .engine import all_rules
     rules = all_rules()
     return {c: e for c, e in code_table().items()
             if c in rules or c.startswith("NAD4") or (c.startswith("NAD1") and e.severity is Severity.WARNING)}

@@ -145,10 +145,12 @@ class MutationOperator:
     * `name`: the key in `OPERATORS` and the `nadc explain` topic (kebab-case);
     * `summary`: one line; `doc`: what it does, its arguments, and when it cannot apply;
     * `requires`: what a block must contain, the reason given when `candidates` is empty;
-    * `arguments`: the keys a site's `args` may hold.
+    * `arguments`: the keys a site's `args` may hold;
+    * `draw_order`: its place in `OPERATORS`, the order random choices draw from (then by name).
     """
 
     name: ClassVar[str]
+    draw_order: ClassVar[int] = 1000
     summary: ClassVar[str]
     arguments: ClassVar[tuple[str, ...]]
     requires: ClassVar[str]

@@ -1,32 +1,12 @@
-"""The one table of mutation operators, in a fixed order (the order random choices draw from)."""
+"""The one table of mutation operators, found in `operators/`, in a fixed order (the order random
+choices draw from: `draw_order`, then name)."""
 from __future__ import annotations
 
 from .base import MutationOperator
-from .operators.add_branch import AddBranch
-from .operators.add_residual import AddResidual
-from .operators.change_conv import ChangeConv
-from .operators.delete_node import DeleteNode
-from .operators.insert_bottleneck import InsertBottleneck
-from .operators.insert_channel_attention import InsertChannelAttention
-from .operators.insert_se import InsertSqueezeExcitation
-from .operators.resize_conv import ResizeConv
-from .operators.separable_conv import SeparableConv
-from .operators.swap_activation import SwapActivation
-from .operators.swap_normalization import SwapNormalization
+from .operators import CLASSES
 
-OPERATORS: dict[str, MutationOperator] = {op.name: op for op in [
-    InsertSqueezeExcitation(),
-    InsertChannelAttention(),
-    AddResidual(),
-    AddBranch(),
-    ChangeConv(),
-    SeparableConv(),
-    SwapActivation(),
-    SwapNormalization(),
-    InsertBottleneck(),
-    ResizeConv(),
-    DeleteNode(),
-]}
+OPERATORS: dict[str, MutationOperator] = {cls.name: cls() for cls in sorted(
+    (cls for classes in CLASSES.values() for cls in classes), key=lambda cls: (cls.draw_order, cls.name))}
 
 
 def find_operator(name: str) -> MutationOperator | None:

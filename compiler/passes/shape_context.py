@@ -1,18 +1,19 @@
-"""What shape rules work with: shapes, the result of inference, the context a rule sees, its errors."""
+"""What a shape rule sees: the node, the symbol bindings and where constraints go (`ShapeContext`).
+
+The types it works with (shapes, results, errors) are in `shape_types.py`."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Mapping, Optional
+from typing import Optional
 
 from nader.dsl.diagnostics import Code, Label
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue, Value
-from nader.dsl.ir import Block, Node, Role
+from nader.dsl.ir import Block, Node
 from nader.dsl.span import Span
 
-from .contract import SQUARE, Contract, Domain
 from .shape_codes import (AXIS_OUT_OF_RANGE, GROUPS, LAYER_SIZE_DEPENDS, NON_POSITIVE, NOT_WHOLE, RANK_MISMATCH,
                           RESOLUTION_BOUND)
+from .shape_types import Shape, ShapeError, ShapeResult, shape_str
 from .symbolic import Constraint, Poly, assume_exact, exact_quotient, floor_div, integer_constraint
 
 
@@ -27,63 +28,6 @@ def _operand_labels(ctx: "ShapeContext", pairs) -> tuple[Label, ...]:
         if node is not None:
             labels.append(Label(node.span, f"node {node_id} gives {shape_str(shape)}"))
     return tuple(labels)
-
-
-class ShapeError(Exception):
-    def __init__(self, code: Code, message: str, help: Optional[str] = None, span: Optional[Span] = None,
-                 labels: tuple[Label, ...] = ()):
-        super().__init__(message)
-        self.code, self.message, self.help, self.span, self.labels = code, message, help, span, labels
-
-
-Shape = tuple  # tuple[Poly, ...]
-
-
-def shape_str(shape: Shape) -> str:
-    return "(" + ",".join(str(s) for s in shape) + ")"
-
-
-@dataclass
-class ShapeResult:
-    """What shape inference found for a block: node shapes, constraints and per-node facts."""
-
-    role: Role
-    contract: Contract
-    shapes: dict[int, Shape] = field(default_factory=dict)
-    constraints: list[Constraint] = field(default_factory=list)
-    facts: dict[int, dict] = field(default_factory=dict)  # per node: e.g. {"swapped": True}
-    failed: bool = False
-    domain: Domain = SQUARE
-    order: list = field(default_factory=list)  # the live nodes (dead ones dropped), in topological order
-
-    @property
-    def resolution_bound(self) -> list:
-        """Nodes whose layer learns over a spatial size: the block must be built for its input resolution."""
-        return [i for i, f in self.facts.items() if f.get("resolution_bound")]
-
-    def input_shapes(self, block: Block, node_id: int) -> list[Shape]:
-        return [self.shapes[i] for i in block.inputs_of(node_id)]
-
-    def sizes(self, width: int, height: int = 32, batch: int = 2, out_width: Optional[int] = None,
-              in_channels: Optional[int] = None) -> dict[str, int]:
-        """Concrete symbol values for a block of input width `width` (stem: output width)."""
-        sizes = {"B": batch, "H": height, "W": height}
-        if self.role is Role.STEM:
-            sizes.update(C=in_channels or 3, dim=out_width or width)
-        else:
-            sizes.update(C=width, dim=out_width or int(self.contract.env["dim"].evaluate({"C": width})))
-        return sizes
-
-    def satisfied(self, sizes: Mapping[str, int]) -> bool:
-        return all(c.holds(sizes) for c in self.constraints)
-
-
-def evaluate_shape(shape: Shape, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    out = []
-    for s in shape:
-        v = s.evaluate(sizes)
-        out.append(int(v) if v.denominator == 1 else float(v))
-    return tuple(out)
 
 
 # -- the interpreter ---------------------------------------------------------------
@@ -277,9 +221,3 @@ def _spatial(ctx: ShapeContext, x: Shape, op: str) -> None:
     if len(x) != 4:
         raise ShapeError(RANK_MISMATCH, f"`{op}` takes a 4-d (B,C,H,W) tensor, got {len(x)}-d {shape_str(x)}",
                          "`permute`/`reshape` back to (B,C,H,W) first")
-
-
-class _Warning(Exception):
-    def __init__(self, code: Code, message: str, help: str, shape: Shape):
-        super().__init__(message)
-        self.code, self.message, self.help, self.shape = code, message, help, shape

@@ -15,7 +15,8 @@ from .shape_codes import (AXIS_OUT_OF_RANGE, BAD_PERMUTE, BAD_REPEAT, BROADCAST_
                           MATMUL_MISMATCH, MATMUL_SWAPPED, NON_POSITIVE, RANK_MISMATCH, RESHAPE_COUNT)
 from .size_checks import int_pair
 from .symbolic import ONE, Poly, ceil_div, exact_quotient, product
-from .shape_context import Shape, ShapeContext, ShapeError, _operand_labels, _spatial, _Warning, shape_str
+from .shape_context import ShapeContext, _operand_labels, _spatial
+from .shape_types import Shape, ShapeError, _Warning, shape_str
 
 
 # -- shape rules, one per operation ------------------------------------------------------

@@ -8,8 +8,9 @@ for every size of the domain (`contract.py`: square inputs by default): where a
 block is valid only for some widths, the pass records the constraint
 (`C % 4 == 0`) instead of guessing at one sample size.
 
-Here is the interpreter; the rules are in `shape_rules.py`, what they work with
-(`ShapeContext`, `ShapeResult`, `ShapeError`) in `shape_context.py`, the codes in
+Here is the interpreter; the rules are in `shape_rules.py`, the context a rule
+sees (`ShapeContext`) in `shape_context.py`, the types (`Shape`, `ShapeResult`, `ShapeError`) in
+`shape_types.py`, the codes in
 `shape_codes.py`, and the checks of the sizes as a whole (can the constraints be
 met, can the tensors be built) in `size_checks.py`.
 """
@@ -18,13 +19,15 @@ from __future__ import annotations
 from nader.dsl.diagnostics import DiagnosticSink
 from nader.dsl.expr import TupleValue
 from nader.dsl.ir import Block, Role
+from nader.dsl.ops import ParamKind
 
 from .contract import SQUARE, Contract, Domain, contract
 from .size_checks import Limits, check_constraints, check_limits
 from .structure import dead_nodes, graph_facts
 from .shape_codes import SIZE_LIMIT, UNSATISFIABLE  # noqa: F401 (importable from here, as before the split)
-from .shape_context import (Shape, ShapeContext, ShapeError, ShapeResult, _Warning,  # noqa: F401 (importable from here too)
-                            evaluate_shape, shape_str)
+from .shape_context import ShapeContext
+from .shape_types import (Shape, ShapeError, ShapeResult, _Warning,  # noqa: F401 (importable from here too)
+                          evaluate_shape, shape_str)
 from .shape_rules import PASS_THROUGH, SHAPE_RULES
 
 
@@ -117,7 +120,6 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
 
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:
     """Collect exact-division constraints first, so `//` simplifies the same whatever the line order."""
-    from nader.dsl.ops import ParamKind
     for node in block.nodes:
         d = node.opdef
         if d is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import Mapping
 
 from nader.dsl.diagnostics import DiagnosticSink
 from nader.dsl.expr import TupleValue, Value, constant_int
@@ -12,11 +12,9 @@ from nader.dsl.ir import Block, Role
 from nader.dsl.ops import Op
 
 from .shape_codes import SIZE_LIMIT, UNSATISFIABLE
+from .shape_types import Shape, ShapeResult
 from .structure import graph_facts
 from .symbolic import Constraint, Poly
-
-if TYPE_CHECKING:
-    from .shapes import Shape, ShapeResult
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from .load import load_run
+from .render import _env, _static, content_security_policy
+
 FINISHED = ("ok", "diverged", "failed")
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -47,8 +50,6 @@ def curve_of(run, archs) -> Curve:
 
 
 def load_curves(run_dirs: Sequence) -> List[Curve]:
-    from .load import load_run
-
     curves = []
     for d in run_dirs:
         run, archs = load_run(Path(d))
@@ -143,8 +144,6 @@ def _svg(curves: List[Curve], colour: Dict[str, str], width: int = 720, height: 
 
 def render_compare(curves: List[Curve], *, title: str = "Search strategies compared", notes: Sequence[str] = (),
                    generated: Optional[float] = None) -> str:
-    from .render import _env, _static, content_security_policy
-
     strategies = list(by_strategy(curves))
     colour = {s: COLOURS[i % len(COLOURS)] for i, s in enumerate(strategies)}
     points = checkpoints(max((c.trials for c in curves), default=0))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nader.runtime.integrity import check_database, connect_readonly, json_cell
 from nader.runtime.store import DB_NAME
+from nader.search.records import records  # the tree's one reader
 
 from .model import Arch, Run
 
@@ -49,8 +50,6 @@ def _diagnostics(value) -> list:
 
 def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
     """The run and its architectures; damaged cells are left out and described in `problems`."""
-    from nader.search.records import records  # the tree's one reader
-
     problems = [] if problems is None else problems
     run_dir = Path(run_dir)
     conn = _connect(run_dir)

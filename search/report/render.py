@@ -24,6 +24,12 @@ from typing import Iterable, Optional
 
 import jinja2
 
+from nader.compiler.backends.svg import block_svg
+from nader.compiler.diff_render import pair_blocks, render_text
+from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.verify import verify_block
+from nader.dsl.parser import parse
+
 from .model import FAILED_STATUSES, Arch, Run
 
 TOP_N = 10
@@ -98,10 +104,6 @@ def _best_so_far(archs: list[Arch], start: Optional[float], simulated: bool = Fa
 
 def _drawings(text: str) -> list[str]:
     """Data URLs of the SVG drawings of an architecture's blocks (empty when it does not parse)."""
-    from nader.compiler.backends.svg import block_svg
-    from nader.compiler.passes.verify import verify_block
-    from nader.dsl.parser import parse
-
     try:
         blocks = parse(text).program.blocks
         svgs = [block_svg(verify_block(b, stem_stride=None)) for b in blocks]  # stems as networks build them
@@ -113,12 +115,8 @@ def _drawings(text: str) -> list[str]:
 def _diff(parent: Optional[Arch], arch: Arch) -> str:
     if parent is None or not parent.text:
         return ""
-    from nader.compiler.commands.diff import _pair, render_text
-    from nader.compiler.passes.canonical import block_diff
-    from nader.dsl.parser import parse
-
     try:
-        pairs, _, _ = _pair(parse(parent.text).program.blocks, parse(arch.text).program.blocks)
+        pairs, _, _ = pair_blocks(parse(parent.text).program.blocks, parse(arch.text).program.blocks)
         parts = [render_text(block_diff(a, b), f"#{parent.id}", f"#{arch.id}") for a, b in pairs]
     except Exception:  # as above: the diff is an extra
         return ""

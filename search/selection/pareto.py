@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import List, Optional
 
+from nader.runtime.errors import ConfigError
+
 from ..tree import Node, Tree
 
 
@@ -23,8 +25,6 @@ def rank_and_crowding(nodes: List[Node]):
         from pymoo.operators.survival.rank_and_crowding.metrics import calc_crowding_distance
         from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
     except ImportError:
-        from nader.runtime.errors import ConfigError
-
         raise ConfigError("Pareto selection needs pymoo: pip install 'nader-toolchain[pareto]'") from None
 
     F = np.array([[-n.score, float(n.params or 0), float(n.flops or 0)] for n in nodes], dtype=float)

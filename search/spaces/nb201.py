@@ -45,6 +45,11 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from nader.compiler.network import build_network
+from nader.compiler.passes.canonical import canonical_hash, canonical_params
+from nader.dsl import parse
+from nader.dsl.format import format_block_lines
+
 OPS: Tuple[str, ...] = ("none", "skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 EDGES: Tuple[Tuple[int, int], ...] = ((1, 0), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2))  # (node, source)
 SPACE_SIZE = len(OPS) ** len(EDGES)
@@ -206,16 +211,12 @@ def architecture(cell, name: str = "NB201Cell") -> str:
 
 def build(cell, dataset: str = "cifar10"):
     """NAS-Bench-201's network for a cell: ``(module, info)`` from the network builder."""
-    from nader.compiler.network import build_network
-
     return build_network(architecture(cell), SKELETON, dataset, widths=list(WIDTHS), depths=list(DEPTHS))
 
 
 # -- back from the block language --------------------------------------------------------------
 
 def _parse_block(text: str, role_hint: Optional[str] = None):
-    from nader.dsl import parse
-
     result = parse(text, "<nb201>")
     if not result.ok or result.program is None or not result.program.blocks:
         first = next((d for d in result.diagnostics), None)
@@ -267,8 +268,6 @@ def _term(block, nid: int) -> Optional[Tuple[str, int]]:
 
 
 def _params(node) -> dict:
-    from nader.compiler.passes.canonical import canonical_params
-
     out = {}
     for k, v in canonical_params(node).items():
         out[k] = int(v) if v.lstrip("-").isdigit() else v
@@ -329,9 +328,6 @@ def _decode(block, value: Dict[int, Optional[int]]) -> Optional[Cell]:
 
 def cell_of_block(block) -> Cell:
     """The NAS-Bench-201 cell a block computes; raises NotInSpace when it is not a cell of the space."""
-    from nader.compiler.passes.canonical import canonical_hash
-    from nader.dsl.format import format_block_lines
-
     sources = [str(op) for op in block.input_ops]
     if sources != ["input"]:
         raise NotInSpace(f"block `{block.name}` has inputs {sources or 'none'}; a NAS-Bench-201 cell has one, `input`")
@@ -370,8 +366,6 @@ def _cell_counts(cell: Cell) -> tuple:
 
 
 def _hash_of(cell: Cell) -> str:
-    from nader.compiler.passes.canonical import canonical_hash
-
     return canonical_hash(_parse_block(cell_block(cell)))
 
 

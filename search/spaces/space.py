@@ -17,6 +17,10 @@ import functools
 import random
 from typing import Dict, List, Optional, Tuple
 
+from nader.compiler.architecture import load_architecture
+from nader.compiler.passes.canonical import equivalent
+from nader.runtime.errors import ConfigError
+
 from . import nb201
 
 
@@ -76,9 +80,6 @@ class NB201Space(Space):
             self.cell(text)
         except nb201.NotInSpace as exc:
             return f"not a cell of the NAS-Bench-201 space: {exc}"
-        from nader.compiler.passes.canonical import equivalent
-        from nader.compiler.architecture import load_architecture
-
         arch = arch if arch is not None else load_architecture(text, self.skeleton)
         own = self._network()
         for part in ("stem", "downsample"):
@@ -90,8 +91,6 @@ class NB201Space(Space):
     def _network(self):
         """NB201's stem and reduction blocks (the same for every cell), loaded once."""
         if getattr(self, "_own", None) is None:
-            from nader.compiler.architecture import load_architecture
-
             self._own = load_architecture(nb201.architecture(nb201.RESNET), self.skeleton)
         return self._own
 
@@ -170,8 +169,6 @@ SPACES: Dict[str, Space] = {s.name: s for s in (LanguageSpace(), NB201Space())}
 
 
 def get_space(name: str) -> Space:
-    from nader.runtime.errors import ConfigError
-
     try:
         return SPACES[name]
     except KeyError:

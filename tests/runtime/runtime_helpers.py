@@ -21,12 +21,14 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from nader.runtime.errors import ArchitectureError
+
 NUM_CLASSES = {"digits": 10, "cifar10": 10, "cifar100": 100, "imagenet16-120": 120}
 INPUT_SIZE = {"digits": 16, "cifar10": 32, "cifar100": 32, "imagenet16-120": 16}
 
 
-class BuildError(Exception):
-    pass
+class BuildError(ArchitectureError):
+    """A builder's own build error: the runtime recognises it by its base class."""
 
 
 class TinyNet(nn.Module):

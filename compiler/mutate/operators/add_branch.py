@@ -15,6 +15,7 @@ _BESIDE = (Op.CONV2D, Op.AVG_POOL2D, Op.MAX_POOL2D)
 
 class AddBranch(MutationOperator):
     name = "add-branch"
+    draw_order = 40
     summary = "Add a parallel branch beside a Conv2d or pooling node; the two are summed."
     arguments = ("node", "branch")
     requires = "a Conv2d or pooling node with (B,X,H,W) input and output of the same spatial size"

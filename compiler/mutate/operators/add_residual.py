@@ -11,6 +11,7 @@ from ..rewrite import Rewrite
 
 class AddResidual(MutationOperator):
     name = "add-residual"
+    draw_order = 30
     summary = "Add a residual connection: node `to` becomes Add(to, from) for an earlier node `from`."
     arguments = ("from", "to")
     requires = ("two nodes, one upstream of the other and not its direct input, with equal shapes "

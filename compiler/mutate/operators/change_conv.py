@@ -17,6 +17,7 @@ GROUPS = (1, 2, 4, "depthwise")
 
 class ChangeConv(MutationOperator):
     name = "change-conv"
+    draw_order = 50
     summary = "Change one parameter of a Conv2d: kernel size, dilation or groups."
     arguments = ("node", "param", "value")
     requires = "a Conv2d"

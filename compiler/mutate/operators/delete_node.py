@@ -13,6 +13,7 @@ _MERGES = (Op.ADD, Op.MUL)
 
 class DeleteNode(MutationOperator):
     name = "delete-node"
+    draw_order = 110
     summary = "Delete a node and reconnect its consumers to its input (for Add/Mul: to one kept input)."
     arguments = ("node", "keep")
     requires = ("a node whose output has the shape of its input (one-input nodes) or of the input "

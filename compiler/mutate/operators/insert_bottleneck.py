@@ -17,6 +17,7 @@ _ONE = Poly.const(1)
 
 class InsertBottleneck(MutationOperator):
     name = "insert-bottleneck"
+    draw_order = 90
     summary = "Insert a 1x1 Conv2d-BN-ReLU before a k x k Conv2d, reducing its input channels."
     arguments = ("node", "ratio")
     requires = "a Conv2d with groups=1 and a kernel larger than 1x1, on a (B,X,H,W) input"

@@ -8,6 +8,7 @@ from .insert_se import InsertSqueezeExcitation
 
 class InsertChannelAttention(InsertSqueezeExcitation):
     name = "insert-channel-attention"
+    draw_order = 20
     summary = "Insert CBAM's channel attention (Woo et al. 2018) after a node: average and max descriptors."
     arguments = ("node", "reduction")
     requires = "a node with a (B,X,H,W) output whose channel count X is a multiple of C"

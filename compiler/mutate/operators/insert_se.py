@@ -12,6 +12,7 @@ from ..rewrite import Rewrite, size_arg
 
 class InsertSqueezeExcitation(MutationOperator):
     name = "insert-se"
+    draw_order = 10
     summary = "Insert a squeeze-and-excitation gate (Hu et al. 2018) after a node."
     arguments = ("node", "reduction")
     requires = "a node with a (B,X,H,W) output whose channel count X is a multiple of C"

@@ -5,21 +5,23 @@ from fractions import Fraction
 
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.ir import Block
-from nader.dsl.ops import Op
+from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
 from ..rewrite import Rewrite, size_arg
 
 WIDTHS = {"C/2": Fraction(1, 2), "C": Fraction(1), "2C": Fraction(2)}
-#: Operations that take any channel count and pass it on unchanged.
-_PASS_THROUGH = frozenset({Op.BN, Op.RELU, Op.GELU, Op.SIGMOID, Op.DROP_PATH, Op.AVG_POOL2D, Op.MAX_POOL2D})
+#: Operations that take any channel count and pass it on unchanged. Of the normalisations only BN:
+#: LN normalises the last axis, which a channels-last path may have made C.
+_PASS_THROUGH = Group.ACTIVATION | Group.REGULARIZATION | Group.WINDOW_POOLING | {Op.BN}
 _ONE = Poly.const(1)
 _C = Poly.atom("C")
 
 
 class ResizeConv(MutationOperator):
     name = "resize-conv"
+    draw_order = 100
     summary = "Widen or narrow an inner Conv2d: its output channels become C/2, C or 2C."
     arguments = ("node", "width")
     requires = ("an inner Conv2d: every path from it passes only BN, activations, DropPath or pooling "

@@ -15,6 +15,7 @@ _ONE = Poly.const(1)
 
 class SeparableConv(MutationOperator):
     name = "separable-conv"
+    draw_order = 60
     summary = "Replace a dense k x k Conv2d by a depthwise k x k Conv2d followed by a pointwise 1x1 Conv2d."
     arguments = ("node",)
     requires = "a Conv2d with groups=1 and a kernel larger than 1x1, on a (B,X,H,W) input"

