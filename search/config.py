@@ -13,8 +13,8 @@ names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 
 The *identity* of a search (what a resume must not change) is everything that shapes the tree
 or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
-budget, prescreening, training options, the seed, and the search space and tabular evaluator
-(when not the defaults). Stop conditions (trials, time limit,
+budget, prescreening, training options, the seed, and the search space, tabular evaluator and
+multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit,
 dollar and token caps), the executor, workers, threads and the data directory's location may
 change between runs.
 """
@@ -67,6 +67,9 @@ class SearchConfig:
     builder: Optional[str] = None  # "module:function" building networks (tests)
     space: str = "language"  # language | nb201 (nader.search.spaces.space)
     evaluator: Optional[str] = None  # None: training; "nats-bench:PATH" or "nas-bench-201:PATH": a table
+    fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
+    eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
+    min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -125,6 +128,8 @@ class SearchConfig:
             "train_options": opts, "seed": self.seed, "builder": self.builder,
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
+            **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
+               if self.fidelity else {}),
         }
 
     def to_record(self) -> dict:
@@ -172,6 +177,9 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
+        from .fidelity import schedule_of
+
+        schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
 
     def check_evaluator(self) -> None:
@@ -248,6 +256,9 @@ KEYS = {
     "trials-per-gpu": ("trials_per_gpu", _typed("trials-per-gpu", int)),
     "space": ("space", _typed("space", str)),
     "evaluator": ("evaluator", _typed("evaluator", str)),
+    "fidelity": ("fidelity", _typed("fidelity", str)),
+    "eta": ("eta", _typed("eta", int)),
+    "min-epochs": ("min_epochs", _typed("min-epochs", int)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

@@ -3,7 +3,9 @@
 These read the database only (a read-only connection works while a search is running).
 The best architecture is the one with the highest mean *validation* accuracy among those that
 trained successfully (ties: fewer parameters, then the older); test accuracy is reported beside
-it and never used to choose.
+it and never used to choose. In a multi-fidelity search (`nader.search.fidelity`) the highest
+rung reached comes first: an architecture trained only briefly never ranks above one trained
+longer, whatever its accuracy.
 """
 from __future__ import annotations
 
@@ -39,14 +41,41 @@ def records(conn, with_text: bool = True) -> List[dict]:
                 "error_kind")
         d = dict(zip(keys, tuple(row)))
         seeds.setdefault(d.pop("arch_id"), []).append(d)
+    rungs = _rungs(conn, {r["arch_id"]: r for r in out})
     for rec in out:
         rec["seeds"] = seeds.get(rec["arch_id"], [])
+        if rec["arch_id"] in rungs:  # multi-fidelity searches only: other exports stay as they were
+            rec["rungs"] = rungs[rec["arch_id"]]
+    return out
+
+
+def _has_rungs(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='arch_rungs'").fetchone() is not None
+
+
+def _rungs(conn, by_id: dict) -> dict:
+    """arch_id -> [{rung, epochs, status, valid_acc, test_acc, promoted}], lowest rung first; the
+    rung an architecture is at has its own record's results once finished."""
+    if not _has_rungs(conn):
+        return {}
+    out: dict = {}
+    for arch_id, rung, epochs, promoted, status, valid, test in conn.execute(
+            "SELECT arch_id, rung, epochs, promoted, status, valid_acc, test_acc FROM arch_rungs ORDER BY arch_id, rung"):
+        if not promoted:
+            rec = by_id.get(arch_id, {})
+            status = rec.get("status")
+            valid, test = (rec.get("valid_acc"), rec.get("test_acc")) if status in ("ok", "diverged", "failed") \
+                else (None, None)
+        out.setdefault(arch_id, []).append({"rung": rung, "epochs": epochs, "status": status, "valid_acc": valid,
+                                            "test_acc": test, "promoted": bool(promoted)})
     return out
 
 
 def best(conn) -> Optional[dict]:
-    row = conn.execute("SELECT arch_id FROM archs WHERE status='ok' AND valid_acc IS NOT NULL "
-                       "ORDER BY valid_acc DESC, COALESCE(params, 0), arch_id LIMIT 1").fetchone()
+    rung = "COALESCE((SELECT MAX(rung) FROM arch_rungs r WHERE r.arch_id=archs.arch_id), 0)" if _has_rungs(conn) \
+        else "0"
+    row = conn.execute(f"SELECT arch_id FROM archs WHERE status='ok' AND valid_acc IS NOT NULL "
+                       f"ORDER BY {rung} DESC, valid_acc DESC, COALESCE(params, 0), arch_id LIMIT 1").fetchone()
     if row is None:
         return None
     return next(r for r in records(conn) if r["arch_id"] == row[0])

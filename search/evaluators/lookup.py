@@ -62,7 +62,7 @@ class TableEvaluator(Evaluator):
         except EvaluatorError as exc:
             return SeedOutcome(trial.arch_id, seed, "failed", error=str(exc), error_kind="not-in-space")
         try:
-            rec = self.table.evaluate(trial.text, self.dataset, self.epochs, seed)
+            rec = self.table.evaluate(trial.text, self.dataset, trial.epochs or self.epochs, seed)
         except EvaluatorError as exc:
             return SeedOutcome(trial.arch_id, seed, "failed", error=str(exc), error_kind="not-in-table")
         return SeedOutcome(trial.arch_id, seed, "ok", rec.valid_acc, rec.test_acc, rec.seconds, rec.epochs)
