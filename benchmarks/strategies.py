@@ -1,5 +1,5 @@
-"""Search strategies compared at equal trial counts over several seeds: random, REA, NADER,
-FairNAD and GENIUS (when this checkout has it) on one evaluator.
+"""Search strategies compared at equal trial counts over several seeds: random, REA, REA with
+successive halving (rea-sh), NADER, FairNAD and GENIUS (when this checkout has it) on one evaluator.
 
 Each (strategy, seed) is a real search (`nader.search.run_search`, in process) from ``--from``
 (examples/resnet_basic.nad) with ``--trials`` trials, the root included. Without an evaluator
@@ -33,7 +33,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
-ALL = ("random", "rea", "nader", "fairnad", "genius")
+ALL = ("random", "rea", "rea-sh", "nader", "fairnad", "genius")
+# name -> (strategy, extra settings): "rea-sh" is REA with successive halving (docs/search.md,
+# Multi-fidelity); its trials cost less training (most stop at the lowest rung)
+VARIANTS = {"rea-sh": ("rea", {"fidelity": "successive-halving"})}
 
 
 def strategy_options(name: str, cls, args) -> dict:
@@ -70,6 +73,7 @@ def run_one(name: str, cls, seed: int, args, base: Path):
     from nader.search import run_search
 
     run_dir = base / f"{name}-seed{seed}"
+    name, extra = VARIANTS.get(name, (name, {}))
     options = strategy_options(name, cls, args)
     if args.replay and "replay" in cls.options:
         recorded = Path(args.replay) / f"{name}-seed{seed}"
@@ -78,7 +82,7 @@ def run_one(name: str, cls, seed: int, args, base: Path):
         options["replay"] = str(recorded.resolve())
     settings = {"root": str(args.root), "strategy": name, "strategy_options": options, "dataset": args.dataset,
                 "preset": args.preset, "trials": args.trials, "seed": seed, "depths": args.depths,
-                "threads": args.threads, "run_dir": str(run_dir)}
+                "threads": args.threads, "run_dir": str(run_dir), **extra}
     if args.epochs:
         settings["epochs"] = args.epochs
     if args.train_limit:
@@ -128,7 +132,7 @@ def main(argv) -> int:
     t0 = time.perf_counter()
     ran, notes, seconds = [], [], {}
     for name in names:
-        cls = STRATEGIES.get(name)
+        cls = STRATEGIES.get(VARIANTS.get(name, (name,))[0])
         why = skipped(name, cls, args)
         if why:
             notes.append(f"{name}: skipped: {why}")

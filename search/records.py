@@ -120,15 +120,23 @@ def tree_order(recs: List[dict]) -> List[dict]:
     return out + [r for r in recs if r["arch_id"] not in seen]
 
 
+def rungs_text(rec: dict) -> str:
+    """A multi-fidelity architecture's rungs: `61.20@1ep ^ 63.05@3ep` (^ promoted)."""
+    return " ".join(f"{_num(r['valid_acc'], '.2f') if r['valid_acc'] is not None else r['status']}@{r['epochs']}ep"
+                    + (" ^" if r["promoted"] else "") for r in rec.get("rungs", []))
+
+
 def status_table(recs: List[dict]) -> str:
     head = ["arch", "status", "change", "params", "flops", "valid", "test", "seconds"]
+    laddered = any(r.get("rungs") for r in recs)
     rows = []
     for r in tree_order(recs):
         rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], _change(r)[:32], human(r["params"]),
                      human(r["flops"]), _num(r["valid_acc"], ".2f"), _num(r["test_acc"], ".2f"),
-                     _num(r["seconds"], ".1f")])
+                     _num(r["seconds"], ".1f")] + ([rungs_text(r)] if laddered else []))
+    head += ["rungs (^ promoted)"] if laddered else []
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5
+    align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5 + [str.ljust]
     lines = ["  ".join(a(h, w) for a, h, w in zip(align, head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(a(c, w) for a, c, w in zip(align, row, widths)).rstrip() for row in rows]

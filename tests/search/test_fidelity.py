@@ -194,6 +194,10 @@ def test_the_best_is_chosen_at_the_highest_rung_and_the_report_shows_promotions(
     assert s.best["arch_id"] == full["arch_id"]
     r = CliRunner().invoke(main, ["best", str(run), "--format", "json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["arch_id"] == full["arch_id"]
+    r = CliRunner().invoke(main, ["status", str(run)])
+    line = next(x for x in r.stdout.splitlines() if x.lstrip().startswith(f"#{full['arch_id']} "))
+    assert "rungs (^ promoted)" in r.stdout and line.count(" ^") == 3 and line.rstrip().endswith(
+        f"{full['valid_acc']:.2f}@12ep")
 
     run_info, archs = load_run(run)
     table = promotions(archs)
