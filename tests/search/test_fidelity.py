@@ -22,6 +22,7 @@ from nader.search import records
 from nader.search.evaluators.lookup import TableEvaluator
 from nader.search.evaluators.tabular import EvaluatorError, TrialRecord
 from nader.search.fidelity import Schedule, ladder
+from nader.search.report.compare import curve_of
 from nader.search.report.load import load_run
 from nader.search.report.render import promotions, render
 from nader.search.session import run_search
@@ -210,6 +211,8 @@ def test_the_best_is_chosen_at_the_highest_rung_and_the_report_shows_promotions(
     assert row.count('title="promoted"') == 3 and f"{full['valid_acc']:.2f}%" in row
     assert f"{full['rungs'][0]['valid_acc']:.2f}%" in row
     assert 'id="promotions"' in html and "12 epochs (rung 3)" in html
+    curve = curve_of(run_info, archs)  # `nader-search report RUN1 RUN2` and benchmarks/strategies.py
+    assert curve.strategy == "random+sh" and curve.valid[-1] == full["valid_acc"]
 
 
 def test_without_fidelity_nothing_changes(tmp_path):
