@@ -5,7 +5,7 @@ benchmarks, `nader.search.evaluators`) are interchangeable::
 
     evaluator.capacity                 # evaluations that run side by side
     evaluator.idle() -> int            # how many more would start now (the loop proposes while > 0)
-    evaluator.submit(trial)            # a Trial: arch_id, text, widths, seeds
+    evaluator.submit(trial)            # a Trial: arch_id, text, widths, seeds, epochs (a rung's budget)
     evaluator.pending() -> int         # seed evaluations submitted and not yet returned
     evaluator.wait(timeout) -> [SeedOutcome]   # blocks until at least one finished (or timeout)
     evaluator.close(abort=False)

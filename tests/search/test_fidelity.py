@@ -19,6 +19,7 @@ import nb201_table as T
 from nader.agents.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import records
+from nader.search.config import read_toml
 from nader.search.evaluators.lookup import TableEvaluator
 from nader.search.evaluators.tabular import EvaluatorError, TrialRecord
 from nader.search.fidelity import Schedule, ladder
@@ -254,3 +255,6 @@ def test_fidelity_settings_are_checked_and_part_of_the_identity(tmp_path):
     _search(run, trials=3)
     with pytest.raises(ConfigError, match="fidelity"):
         _search(run, trials=3, eta=2)
+    toml = tmp_path / "search.toml"
+    toml.write_text('fidelity = "hyperband"\neta = 2\nmin_epochs = 4\n')
+    assert read_toml(toml) == {"fidelity": "hyperband", "eta": 2, "min_epochs": 4}
