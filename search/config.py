@@ -28,6 +28,8 @@ from typing import Any, Dict, List, Optional
 
 from nader.runtime.errors import ConfigError
 
+from .fidelity import schedule_of
+
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 EXECUTORS = ("local", "pool", "ray")
 PROXIES = ("naswot", "synflow")
@@ -177,8 +179,6 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
-        from .fidelity import schedule_of
-
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.presets import get_preset
 
 METHODS = ("successive-halving", "hyperband")
 FINISHED = frozenset({"ok", "diverged", "failed"})
@@ -77,8 +78,6 @@ def schedule_of(config) -> Optional[Schedule]:
         return None
     if config.fidelity not in METHODS:
         raise ConfigError(f"unknown fidelity {config.fidelity!r}; choose one of: {', '.join(METHODS)}")
-    from nader.runtime.presets import get_preset
-
     full = config.job_options().get("epochs") or get_preset(config.preset).epochs
     return Schedule(config.fidelity, config.eta, tuple(ladder(int(full), config.min_epochs, config.eta)))
 

@@ -26,6 +26,7 @@ from nader.runtime.errors import ConfigError
 from .checks import Checked, Checker
 from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
+from .fidelity import scheduler_of
 from .store import SearchStore
 from .strategies.base import Candidate, Strategy
 from .tree import FINAL, PENDING, Node, Tree
@@ -103,8 +104,6 @@ class SearchLoop:
         self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget(),
                                space=self.space if self.space.name != "language" else None)
         self.prescreener = prescreener
-        from .fidelity import scheduler_of
-
         self.fidelity = scheduler_of(config, store)  # None: every trial at the full budget
         self.tree = Tree()
         self.rejects_in_row = 0

@@ -60,7 +60,8 @@ def _rungs(conn, by_id: dict) -> dict:
         return {}
     out: dict = {}
     for arch_id, rung, epochs, promoted, status, valid, test in conn.execute(
-            "SELECT arch_id, rung, epochs, promoted, status, valid_acc, test_acc FROM arch_rungs ORDER BY arch_id, rung"):
+            "SELECT arch_id, rung, epochs, promoted, status, valid_acc, test_acc FROM arch_rungs "
+            "ORDER BY arch_id, rung"):
         if not promoted:
             rec = by_id.get(arch_id, {})
             status = rec.get("status")
