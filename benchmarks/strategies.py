@@ -1,6 +1,7 @@
 """Search strategies compared at equal trial counts over several seeds: the random mutation walk,
-REA, NADER, FairNAD and GENIUS (when this checkout has it) on one evaluator; with ``--table``,
-the offline strategies on NAS-Bench-201's cell space under the benchmarks' protocol.
+REA, REA with successive halving (rea-sh), NADER, FairNAD and GENIUS (when this checkout has it)
+on one evaluator; with ``--table``, the offline strategies on NAS-Bench-201's cell space under the
+benchmarks' protocol.
 
 Each (strategy, seed) is a real search (`nader.search.run_search`, in process) from ``--from``
 (examples/resnet_basic.nad) with ``--trials`` trials, the root included. Without an evaluator
@@ -46,11 +47,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
-ALL = ("walk", "rea", "nader", "fairnad", "genius")
+ALL = ("walk", "rea", "rea-sh", "nader", "fairnad", "genius")
 OFFLINE = ("random", "rea", "local", "walk", "tree")  # table mode
 CHECKPOINTS = (25, 50, 100)
 # NATS-Bench's time budgets for the topology space (exps/NATS-algos/run-all.sh; docs/nb201.md)
 SIM_BUDGETS = {"cifar10": 20000, "cifar100": 40000, "imagenet16-120": 120000}
+# name -> (strategy, extra settings): "rea-sh" is REA with successive halving (docs/search.md,
+# Multi-fidelity); its trials cost less training (most stop at the lowest rung)
+VARIANTS = {"rea-sh": ("rea", {"fidelity": "successive-halving"})}
 
 
 def strategy_options(name: str, cls, args) -> dict:
@@ -87,6 +91,7 @@ def run_one(name: str, cls, seed: int, args, base: Path):
     from nader.search import run_search
 
     run_dir = base / f"{name}-seed{seed}"
+    name, extra = VARIANTS.get(name, (name, {}))
     options = strategy_options(name, cls, args)
     if args.replay and "replay" in cls.options:
         recorded = Path(args.replay) / f"{name}-seed{seed}"
@@ -95,7 +100,7 @@ def run_one(name: str, cls, seed: int, args, base: Path):
         options["replay"] = str(recorded.resolve())
     settings = {"root": str(args.root), "strategy": name, "strategy_options": options, "dataset": args.dataset,
                 "preset": args.preset, "trials": args.trials, "seed": seed, "depths": args.depths,
-                "threads": args.threads, "run_dir": str(run_dir)}
+                "threads": args.threads, "run_dir": str(run_dir), **extra}
     if args.epochs:
         settings["epochs"] = args.epochs
     if args.train_limit:
@@ -157,7 +162,7 @@ def main(argv) -> int:
     t0 = time.perf_counter()
     ran, notes, seconds = [], [], {}
     for name in names:
-        cls = STRATEGIES.get(name)
+        cls = STRATEGIES.get(VARIANTS.get(name, (name,))[0])
         why = skipped(name, cls, args)
         if why:
             notes.append(f"{name}: skipped: {why}")

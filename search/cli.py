@@ -160,6 +160,12 @@ def _strategy_epilog() -> str:
 @click.option("--max-cost", "old_max_cost", type=click.FloatRange(min=0, min_open=True), default=None, hidden=True)
 @click.option("--max-tokens", "old_max_tokens", callback=_count, default=None, hidden=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
+@click.option("--fidelity", type=click.Choice(("successive-halving", "hyperband")), default=None,
+              help="Train new architectures briefly and promote the best 1/eta to longer budgets, up to the "
+                   "full one [default: off, every trial at the full budget].")
+@click.option("--eta", type=click.IntRange(min=2), default=None, help="--fidelity: promotion rate [default: 3].")
+@click.option("--min-epochs", type=click.IntRange(min=1), default=None,
+              help="--fidelity: the lowest rung's epochs [default: the full budget / eta^2, rounded up].")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
 @click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
 @click.option("--trial-timeout", callback=_duration, default=None, help="Kill a trial after this long (pool).")

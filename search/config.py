@@ -13,8 +13,8 @@ names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 
 The *identity* of a search (what a resume must not change) is everything that shapes the tree
 or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
-budget, prescreening, training options, the seed, and the search space and tabular evaluator
-(when not the defaults). Stop conditions (trials, time limit,
+budget, prescreening, training options, the seed, and the search space, tabular evaluator and
+multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit,
 dollar and token caps), the executor, workers, threads and the data directory's location may
 change between runs.
 """
@@ -33,6 +33,8 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from nader.runtime.errors import ConfigError
+
+from .fidelity import schedule_of
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 EXECUTORS = ("local", "pool", "ray")
@@ -75,6 +77,9 @@ class SearchConfig:
     space: str = "language"  # language | nb201 (nader.search.spaces.space)
     evaluator: Optional[str] = None  # None: training; "nats-bench:PATH", "nas-bench-201:PATH", "table:PATH"
     table_map: Dict[str, str] = field(default_factory=dict)  # table: metric -> column (evaluators/table.py)
+    fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
+    eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
+    min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -137,6 +142,8 @@ class SearchConfig:
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
             **({"table_map": self.table_map} if self.table_map else {}),
+            **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
+               if self.fidelity else {}),
         }
 
     def to_record(self) -> dict:
@@ -193,6 +200,7 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
+        schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
 
     def check_evaluator(self) -> None:
@@ -274,6 +282,9 @@ KEYS = {
     "trials-per-gpu": ("trials_per_gpu", _typed("trials-per-gpu", int)),
     "space": ("space", _typed("space", str)),
     "evaluator": ("evaluator", _typed("evaluator", str)),
+    "fidelity": ("fidelity", _typed("fidelity", str)),
+    "eta": ("eta", _typed("eta", int)),
+    "min-epochs": ("min_epochs", _typed("min-epochs", int)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

@@ -5,7 +5,7 @@ benchmarks, `nader.search.evaluators`) are interchangeable::
 
     evaluator.capacity                 # evaluations that run side by side
     evaluator.idle() -> int            # how many more would start now (the loop proposes while > 0)
-    evaluator.submit(trial)            # a Trial: arch_id, text, widths, seeds
+    evaluator.submit(trial)            # a Trial: arch_id, text, widths, seeds, epochs (a rung's budget)
     evaluator.pending() -> int         # seed evaluations submitted and not yet returned
     evaluator.wait(timeout) -> [SeedOutcome]   # blocks until at least one finished (or timeout)
     evaluator.close(abort=False)
@@ -39,6 +39,7 @@ class Trial:
     widths: Optional[List[int]]
     seeds: List[int]
     label: str = ""
+    epochs: Optional[int] = None  # a multi-fidelity rung's budget; None: the configured one
 
 
 @dataclass
@@ -108,8 +109,9 @@ class TrainingEvaluator(Evaluator):
         return self.dispatch.capacity
 
     def job(self, trial: Trial, seed: int) -> Job:
+        options = dict(self.template.options, **({"epochs": trial.epochs} if trial.epochs else {}))
         return replace(self.template, arch=trial.text, seed=seed, widths=list(trial.widths) if trial.widths else None,
-                       name=trial.label or f"arch {trial.arch_id}", options=dict(self.template.options))
+                       name=trial.label or f"arch {trial.arch_id}", options=options)
 
     def submit(self, trial: Trial) -> None:
         jobs = [self.job(trial, s) for s in trial.seeds]

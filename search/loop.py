@@ -30,6 +30,7 @@ from nader.runtime.integrity import StoreError
 from .checks import Checked, Checker
 from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
+from .fidelity import scheduler_of
 from .store import SearchStore
 from .strategies.base import Candidate, Strategy
 from .tree import FINAL, PENDING, Node, Tree
@@ -112,6 +113,7 @@ class SearchLoop:
         self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget(),
                                space=self.space if self.space.name != "language" else None)
         self.prescreener = prescreener
+        self.fidelity = scheduler_of(config, store)  # None: every trial at the full budget
         self.tree = Tree()
         self.rejects_in_row = 0
         self.stop: Optional[Stop] = None
@@ -126,6 +128,9 @@ class SearchLoop:
                 if self.stop is None:
                     self.fill()
                 if self.evaluator.pending() == 0:
+                    if self.stop is not None and self.stop.code == "trials" and self.fidelity is not None \
+                            and self._promote(self.fidelity.close()):
+                        continue  # the last bracket's promotions train before the search ends
                     if self.stop is None:
                         self.stop = Stop("stalled", "no architecture to modify: the strategy waits for a trained "
                                                     "architecture and none is training")
@@ -149,8 +154,11 @@ class SearchLoop:
                 failed = [s for s, (st, kind) in seeds.items() if st == "failed"]
                 if failed and all(seeds[s][1] in RETRYABLE for s in failed):
                     self.store.retry(node.arch_id, failed)
+        if self.fidelity is not None:
+            self.fidelity.catch_up()
         self.tree = Tree(self.store.nodes())
-        for node in sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id)):
+        finals = sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id))
+        for node in self.fidelity.history(self.tree) if self.fidelity is not None else finals:
             self.strategy.tell(node)
         for node in self.tree:
             if node.status in PENDING:
@@ -309,7 +317,9 @@ class SearchLoop:
             if finished is not None:
                 self._finish(finished)
             return
-        self.evaluator.submit(Trial(node.arch_id, node.text, node.widths, seeds, label=f"#{node.arch_id}"))
+        epochs = self.fidelity.epochs(node) if self.fidelity is not None else None
+        self.evaluator.submit(Trial(node.arch_id, node.text, node.widths, seeds, label=f"#{node.arch_id}",
+                                    epochs=epochs))
         self.observer.submitted(node)
 
     def record(self, outcome: SeedOutcome) -> None:
@@ -332,6 +342,16 @@ class SearchLoop:
         self.tree.update(node)
         self.strategy.tell(node)
         self.observer.finished(node)
+        if self.fidelity is not None:
+            self._promote(self.fidelity.finished(node))
+
+    def _promote(self, arch_ids: List[int]) -> int:
+        """Send architectures the fidelity scheduler promoted to their next rung."""
+        for arch_id in arch_ids:
+            node = self.store.node(arch_id)
+            self.tree.update(node)
+            self._submit(node)
+        return len(arch_ids)
 
 
 def _node_of(record: dict) -> Node:

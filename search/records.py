@@ -3,7 +3,9 @@
 These read the database only (a read-only connection works while a search is running).
 The best architecture is the one with the highest mean *validation* accuracy among those that
 trained successfully (ties: fewer parameters, then the older); test accuracy is reported beside
-it and never used to choose.
+it and never used to choose. In a multi-fidelity search (`nader.search.fidelity`) the highest
+rung reached comes first: an architecture trained only briefly never ranks above one trained
+longer, whatever its accuracy.
 """
 from __future__ import annotations
 
@@ -63,16 +65,44 @@ def records(conn, with_text: bool = True, problems: Optional[list] = None) -> Li
         d = dict(zip(_SEED_KEYS, tuple(row)))
         _clean(d, "arch_seeds", f"arch_id={d['arch_id']} seed={d['seed']}", problems)
         seeds.setdefault(d.pop("arch_id"), []).append(d)
+    rungs = _rungs(conn, {r["arch_id"]: r for r in out})
     for rec in out:
         rec["seeds"] = seeds.get(rec["arch_id"], [])
+        if rec["arch_id"] in rungs:  # multi-fidelity searches only: other exports stay as they were
+            rec["rungs"] = rungs[rec["arch_id"]]
+    return out
+
+
+def _has_rungs(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='arch_rungs'").fetchone() is not None
+
+
+def _rungs(conn, by_id: dict) -> dict:
+    """arch_id -> [{rung, epochs, status, valid_acc, test_acc, promoted}], lowest rung first; the
+    rung an architecture is at has its own record's results once finished."""
+    if not _has_rungs(conn):
+        return {}
+    out: dict = {}
+    for arch_id, rung, epochs, promoted, status, valid, test in conn.execute(
+            "SELECT arch_id, rung, epochs, promoted, status, valid_acc, test_acc FROM arch_rungs "
+            "ORDER BY arch_id, rung"):
+        if not promoted:
+            rec = by_id.get(arch_id, {})
+            status = rec.get("status")
+            valid, test = (rec.get("valid_acc"), rec.get("test_acc")) if status in ("ok", "diverged", "failed") \
+                else (None, None)
+        out.setdefault(arch_id, []).append({"rung": rung, "epochs": epochs, "status": status, "valid_acc": valid,
+                                            "test_acc": test, "promoted": bool(promoted)})
     return out
 
 
 def best(conn, problems: Optional[list] = None) -> Optional[dict]:
-    """The trained architecture with the highest mean validation accuracy (ties: fewer
-    parameters, then the older), chosen from the cleaned records (a damaged accuracy never wins)."""
+    """The trained architecture at the highest rung reached (multi-fidelity searches; else all are
+    at rung 0) with the highest mean validation accuracy (ties: fewer parameters, then the older),
+    chosen from the cleaned records (a damaged accuracy never wins)."""
     ok = [r for r in records(conn, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
-    return min(ok, key=lambda r: (-r["valid_acc"], r["params"] or 0, r["arch_id"]), default=None)
+    return min(ok, key=lambda r: (-max((g["rung"] for g in r.get("rungs", ())), default=0), -r["valid_acc"],
+                                  r["params"] or 0, r["arch_id"]), default=None)
 
 
 def counts(conn) -> dict:
@@ -114,15 +144,23 @@ def tree_order(recs: List[dict]) -> List[dict]:
     return out + [r for r in recs if r["arch_id"] not in seen]
 
 
+def rungs_text(rec: dict) -> str:
+    """A multi-fidelity architecture's rungs: `61.20@1ep ^ 63.05@3ep` (^ promoted)."""
+    return " ".join(f"{_num(r['valid_acc'], '.2f') if r['valid_acc'] is not None else r['status']}@{r['epochs']}ep"
+                    + (" ^" if r["promoted"] else "") for r in rec.get("rungs", []))
+
+
 def status_table(recs: List[dict]) -> str:
     head = ["arch", "status", "change", "params", "flops", "valid", "test", "seconds"]
+    laddered = any(r.get("rungs") for r in recs)
     rows = []
     for r in tree_order(recs):
         rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], _change(r)[:32], human(r["params"]),
                      human(r["flops"]), _num(r["valid_acc"], ".2f"), _num(r["test_acc"], ".2f"),
-                     _num(r["seconds"], ".1f")])
+                     _num(r["seconds"], ".1f")] + ([rungs_text(r)] if laddered else []))
+    head += ["rungs (^ promoted)"] if laddered else []
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
-    align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5
+    align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5 + [str.ljust]
     lines = ["  ".join(a(h, w) for a, h, w in zip(align, head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(a(c, w) for a, c, w in zip(align, row, widths)).rstrip() for row in rows]

@@ -6,6 +6,8 @@
 ``archs``          one row per architecture the search produced, valid or not (the tree)
 ``arch_seeds``     one row per (architecture, seed) evaluation that finished
 ``search_sessions`` one row per ``nader-search run`` invocation on the run directory
+``fidelity_brackets``, ``arch_rungs``  multi-fidelity searches: the brackets, and each rung an
+                   architecture entered (results of the rungs it left; see `nader.search.fidelity`)
 
 Every change is one short transaction (WAL journal, synchronous=NORMAL), so a killed process
 leaves the tree as it was after the last committed change: a row is either inserted with its check outcome or not at
@@ -73,15 +75,30 @@ CREATE TABLE IF NOT EXISTS search_sessions (
     stop_reason TEXT,                       -- NULL while running (or if the process was killed)
     trials_before INTEGER, trials_after INTEGER
 );
+CREATE TABLE IF NOT EXISTS fidelity_brackets (
+    bracket INTEGER PRIMARY KEY,
+    first_rung INTEGER NOT NULL,
+    size INTEGER NOT NULL                   -- architectures entering; lowered when the search stops early
+);
+CREATE TABLE IF NOT EXISTS arch_rungs (
+    arch_id INTEGER NOT NULL, rung INTEGER NOT NULL, bracket INTEGER NOT NULL, epochs INTEGER NOT NULL,
+    promoted INTEGER NOT NULL DEFAULT 0,    -- 1: left for the next rung, with this rung's results below
+    status TEXT, valid_acc REAL, test_acc REAL, seconds REAL,
+    seeds TEXT,                             -- JSON: the rung's arch_seeds rows
+    finished REAL,
+    PRIMARY KEY (arch_id, rung)
+);
+CREATE INDEX IF NOT EXISTS arch_rungs_bracket ON arch_rungs(bracket, rung);
 """
 
 _NODE_COLUMNS = ("arch_id, parent_id, depth, status, text, hash, duplicate_of, origin, operator, change, "
-                 "widths, params, flops, valid_acc, finished, seeds_done, attempts")
+                 "widths, params, flops, valid_acc, finished, seeds_done, attempts, "
+                 "COALESCE((SELECT MAX(rung) FROM arch_rungs r WHERE r.arch_id=archs.arch_id), 0)")
 
 
 def _node(row, problems: list) -> Node:
     (arch_id, parent_id, depth, status, text, hsh, dup, origin, operator, change, widths, params, flops, valid_acc,
-     finished, seeds_done, attempts) = row
+     finished, seeds_done, attempts, rung) = row
     where = ("archs", f"arch_id={arch_id}")
     widths = json_cell(widths, *where, "widths", problems, expect=(list,))
     if widths is not None and not all(isinstance(w, int) for w in widths):
@@ -92,7 +109,7 @@ def _node(row, problems: list) -> Node:
                 duplicate_of=dup, origin=origin, operator=operator,
                 change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},
                 widths=widths, params=params, flops=flops, valid_acc=valid_acc, finished=finished,
-                seeds_done=seeds_done, attempts=attempts)
+                seeds_done=seeds_done, attempts=attempts, rung=rung)
 
 
 def _mean_std(values: List[float]):
@@ -249,7 +266,9 @@ class SearchStore(RunStore):
         ok = [r for r in rows if r[0] == "ok"]
         valid, valid_std = _mean_std([r[1] for r in ok if r[1] is not None])
         test, test_std = _mean_std([r[2] for r in ok if r[2] is not None])
-        sets = {"seeds_done": len(rows), "seconds": sum(r[3] or 0.0 for r in rows), "updated": now}
+        earlier = c.execute("SELECT COALESCE(SUM(seconds), 0) FROM arch_rungs WHERE arch_id=? AND promoted=1",
+                            (arch_id,)).fetchone()[0]  # the rungs it was promoted from
+        sets = {"seeds_done": len(rows), "seconds": earlier + sum(r[3] or 0.0 for r in rows), "updated": now}
         if final:
             statuses = {r[0] for r in rows}
             arch_status = "ok" if "ok" in statuses else "diverged" if "diverged" in statuses else "failed"
@@ -258,6 +277,70 @@ class SearchStore(RunStore):
                         finished=now, diagnostics=json.dumps(bad) if bad else None)
         c.execute(f"UPDATE archs SET {', '.join(f'{k}=?' for k in sets)} WHERE arch_id=?", (*sets.values(), arch_id))
         return final
+
+    # ------------------------------------------------------------------ rungs (nader.search.fidelity)
+    def brackets(self) -> List[dict]:
+        with self._lock:
+            rows = self.conn.execute("SELECT bracket, first_rung, size FROM fidelity_brackets ORDER BY bracket").fetchall()
+        return [{"bracket": b, "first_rung": f, "size": n} for b, f, n in rows]
+
+    def add_bracket(self, bracket: int, first_rung: int, size: int) -> None:
+        with self._tx() as c:
+            c.execute("INSERT INTO fidelity_brackets(bracket, first_rung, size) VALUES (?,?,?)", (bracket, first_rung, size))
+
+    def resize_bracket(self, bracket: int, size: int) -> None:
+        with self._tx() as c:
+            c.execute("UPDATE fidelity_brackets SET size=? WHERE bracket=?", (size, bracket))
+
+    def current_rung(self, arch_id: int) -> Optional[dict]:
+        with self._lock:
+            row = self.conn.execute("SELECT rung, bracket, epochs FROM arch_rungs WHERE arch_id=? ORDER BY rung DESC "
+                                    "LIMIT 1", (arch_id,)).fetchone()
+        return None if row is None else {"rung": row[0], "bracket": row[1], "epochs": row[2]}
+
+    def enter_rung(self, arch_ids: Iterable[int], rung: int, bracket: int, epochs: int) -> None:
+        with self._tx() as c:
+            c.executemany("INSERT INTO arch_rungs(arch_id, rung, bracket, epochs) VALUES (?,?,?,?)",
+                          [(a, rung, bracket, epochs) for a in arch_ids])
+
+    def bracket_rungs(self, bracket: int, rung: int) -> List[dict]:
+        """The members of a bracket's rung with their result at it (the architecture's own
+        while it has not left the rung)."""
+        with self._lock:
+            rows = self.conn.execute(
+                "SELECT r.arch_id, r.promoted, r.status, r.valid_acc, a.status, a.valid_acc FROM arch_rungs r "
+                "JOIN archs a ON a.arch_id=r.arch_id WHERE r.bracket=? AND r.rung=? ORDER BY r.arch_id",
+                (bracket, rung)).fetchall()
+        return [{"arch_id": a, "status": rs if p else s, "valid_acc": rv if p else v} for a, p, rs, rv, s, v in rows]
+
+    def left_rungs(self, arch_id: int) -> List[dict]:
+        with self._lock:
+            rows = self.conn.execute("SELECT rung, status, valid_acc, finished FROM arch_rungs WHERE arch_id=? AND "
+                                     "promoted=1 ORDER BY rung", (arch_id,)).fetchall()
+        return [{"rung": r, "status": s, "valid_acc": v, "finished": f} for r, s, v, f in rows]
+
+    def promote(self, arch_ids: Iterable[int], rung: int, next_rung: int, bracket: int, epochs: int) -> None:
+        """Move architectures to the next rung, all in one transaction: the rung's results go to
+        its arch_rungs row, the seeds are cleared and the architecture trains again (its
+        accuracy stays the best available until the next rung finishes)."""
+        now = time.time()
+        with self._tx() as c:
+            for arch_id in arch_ids:
+                seeds = c.execute("SELECT seed, job_id, status, valid_acc, test_acc, seconds, epochs, error_kind "
+                                  "FROM arch_seeds WHERE arch_id=? ORDER BY seed", (arch_id,)).fetchall()
+                keys = ("seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error_kind")
+                c.execute("UPDATE arch_rungs SET promoted=1, status=(SELECT status FROM archs WHERE arch_id=?), "
+                          "valid_acc=(SELECT valid_acc FROM archs WHERE arch_id=?), "
+                          "test_acc=(SELECT test_acc FROM archs WHERE arch_id=?), "
+                          "finished=(SELECT finished FROM archs WHERE arch_id=?), seconds=?, seeds=? "
+                          "WHERE arch_id=? AND rung=?",
+                          (arch_id, arch_id, arch_id, arch_id, sum(s[5] or 0.0 for s in seeds),
+                           json.dumps([dict(zip(keys, s)) for s in seeds]), arch_id, rung))
+                c.execute("DELETE FROM arch_seeds WHERE arch_id=?", (arch_id,))
+                c.execute("INSERT INTO arch_rungs(arch_id, rung, bracket, epochs) VALUES (?,?,?,?)",
+                          (arch_id, next_rung, bracket, epochs))
+                c.execute("UPDATE archs SET status='training', seeds_done=0, finished=NULL, started=?, updated=? "
+                          "WHERE arch_id=?", (now, now, arch_id))
 
 
 # ---------------------------------------------------------------------- reading a run (no lock)

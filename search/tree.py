@@ -38,6 +38,7 @@ class Node:
     finished: Optional[float] = None
     seeds_done: int = 0
     attempts: int = 1
+    rung: int = 0  # multi-fidelity searches: the highest rung entered (its valid_acc once finished)
 
     @property
     def score(self) -> Optional[float]:
@@ -100,8 +101,9 @@ class Tree:
         return sum(1 for n in self.nodes.values() if n.status in TRIALS)
 
     def best(self) -> Optional[Node]:
-        """Highest validation accuracy; ties go to fewer parameters, then the earlier architecture."""
+        """The highest rung (multi-fidelity searches), then the highest validation accuracy; ties
+        go to fewer parameters, then the earlier architecture."""
         scored = self.scored()
         if not scored:
             return None
-        return min(scored, key=lambda n: (-n.score, n.params if n.params is not None else 0, n.arch_id))
+        return min(scored, key=lambda n: (-n.rung, -n.score, n.params if n.params is not None else 0, n.arch_id))

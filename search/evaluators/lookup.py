@@ -76,7 +76,8 @@ class TableEvaluator(Evaluator):
 
     def lookup(self, trial: Trial, seed: int) -> SeedOutcome:
         try:
-            rec = self.table.evaluate(trial.text, self.dataset, self.epochs, seed, test_epochs=self.test_epochs)
+            rec = self.table.evaluate(trial.text, self.dataset, trial.epochs or self.epochs, seed,
+                                      test_epochs=self.test_epochs)
         except EvaluatorError as exc:
             return SeedOutcome(trial.arch_id, seed, "failed", error=str(exc), error_kind=exc.kind)
         return SeedOutcome(trial.arch_id, seed, "ok", rec.valid_acc, rec.test_acc, rec.seconds, rec.epochs,

@@ -36,13 +36,17 @@ class Curve:
         return len(self.valid)
 
 
+FIDELITY_LABELS = {"successive-halving": "sh", "hyperband": "hb"}
+
+
 def curve_of(run, archs) -> Curve:
     done = sorted((a for a in archs if a.status in FINISHED and a.finished is not None),
                   key=lambda a: (a.finished, int(a.id)))
-    out = Curve(run.name, run.strategy or "?")
+    fidelity = (run.config or {}).get("fidelity")  # multi-fidelity runs are told apart: rea+sh, rea+hb
+    out = Curve(run.name, (run.strategy or "?") + (f"+{FIDELITY_LABELS.get(fidelity, fidelity)}" if fidelity else ""))
     best = None
-    for a in done:
-        if a.status == "ok" and a.valid_acc is not None and (best is None or a.valid_acc > best.valid_acc):
+    for a in done:  # the best by the highest rung, then accuracy (as `nader-search best`)
+        if a.status == "ok" and a.valid_acc is not None and (best is None or a.rank_key() < best.rank_key()):
             best = a
         out.valid.append(best.valid_acc if best else None)
         out.test.append(best.test_acc if best else None)

@@ -82,5 +82,6 @@ def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
             duplicate_of=None if r.get("duplicate_of") is None else str(r["duplicate_of"]),
             created=r.get("created"), finished=r.get("finished"), seconds=r.get("seconds"),
             tokens=int(r.get("tokens_in") or 0) + int(r.get("tokens_out") or 0), cost=float(r.get("cost_usd") or 0.0),
-            llm_rounds=change.get("rounds") if isinstance(change.get("rounds"), int) else None))
+            llm_rounds=change.get("rounds") if isinstance(change.get("rounds"), int) else None,
+            rungs=list(r.get("rungs") or [])))
     return run, archs

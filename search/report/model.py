@@ -32,10 +32,20 @@ class Arch:
     tokens: int = 0
     cost: float = 0.0
     llm_rounds: Optional[int] = None
+    rungs: list = field(default_factory=list)  # multi-fidelity: [{rung, epochs, valid_acc, promoted, ...}]
 
     @property
     def trained(self) -> bool:
         return self.status == "ok" and self.valid_acc is not None
+
+    @property
+    def rung(self) -> int:
+        """The highest rung entered (0 without multi-fidelity)."""
+        return self.rungs[-1]["rung"] if self.rungs else 0
+
+    def rank_key(self) -> tuple:
+        """Best first: the highest rung, then validation accuracy (as `nader-search best`)."""
+        return (-self.rung, -(self.valid_acc if self.valid_acc is not None else float("-inf")))
 
 
 @dataclass

@@ -95,7 +95,7 @@ def _best_so_far(archs: list[Arch], start: Optional[float], simulated: bool = Fa
         if not a.trained:
             continue
         index += 1
-        if best is None or a.valid_acc > best.valid_acc:
+        if best is None or a.rank_key() < best.rank_key():
             best = a
         out.append({"trial": index, "seconds": round(spent if simulated else a.finished - t0, 3),
                     "valid": best.valid_acc, "id": best.id})
@@ -142,12 +142,24 @@ def _arch_json(a: Arch) -> dict:
             "valid": a.valid_acc, "test": a.test_acc, "params": a.params, "flops": a.flops,
             "diagnostics": a.diagnostics, "error": a.error, "error_kind": a.error_kind,
             "duplicate_of": a.duplicate_of, "seconds": a.seconds, "tokens": a.tokens, "cost": a.cost,
-            "llm_rounds": a.llm_rounds}
+            "llm_rounds": a.llm_rounds, **({"rungs": a.rungs} if a.rungs else {})}
+
+
+def promotions(archs: list[Arch]) -> dict:
+    """The multi-fidelity table: the rungs' budgets and, per architecture that entered one, its
+    validation accuracy at each rung and whether it was promoted from it (highest rung first)."""
+    laddered = [a for a in archs if a.rungs]
+    epochs = sorted({r["rung"]: r["epochs"] for a in laddered for r in a.rungs}.items())
+    rows = []
+    for a in sorted(laddered, key=lambda a: (*a.rank_key(), int(a.id) if a.id.isdigit() else 0)):
+        at = {r["rung"]: r for r in a.rungs}
+        rows.append({"id": a.id, "cells": [at.get(rung) for rung, _ in epochs]})
+    return {"epochs": [e for _, e in epochs], "rows": rows}
 
 
 def summary(run: Run, archs: list[Arch]) -> dict:
     trained = [a for a in archs if a.trained]
-    best = max(trained, key=lambda a: a.valid_acc, default=None)
+    best = min(trained, key=lambda a: a.rank_key(), default=None)
     times = [t for a in archs for t in (a.created, a.finished) if t is not None]
     start = run.started if run.started is not None else (min(times) if times else None)
     return {
@@ -164,7 +176,7 @@ def summary(run: Run, archs: list[Arch]) -> dict:
 def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
     """The report's HTML text."""
     by_id = {a.id: a for a in archs}
-    trained = sorted((a for a in archs if a.trained), key=lambda a: -a.valid_acc)
+    trained = sorted((a for a in archs if a.trained), key=lambda a: a.rank_key())
     top = [{"arch": a, "rank": k, "drawings": _drawings(a.text), "diff": _diff(by_id.get(a.parent), a)}
            for k, a in enumerate(trained[:top_n], 1)]
     facts = summary(run, archs)
@@ -178,6 +190,7 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
     css, d3, script = _static("report.css"), _static("d3.min.js"), _static("report.js")
     return _env().get_template("report.html.j2").render(
         run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data, simulated=simulated_time(run),
+        promotions=promotions(archs),
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
         css=css, d3=d3, script=script, csp=content_security_policy([d3, script], [css], images=True))
 

@@ -1,0 +1,165 @@
+"""Multi-fidelity promotion (``--fidelity successive-halving`` or ``hyperband``).
+
+NADER and FairNAD train every candidate at the full budget; the strongest simple methods on NAS
+benchmarks spend less: they train many candidates briefly and only the best of them longer.
+This scheduler does that for any proposing strategy. The loop asks it at what budget to send a
+trial (`epochs`), tells it when an architecture finished a rung (`finished`) and gets back the
+architectures it promoted, which train again at the next budget.
+
+The budgets (a *ladder* of rungs) are ``min_epochs * eta**i`` below the full budget (the
+preset's epochs, or ``--epochs``), then the full budget: 12, 36, 108, 200 for min 12, eta 3 and
+200 epochs. New architectures join a *bracket*, in proposal order. Successive halving: every
+bracket starts eta**(rungs - 1) architectures at rung 0. Hyperband: brackets cycle through
+its s = rungs-1 .. 0, bracket s starting ceil(rungs / (s + 1) * eta**s) architectures at rung
+rungs-1-s. Once every member of a rung has finished (and the bracket is full), the top
+max(1, m // eta) of its m members by that rung's validation accuracy (ok ones; ties to the
+earlier architecture) are promoted. When the search stops for its trial count the open bracket
+is closed with the members it has, so every run ends with a fully trained architecture.
+
+A promoted architecture trains again from scratch at the higher budget: its schedule (cosine
+decay to zero over the run's epochs) differs from the lower rung's, so that checkpoint is not a
+state of the longer run. The store is the state (``fidelity_brackets`` and ``arch_rungs``, see
+`nader.search.store`): a resumed search continues the same schedule, and promotions whose rung
+completed just before a crash are made on the next start.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Iterable, List, Optional
+
+from nader.runtime.errors import ConfigError
+from nader.runtime.presets import get_preset
+
+METHODS = ("successive-halving", "hyperband")
+FINISHED = frozenset({"ok", "diverged", "failed"})
+
+
+def ladder(full: int, minimum: Optional[int], eta: int) -> List[int]:
+    """The budgets (epochs) of the rungs, lowest first; the last is `full`. Without a minimum:
+    ceil(full / eta**2), three rungs where the full budget allows."""
+    if eta < 2:
+        raise ConfigError(f"eta must be at least 2, not {eta}")
+    low = minimum if minimum is not None else max(1, math.ceil(full / eta ** 2))
+    if not 1 <= low <= full:
+        raise ConfigError(f"min-epochs must be between 1 and the full budget ({full} epochs), not {low}")
+    budgets = []
+    while low < full:
+        budgets.append(low)
+        low *= eta
+    return budgets + [full]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    method: str
+    eta: int
+    budgets: tuple
+
+    @property
+    def top(self) -> int:
+        return len(self.budgets) - 1
+
+    def shape(self, bracket: int) -> tuple:
+        """(first rung, architectures entering) of the bracket with this index."""
+        if self.method == "successive-halving":
+            return 0, self.eta ** self.top
+        s = self.top - bracket % (self.top + 1)
+        return self.top - s, math.ceil((self.top + 1) / (s + 1) * self.eta ** s)
+
+    def promoted(self, members: int) -> int:
+        return max(1, members // self.eta) if members else 0
+
+
+def schedule_of(config) -> Optional[Schedule]:
+    """The schedule of a search configuration, None without ``fidelity``."""
+    if not config.fidelity:
+        return None
+    if config.fidelity not in METHODS:
+        raise ConfigError(f"unknown fidelity {config.fidelity!r}; choose one of: {', '.join(METHODS)}")
+    full = config.job_options().get("epochs") or get_preset(config.preset).epochs
+    return Schedule(config.fidelity, config.eta, tuple(ladder(int(full), config.min_epochs, config.eta)))
+
+
+class Scheduler:
+    """Decides budgets and promotions from the store; keeps nothing that a resume would lose."""
+
+    def __init__(self, schedule: Schedule, store):
+        self.schedule, self.store = schedule, store
+
+    def epochs(self, node) -> int:
+        """The budget to train `node` at: its current rung's, a new architecture joining the open bracket."""
+        current = self.store.current_rung(node.arch_id)
+        if current is None:
+            bracket, first, _size = self._open_bracket()
+            self.store.enter_rung([node.arch_id], first, bracket, self.schedule.budgets[first])
+            return self.schedule.budgets[first]
+        return current["epochs"]
+
+    def finished(self, node) -> List[int]:
+        """An architecture finished its rung: the ids promoted (already in the store), in id order."""
+        current = self.store.current_rung(node.arch_id)
+        return self._promote(current["bracket"]) if current is not None else []
+
+    def catch_up(self) -> List[int]:
+        """Promotions every complete rung is owed (a crash between a result and its promotion)."""
+        return [a for b in self.store.brackets() for a in self._promote(b["bracket"])]
+
+    def close(self) -> List[int]:
+        """The search stopped for its trial count: the open bracket takes no more members."""
+        for b in self.store.brackets():
+            members = len(self.store.bracket_rungs(b["bracket"], b["first_rung"]))
+            if 0 < members < b["size"]:
+                self.store.resize_bracket(b["bracket"], members)
+        return self.catch_up()
+
+    def history(self, nodes: Iterable) -> list:
+        """What the strategy was told, in order: each finished rung of each architecture as it was
+        then (a resume replays it, so the strategy's state is the same as without the stop)."""
+        told = []
+        for node in nodes:
+            for r in self.store.left_rungs(node.arch_id):
+                told.append(dataclasses.replace(node, status=r["status"], valid_acc=r["valid_acc"],
+                                                finished=r["finished"], rung=r["rung"]))
+            if node.status in FINISHED:
+                told.append(node)
+        return sorted(told, key=lambda n: (n.finished or 0, n.arch_id, n.rung))
+
+    # ------------------------------------------------------------------ internals
+    def _open_bracket(self) -> tuple:
+        brackets = self.store.brackets()
+        if brackets:
+            last = brackets[-1]
+            if len(self.store.bracket_rungs(last["bracket"], last["first_rung"])) < last["size"]:
+                return last["bracket"], last["first_rung"], last["size"]
+        index = brackets[-1]["bracket"] + 1 if brackets else 0
+        first, size = self.schedule.shape(index)
+        self.store.add_bracket(index, first, size)
+        return index, first, size
+
+    def _promote(self, bracket: int) -> List[int]:
+        """Promote from the lowest complete rung of the bracket whose next rung is still empty."""
+        info = next(b for b in self.store.brackets() if b["bracket"] == bracket)
+        members = self.store.bracket_rungs(bracket, info["first_rung"])
+        if len(members) < info["size"]:
+            return []
+        for rung in range(info["first_rung"], self.schedule.top):
+            if not members or any(m["status"] not in FINISHED for m in members):
+                return []
+            above = self.store.bracket_rungs(bracket, rung + 1)
+            if above:
+                members = above
+                continue
+            ranked = sorted((m for m in members if m["status"] == "ok" and m["valid_acc"] is not None),
+                            key=lambda m: (-m["valid_acc"], m["arch_id"]))
+            chosen = sorted(m["arch_id"] for m in ranked[:self.schedule.promoted(len(members))])
+            if chosen:
+                self.store.promote(chosen, rung, rung + 1, bracket, self.schedule.budgets[rung + 1])
+            return chosen
+        return []
+
+
+def scheduler_of(config, store) -> Optional[Scheduler]:
+    schedule = schedule_of(config)
+    return Scheduler(schedule, store) if schedule is not None else None
