@@ -22,6 +22,7 @@ from pathlib import Path
 
 import click
 
+from .faults import describe_os_error
 from .numbers import human
 
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
@@ -198,8 +199,8 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
             except RunLocked as exc:
                 click.echo(f"error: {exc}", err=True)
                 return 2
-            except OSError as exc:
-                click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
+            except OSError as exc:  # worded as `run` words it
+                click.echo(f"error: {describe_os_error(exc)}", err=True)
                 return 2
         from .data import canonical_name, check_dataset
         from .executors import make_executor

@@ -74,7 +74,7 @@ def test_semantics_describes_every_operation():
 
 
 def test_backends_onnx_table_lists_every_lowering():
-    from nader.compiler.backends.onnx_backend import LOWERINGS
+    from nader.compiler.backends.onnx import LOWERINGS
 
     names = ticked_names(first_column(section("docs/backends.md", "## The op table")))
     compare(names, COMPUTE_NAMES, "docs/backends.md, ## The op table")

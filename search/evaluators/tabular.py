@@ -87,7 +87,10 @@ class TrialRecord:
 class Evaluator(Protocol):
     """What the search loop needs from any evaluator (tabular here, training elsewhere)."""
 
-    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None) -> TrialRecord: ...
+    def test_schedules(self, dataset: str) -> set: ...
+
+    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
+                 test_epochs: Optional[int] = None) -> TrialRecord: ...
 
 
 # -- reading benchmark files without running code -----------------------------------------------
