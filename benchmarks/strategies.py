@@ -26,8 +26,9 @@ random search, REA, local search, the walk and the tree strategy (``--strategies
 nb201 space with the ``nb201-12`` preset and one seed per trial (777): the search's signal is
 the 12-epoch validation accuracy, and the figure printed is the test accuracy of the
 architecture best by that signal (200 epochs where the table has them), mean ± sample
-standard deviation over the seeds (10 by default), after 25, 50, 100 and 300 trials (one run of 300
-trials each; with a derived table, also how many seeds evaluated its best cell) and, where the table has times, at a simulated-time budget (a second run with
+standard deviation over the seeds (10 by default), after 25, 50, 100 and 300 trials (one run of
+300 trials each; with a derived table, also how many seeds evaluated its best cell and the cell
+best by the signal) and, where the table has times, at a simulated-time budget (a second run with
 ``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on CIFAR-10).
 REA uses NATS-Bench's settings (population 10, tournament 3).
 

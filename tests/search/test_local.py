@@ -104,3 +104,24 @@ def test_rea_fills_its_first_population_with_uniform_draws_in_the_nb201_space(tm
     assert len({r["change"]["cell"] for r in draws}) == 10
     # then tournaments among the population: one-edge mutations, never of the root (not a member)
     assert rest and all(r["operator"] == "nb201-edge" and r["parent_id"] != 0 for r in rest)
+
+
+def test_the_synthetic_table_has_one_optimum_chance_level_broken_cells_and_shared_graphs():
+    """`benchmarks/nb201_synthetic.py`: one cell at NB201's 94.37 %, zero-output cells at chance,
+    and strings that denote one graph (a skip chain read two ways) only differ by noise."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import nb201_synthetic as G
+
+    rows = G.table(seed=1)
+    test = {k: r["test_acc@200"] for k, r in rows.items()}
+    assert max(test.values()) == 94.37 and sum(v == 94.37 for v in test.values()) == 1
+    assert all(test[str(c)] < 11 for c in S.all_cells() if 3 in c.zero_nodes())
+    assert 80 < sum(test.values()) / len(test) < 92
+    # node 1 a skip of the input: its convolution to node 3 is the input's
+    a = S.Cell.parse("|skip_connect~0|+|none~0|none~1|+|none~0|nor_conv_3x3~1|none~2|")
+    b = S.Cell.parse("|none~0|+|none~0|none~1|+|nor_conv_3x3~0|none~1|none~2|")
+    assert S.cell_hash(a) == S.cell_hash(b) and G.paths(a) == G.paths(b)
+    assert abs(test[str(a)] - test[str(b)]) < 1.5 and test[str(a)] != test[str(b)]
