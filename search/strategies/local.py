@@ -3,20 +3,28 @@ benchmarks") define it: evaluate the whole neighbourhood of the current architec
 its best neighbour if that one is better, and at a local optimum restart from a random
 architecture.
 
-The climb starts at the root (trial 1). A neighbourhood is, in the nb201 space, every cell one
-edge away (6 edges x 4 other operations = 24); in the block language, the single mutations the
-operators offer at the architecture (`nader.compiler.mutate`: every operator's sites, at most
-``neighbours`` of them, spread over the operators). A neighbour already in the tree is not
-evaluated again: its result is reused (an isomorphic one is the duplicate's original). Ties
-go to the first neighbour in the neighbourhood's order; a move needs a strictly higher
-validation accuracy. A restart draws a cell uniformly among those not in the tree (nb201); the
-block language has no uniform distribution, so there a restart is one random mutation of a
-uniformly chosen trained architecture (a step of `walk`). Restarts are numbered in the
-architecture's ``change`` (``restart``).
+In the nb201 space every climb starts at a cell drawn uniformly among those not in the tree (the
+root is still trial 1, as in every search, and counts towards the best found, but no climb
+starts there: a fixed start would make every seed's first climb the same). A neighbourhood is
+every cell one edge away (6 edges x 4 other operations = 24), proposed in an order drawn from the
+decision's rng, as NASLib shuffles its `get_nbhd`. In the block language, which has no uniform
+distribution, the first climb starts at the root and a restart is one random mutation of a
+uniformly chosen trained architecture (a step of `walk`); a neighbourhood there is the single
+mutations the operators offer (`nader.compiler.mutate`: every operator's sites, at most
+``neighbours`` of them, spread over the operators).
 
-State: the climb (current architecture, restarts so far) is a function of the tree, replayed
-from the root on the first call after a start or resume; results come from the tree's nodes,
-which the loop updates before `tell`. Nothing is kept between runs.
+A neighbour already in the tree is not evaluated again: its result is reused (an isomorphic one
+is the duplicate's original). The comparison is the search's signal, the validation accuracy; a
+move needs a strictly higher one, ties go to the earlier evaluated neighbour. A climb whose start
+has no result (a hole in a table) ends at once. The node that starts climb k carries ``climb: k``
+in its ``change``.
+
+Where it differs from NASLib's `LocalSearch`: that one starts from the best of ``num_init``
+random architectures; this one, like the paper's Algorithm 1, from one.
+
+State: the climb (current architecture, climbs so far) is a function of the tree, replayed on the
+first call after a start or resume; results come from the tree's nodes, which the loop updates
+before `tell`. Nothing is kept between runs.
 """
 from __future__ import annotations
 
@@ -38,7 +46,7 @@ class LocalStrategy(Strategy):
     def __init__(self, **options):
         super().__init__(**options)
         self.anchor: Optional[int] = None  # the current architecture of the climb
-        self.restarts = 0
+        self.climbs = 0  # climbs started
         self.visited: set = set()
         self.keys: Dict[int, Optional[str]] = {}  # arch_id -> cell string (nb201)
         self.by_key: Dict[str, List[int]] = {}
@@ -65,7 +73,7 @@ class LocalStrategy(Strategy):
     def propose(self, parent, rng):
         self._sync(self.tree)
         mode, k = self.mode
-        if mode == "restart":
+        if mode == "start":
             if self.space.uniform:
                 cand = self.space.sample(rng, {key for key in self.keys.values() if key})
                 if cand is None:
@@ -74,52 +82,59 @@ class LocalStrategy(Strategy):
                     raise StopSearch("every architecture of the space is in the tree", code="exhausted")
             else:
                 cand = self.space.mutate(parent, rng)
-            cand.change = {**(cand.change or {}), "restart": k}
+            cand.change = {**(cand.change or {}), "climb": k}
             return cand
-        for key, make in self._hood(parent):
-            if self._resolve(parent, key) is None:
-                return make()
-        return None  # the whole neighbourhood is proposed
+        missing = [make for key, make in self._hood(parent) if self._resolve(parent, key) is None]
+        if not missing:
+            return None  # the whole neighbourhood is proposed
+        return missing[rng.randrange(len(missing))]()
 
     def _advance(self, tree) -> Tuple[str, int]:
         """Follow the climb as far as the tree's results allow: ("neighbour", anchor) when the
-        anchor has neighbours to propose, ("restart", k) when restart k is to be drawn,
+        anchor has neighbours to propose, ("start", k) when climb k's start is to be drawn,
         ("wait", 0) while results are pending."""
         while True:
-            if self.anchor is None:
-                root = tree.root
+            if self.anchor is None and self.climbs == 0 and not self.space.uniform:
+                root = tree.root  # the block language has no uniform draw: the first climb starts here
                 if root is None or root.status in PENDING:
                     return "wait", 0
-                self.anchor = root.arch_id
+                self.climbs, self.anchor = 1, root.arch_id
                 self.visited.add(root.arch_id)
-            anchor = tree[self.anchor]
-            missing = pending = False
-            best, best_score = None, float("-inf")
-            for key, _make in self._hood(anchor):
-                node = self._resolve(anchor, key)
-                if node is None:
-                    missing = True
-                elif node.status in PENDING:
-                    pending = True
-                elif node.score is not None and node.score > best_score:
-                    best, best_score = node, node.score
-            if missing:
-                return "neighbour", self.anchor
-            if pending:
-                return "wait", 0
-            current = anchor.score if anchor.score is not None else float("-inf")
-            if best is not None and best_score > current and best.arch_id not in self.visited:
-                self.anchor = best.arch_id
-                self.visited.add(best.arch_id)
-                continue
-            k = self.restarts + 1  # a local optimum (or a climb already followed)
-            start = next((n for n in tree if n.change.get("restart") == k and n.status in TRIALS), None)
+            if self.anchor is not None:
+                anchor = tree[self.anchor]
+                step = self._step(anchor)
+                if step is not None:
+                    return step
+                best = self._best_neighbour(anchor)
+                current = anchor.score if anchor.score is not None else float("-inf")
+                if best is not None and best.score > current and best.arch_id not in self.visited:
+                    self.anchor = best.arch_id
+                    self.visited.add(best.arch_id)
+                    continue
+            # a local optimum (or a climb already followed, or a start without a result): next climb
+            k = self.climbs + 1
+            start = next((n for n in tree if n.change.get("climb") == k and n.status in TRIALS), None)
             if start is None:
-                return "restart", k
+                return "start", k
             if start.status in PENDING:
                 return "wait", 0
-            self.restarts, self.anchor = k, start.arch_id
+            self.climbs, self.anchor = k, (start.arch_id if start.score is not None else None)
             self.visited.add(start.arch_id)
+
+    def _step(self, anchor: Node) -> Optional[Tuple[str, int]]:
+        """What the anchor's neighbourhood still needs: proposals, results, or nothing (None)."""
+        pending = False
+        for key, _make in self._hood(anchor):
+            node = self._resolve(anchor, key)
+            if node is None:
+                return "neighbour", anchor.arch_id
+            pending = pending or node.status in PENDING
+        return ("wait", 0) if pending else None
+
+    def _best_neighbour(self, anchor: Node) -> Optional[Node]:
+        """The neighbour with the highest signal; ties go to the earlier evaluated."""
+        scored = [n for n in (self._resolve(anchor, key) for key, _ in self._hood(anchor)) if n and n.score is not None]
+        return min(scored, key=lambda n: (-n.score, n.arch_id), default=None)
 
     # ------------------------------------------------------------------ neighbourhoods
     def _hood(self, anchor: Node) -> list:

@@ -4,8 +4,11 @@ The population holds the last ``population`` architectures that finished trainin
 first). Each step samples ``sample_size`` of them uniformly without replacement and mutates the
 one with the best validation accuracy; every architecture that finishes training joins the
 population and pushes out the *oldest* member (age-based removal, the "regularization"), not the
-worst. Until the population is full, steps mutate a uniformly chosen valid node of the tree
-instead (the initial random population, grown from the root).
+worst. Until the population is full, steps fill it: in a space with a uniform distribution
+(`--space nb201`) with cells drawn uniformly among those not in the tree, as NATS-Bench's
+`regularized_ea.py` fills its initial population with `random_arch()`; the root is trial 1 there
+but not a member. The block language has no uniform distribution, so there the steps mutate a
+uniformly chosen valid node of the tree instead (the initial population grown from the root).
 
 It is asynchronous as in the paper's distributed version: a step runs whenever a worker is
 free, with the population as it is at that moment, so no worker waits for a generation. A
@@ -31,17 +34,37 @@ class REAStrategy(Strategy):
     def __init__(self, **options):
         super().__init__(**options)
         self.population = collections.deque()
+        self.filling = False
+        self.keys: dict = {}  # arch_id -> cell string (uniform spaces): each node read once
+        self.tree = None
 
     def tell(self, node):
         if node.status not in ("ok", "diverged"):
             return
+        if self.space is not None and self.space.uniform and node.parent_id is None:
+            return  # the root: the population is uniform draws (NATS-Bench's random_arch)
         self.population.append(node)
         if len(self.population) > self.settings["population"]:
             self.population.popleft()  # age-based removal
 
     def ask(self, tree, rng):
-        if len(self.population) < self.settings["population"]:
-            return select_uniform(tree, rng)
+        self.tree = tree
+        self.filling = len(self.population) < self.settings["population"]
+        if self.filling:
+            return tree.root if self.space is not None and self.space.uniform else select_uniform(tree, rng)
         members = list(self.population)
         sample = rng.sample(members, min(self.settings["sample_size"], len(members)))
         return max(sample, key=lambda n: n.valid_acc if n.valid_acc is not None else float("-inf"))
+
+    def propose(self, parent, rng):
+        if not (self.filling and self.space is not None and self.space.uniform):
+            return super().propose(parent, rng)
+        for node in self.tree:
+            if node.arch_id not in self.keys:
+                self.keys[node.arch_id] = self.space.key(node)
+        cand = self.space.sample(rng, {k for k in self.keys.values() if k})
+        if cand is None:
+            from ..loop import StopSearch
+
+            raise StopSearch("every architecture of the space is in the tree", code="exhausted")
+        return cand

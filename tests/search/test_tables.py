@@ -36,6 +36,16 @@ def _settings(run, table, **extra):
             "seeds": [777], "run_dir": str(run), **extra}
 
 
+def _local_start(tmp_path, seed: int = 0) -> S.Cell:
+    """The cell where `local`'s first climb starts for `seed`: a uniform draw that depends on the
+    seed and the root only, so a table written around it afterwards gets the same start."""
+    path = tmp_path / "start.csv"
+    path.write_text(f"arch,valid_acc@12\n{ROOT},90\n")
+    run_search(_settings(tmp_path / "start", path, strategy="local", trials=2, seed=seed))
+    start = next(r for r in _records(tmp_path / "start") if (r["change"] or {}).get("climb") == 1)
+    return S.Cell.parse(start["change"]["cell"])
+
+
 @pytest.fixture(scope="module")
 def smooth(tmp_path_factory):
     return D.write(tmp_path_factory.mktemp("smooth") / "smooth.csv")
@@ -128,18 +138,22 @@ def test_every_offline_strategy_runs_a_table_with_holes_to_the_end(tmp_path, hol
 
 def test_holes_in_an_official_nats_bench_file_are_failed_trials(tmp_path):
     """The researcher's crash: a cell without the 12-epoch schedule (KeyError/ValueError in the API)
-    and a None accuracy (float(None)). Local search evaluates the root's whole neighbourhood, so it
-    meets every hole, records each as a failed trial with its kind, and goes on."""
+    and a None accuracy (float(None)). Local search evaluates its start's whole neighbourhood, so
+    it meets every hole, records each as a failed trial with its kind, and goes on."""
     pytest.importorskip("nats_bench.api_utils")
     import nb201_table as T
 
-    holes = {NEIGHBOURS[0]: "absent", NEIGHBOURS[1]: "no-12", NEIGHBOURS[2]: "none-valid"}
-    path = T.write_table("nats-bench", tmp_path, [ROOT, *NEIGHBOURS], holes=holes)
+    start = _local_start(tmp_path)
+    hood = [c for c, _ in NB201Space().neighbours(start)
+            if S.cell_hash(c) not in {S.cell_hash(start), S.cell_hash(ROOT)}][:3]  # no stand-ins for them
+    holes = {hood[0]: "absent", hood[1]: "no-12", hood[2]: "none-valid"}
+    cells = [ROOT, start, *(c for c, _ in NB201Space().neighbours(start))]
+    path = T.write_table("nats-bench", tmp_path, list({str(c): c for c in cells}.values()), holes=holes)
     s = run_search({"space": "nb201", "dataset": "cifar10", "evaluator": f"nats-bench:{path}", "preset": "nb201-12",
-                    "seeds": [777], "strategy": "local", "trials": 25, "run_dir": str(tmp_path / "run")})
-    assert s.stop.code == "trials" and s.trials == 25
+                    "seeds": [777], "strategy": "local", "trials": 30, "run_dir": str(tmp_path / "run")})
+    assert s.stop.code == "trials" and s.trials == 30
     by_cell = {str(S.cell_of_text(r["text"])): r for r in _records(tmp_path / "run") if r["text"]}
-    expected = {NEIGHBOURS[0]: "missing-entry", NEIGHBOURS[1]: "missing-epoch", NEIGHBOURS[2]: "missing-value"}
+    expected = {hood[0]: "missing-entry", hood[1]: "missing-epoch", hood[2]: "missing-value"}
     for cell, kind in expected.items():
         rec = by_cell[str(cell)]
         assert rec["status"] == "failed" and rec["seeds"][0]["error_kind"] == kind, rec["seeds"]
@@ -152,10 +166,11 @@ def test_the_reported_test_accuracy_is_the_200_epoch_one_of_the_best_by_validati
     pytest.importorskip("nats_bench.api_utils")
     import nb201_table as T
 
-    cells = [ROOT, *NEIGHBOURS]
+    start = _local_start(tmp_path)
+    cells = list({str(c): c for c in [ROOT, start, *(c for c, _ in NB201Space().neighbours(start))]}.values())
     path = T.write_table("nats-bench", tmp_path, cells, final=True)
     s = run_search({"space": "nb201", "dataset": "cifar10", "evaluator": f"nats-bench:{path}", "preset": "nb201-12",
-                    "seeds": [777], "strategy": "local", "trials": 25, "run_dir": str(tmp_path / "run")})
+                    "seeds": [777], "strategy": "local", "trials": 30, "run_dir": str(tmp_path / "run")})
     assert not s.warnings
     best = max(cells, key=T.valid_accuracy)
     assert S.cell_of_text(s.best["text"]) == best
@@ -208,23 +223,31 @@ def test_local_search_finds_the_known_optimum_and_rebuilds_its_climb_on_resume(t
     run_search(_settings(tmp_path / "parts", smooth, strategy="local", trials=160))
     a, b = _records(tmp_path / "whole"), _records(tmp_path / "parts")
     assert [(r["arch_id"], r["text"]) for r in a] == [(r["arch_id"], r["text"]) for r in b]
-    # the first 24 proposals are the root's whole neighbourhood, each one edge away
-    first = [str(S.cell_of_text(r["text"])) for r in a[1:25]]
-    assert sorted(first) == sorted(map(str, NEIGHBOURS))
+    # the climb starts at a uniform draw (not the root), whose whole neighbourhood comes next
+    start = a[1]
+    assert start["change"]["climb"] == 1 and start["origin"] == "sample" and start["change"]["cell"] != str(ROOT)
+    hood = {str(c) for c, _ in NB201Space().neighbours(S.Cell.parse(start["change"]["cell"]))}
+    first = [r for r in a[2:] if r["parent_id"] == start["arch_id"]]
+    assert {r["change"]["cell"] for r in first} == hood
 
 
 def test_local_search_restarts_from_a_uniform_draw_at_a_local_optimum(tmp_path):
-    """The root is the best cell of a table holding only it and its neighbours: after the
-    neighbourhood, the climb restarts (a uniform draw, numbered in `change`)."""
-    cells = [ROOT, *NEIGHBOURS]
+    """The start is the best cell of a table holding only it, its neighbours and the root: after
+    the neighbourhood, the climb restarts (a uniform draw, numbered in `change`)."""
+    start = _local_start(tmp_path)
+    hood = [c for c, _ in NB201Space().neighbours(start)]
+    cells = list({str(c): c for c in [ROOT, start, *hood]}.values())
     path = tmp_path / "t.csv"
-    path.write_text("arch,valid_acc@12\n" + "".join(f"{c},{90 if c == ROOT else 50 + i * 0.1}\n"
+    path.write_text("arch,valid_acc@12\n" + "".join(f"{c},{90 if c == start else 50 + i * 0.1}\n"
                                                     for i, c in enumerate(cells)))
-    run_search(_settings(tmp_path / "run", path, strategy="local", trials=30))
+    run_search(_settings(tmp_path / "run", path, strategy="local", trials=40))
     recs = _records(tmp_path / "run")
-    restarts = [r for r in recs if r["change"] and r["change"].get("restart")]
-    assert restarts and restarts[0]["arch_id"] == 25 and restarts[0]["change"]["restart"] == 1
-    assert restarts[0]["seeds"][0]["error_kind"] == "missing-entry"  # drawn from the whole space
+    climbs = [r for r in recs if r["change"] and r["change"].get("climb")]
+    assert [r["change"]["climb"] for r in climbs[:2]] == [1, 2]
+    assert climbs[0]["change"]["cell"] == str(start)
+    evaluated_hood = [r for r in recs if r["parent_id"] == climbs[0]["arch_id"]]
+    assert evaluated_hood and max(r["arch_id"] for r in evaluated_hood) < climbs[1]["arch_id"]
+    assert climbs[1]["seeds"][0]["error_kind"] == "missing-entry"  # drawn from the whole space
 
 
 def test_random_is_refused_in_the_block_language_with_a_hint(tmp_path):
