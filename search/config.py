@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
-EXECUTORS = ("local", "pool", "ray")
 PROXIES = ("naswot", "synflow")
 
 

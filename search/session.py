@@ -19,7 +19,7 @@ from nader.runtime.errors import ConfigError
 from . import records
 from .config import SearchConfig, differences, merge
 from .lock import RunLock
-from .loop import Observer, SearchLoop, Stop, StopCheck
+from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .store import SearchStore
 from .strategies import get_strategy
 from .tree import Tree
@@ -142,8 +142,12 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         strategy = get_strategy(config.strategy)(**config.strategy_options)
     elif strategy.name != config.strategy:
         raise ConfigError(f"the strategy object is {strategy.name!r} but the configuration says {config.strategy!r}")
-    if hasattr(strategy, "bind"):  # strategies with state in the run directory (the LLM agents)
-        strategy.bind(run_dir, store)
+    context = search_context(config, store)
+    try:
+        strategy.bind(context)  # a missing knowledge base or endpoint is refused before anything trains
+    except BaseException:
+        strategy.close()
+        raise
     prescreener = None
     if config.prescreen > 1:
         from .prescreen import Prescreener
@@ -151,9 +155,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
                                   depths=config.depths, data_dir=config.data_dir, seed=config.seed)
     obs = observer or Observer()
-    from nader.compiler.network import resolve_depths, skeleton_info
-
-    depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
+    depths = list(context.depths)
     trials_before = Tree(store.nodes()).trials()
     session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
     executor = None
@@ -161,13 +163,12 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
         warnings += getattr(evaluator, "warnings", [])
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
-                      prescreener=prescreener)
+                      prescreener=prescreener, context=context)
     try:
         try:
             stop = loop.run()
         finally:
-            if hasattr(strategy, "close"):
-                strategy.close()
+            strategy.close()
     except KeyboardInterrupt:
         _close(evaluator, executor, abort=True)
         store.end_session(session, "interrupted", loop.tree.trials())

@@ -32,7 +32,7 @@ class REAStrategy(Strategy):
         super().__init__(**options)
         self.population = collections.deque()
 
-    def tell(self, node):
+    def tell(self, node, rng):
         if node.status not in ("ok", "diverged"):
             return
         self.population.append(node)
