@@ -2,8 +2,9 @@
 
 It takes the run directory's lock (a second process refuses and touches nothing), opens the
 store, merges the settings stored there with the ones given (a resume may leave everything out),
-refuses a change of identity unless ``force``, records a session row, builds the executor,
-evaluator and strategy, runs the loop and closes everything, also on Ctrl-C.
+refuses a change of identity unless ``force``, binds the strategy to the search's context,
+records a session row, builds the executor and evaluator, runs the loop and closes everything
+(the strategy last), also on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -145,9 +146,14 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     context = search_context(config, store)
     try:
         strategy.bind(context)  # a missing knowledge base or endpoint is refused before anything trains
-    except BaseException:
+        return _run_bound(store, run_dir, config, context, strategy, evaluator, observer, stop_checks, command,
+                          resumed, warnings, t0)
+    finally:
         strategy.close()
-        raise
+
+
+def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, stop_checks, command, resumed,
+               warnings, t0):
     prescreener = None
     if config.prescreen > 1:
         from .prescreen import Prescreener
@@ -165,10 +171,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
                       prescreener=prescreener, context=context)
     try:
-        try:
-            stop = loop.run()
-        finally:
-            strategy.close()
+        stop = loop.run()
     except KeyboardInterrupt:
         _close(evaluator, executor, abort=True)
         store.end_session(session, "interrupted", loop.tree.trials())

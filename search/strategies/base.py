@@ -22,8 +22,8 @@ store, token accounting, stopping), so a strategy is a few dozen lines::
 
 ``bind`` is called once before the first ``ask`` with the run's `SearchContext` (run directory,
 network, depths, budget, search space, the loop's usage callback); ``self.context`` and
-``self.space`` read it. ``close`` is called once at the end, also after an error or Ctrl-C. Both
-default to doing nothing. The loop calls ``ask`` whenever a worker is free, then ``propose``
+``self.space`` read it. ``close`` is called once at the end, also after an error or Ctrl-C. By
+default ``bind`` keeps the context and ``close`` does nothing. The loop calls ``ask`` whenever a worker is free, then ``propose``
 until it has one valid candidate (K with ``--prescreen K``), at most four times per wanted
 candidate; rejected ones (invalid, duplicate, over budget) are recorded too. ``tell`` is called
 for every evaluated node in finishing order, including, on resume, every node evaluated before:
@@ -51,8 +51,9 @@ from ..tree import Node, Tree
 
 
 class StopSearch(Exception):
-    """Raised by a strategy (from bind, ask, propose or tell) to stop the search cleanly: the loop
-    records ``code`` as the stop reason, lets running trials finish and the next run resumes."""
+    """Raised by a strategy (from ask or propose) to stop the search cleanly: the loop records
+    ``code`` as the stop reason, lets running trials finish and the next run resumes. A stop met
+    in ``tell`` is kept and raised at the next ``ask`` (as NADER's Reflector does)."""
 
     def __init__(self, message: str, code: str = "stopped"):
         super().__init__(message)
