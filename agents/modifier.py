@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
+from nader.compiler.architecture import (Check, block_name, check_architecture, check_base_block, renamed,
+                                        split_architecture)
 from nader.dsl.extract import extract_blocks
-from nader.dsl.format import format_block
-from nader.dsl.ir import Role
 
 from .llm.jsonreply import reply_too_long
 from .prompts import render
@@ -34,17 +34,6 @@ DEFAULT_ROUNDS = 3
 IMPLEMENT = "modifier_implement.v1"
 REPAIR = "modifier_repair.v1"
 INTERFACE = "modifier_interface.v1"
-MAX_FEEDBACK_ERRORS = 8
-
-
-@dataclass
-class Check:
-    """A reply judged by the compiler."""
-
-    ok: bool
-    text: Optional[str] = None  # the block(s) as extracted, when any
-    feedback: str = ""  # what goes back to the LLM when not ok
-    codes: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -88,79 +77,6 @@ class Modification:
 
 
 # ---------------------------------------------------------------------- compiler feedback
-def _quote(lines: list[str], line: int) -> str:
-    return f" `{lines[line - 1].strip()}`" if 1 <= line <= len(lines) else ""
-
-
-def render_feedback(diagnostics, text: str) -> str:
-    """The compiler's concise diagnostics for an LLM: line, the line quoted, code, message, help."""
-    lines = text.splitlines()
-    errors = [d for d in diagnostics if d.is_error]
-    out = []
-    for d in errors[:MAX_FEEDBACK_ERRORS]:
-        where = f"line {d.span.line}{_quote(lines, d.span.line)}" if d.span.line else "the block"
-        out.append(f"- {where}: error[{d.code.code}] {d.message}")
-        if d.help:
-            out.append(f"  help: {d.help}")
-    if len(errors) > len(out):
-        out.append(f"- and {len(errors) - MAX_FEEDBACK_ERRORS} more errors")
-    return "\n".join(out)
-
-
-def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
-    """Extract the base block from a reply and verify it as a base block.
-
-    The reply's first block with a base role is taken (a stem or downsample block the LLM added
-    is ignored); diagnostics quote the lines of the extracted text.
-    """
-    from nader.compiler.passes.canonical import canonical_hash
-    from nader.compiler.passes.verify import verify_block
-    from nader.dsl.parser import parse
-
-    extraction = extract_blocks(reply)
-    if not extraction:
-        return Check(False, None, "- no block found in the reply: write the block (header `##Name##`, nodes, "
-                                  "edges) in one fenced code block", ["no-block"])
-    parsed = parse(extraction.text)
-    blocks = parsed.program.blocks
-    file_errors = [d for d in parsed.diagnostics if d.is_error and d.block is None]
-    if not blocks or file_errors:
-        errors = file_errors or [d for d in parsed.diagnostics if d.is_error]
-        return Check(False, extraction.text, render_feedback(errors, extraction.text) or "- no block could be read",
-                     sorted({d.code.code for d in errors}) or ["no-block"])
-    block = next((b for b in blocks if b.inferred_role() is Role.BASE), blocks[0])
-    front_end = tuple(d for d in parsed.diagnostics if d.block == block.name)
-    report = verify_block(block, role=Role.BASE, front_end=front_end)
-    if not report.ok:
-        errors = [d for d in report.diagnostics if d.is_error]
-        return Check(False, extraction.text, render_feedback(errors, extraction.text)
-                     or "- the block has no valid shapes", sorted({d.code.code for d in errors}))
-    if parent_hash is not None and canonical_hash(block) == parent_hash:
-        return Check(False, extraction.text, "- the block is the same graph as the current block: apply the plan",
-                     ["unchanged"])
-    return Check(True, format_block(block))
-
-
-def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Check:
-    """Whether a whole architecture (base, stem, downsample) builds for the skeleton: every block
-    verifies at the resolutions the dataset's network feeds it (the search checks its own dataset's)."""
-    from nader.compiler.architecture import BuildError, load_architecture, skeleton_info
-    from nader.compiler.datasets import dataset_info
-    from nader.compiler.network_cost import network_model
-    from nader.compiler.plan import resolve_depths
-
-    try:
-        arch = load_architecture(text, skeleton)
-        skel, data = skeleton_info(skeleton), dataset_info(dataset)
-        network_model(arch, skel, resolve_depths(skel, None), data.input_size, data.num_classes)
-    except BuildError as exc:
-        diagnostics = getattr(exc, "diagnostics", None) or []
-        feedback = render_feedback(diagnostics, text) if diagnostics else f"- {exc}"
-        return Check(False, text, f"{exc}\n{feedback}" if diagnostics else feedback,
-                     sorted({d.code.code for d in diagnostics}) or ["build"])
-    return Check(True, text)
-
-
 def checked_reply(check: Callable[[str], Check], text: str) -> Check:
     """`check(text)`, where a reply too long to read, or one the check raises on, fails like any
     other reply (its reason goes back to the LLM and into the record): a reply never stops a run."""
@@ -241,9 +157,9 @@ class Modifier:
         out = self.write_block(base, plan, experiences, arch_id=arch_id, reject_unchanged=reject_unchanged)
         if not out.ok:
             return out
-        name = _block_name(out.base_text)
-        stem = _renamed(stem, f"{name}_stem")
-        down = _renamed(down, f"{name}_downsample")
+        name = block_name(out.base_text)
+        stem = renamed(stem, f"{name}_stem")
+        down = renamed(down, f"{name}_downsample")
         candidate = out.base_text + stem + down
         built = check_architecture(candidate, self.skeleton, self.dataset)
         if built.ok:
@@ -262,33 +178,5 @@ class Modifier:
         return out
 
 
-def split_architecture(arch_text: str) -> tuple[str, str, str]:
-    """The base, stem and downsample blocks of an architecture's text (by their roles)."""
-    from nader.dsl.parser import parse
-
-    blocks = parse(arch_text).program.blocks
-    by_role = {}
-    for block in blocks:
-        by_role.setdefault(block.inferred_role(), format_block(block))
-    missing = [r.value for r in (Role.BASE, Role.STEM, Role.DOWNSAMPLE) if r not in by_role]
-    if missing:
-        raise ValueError(f"the parent architecture has no {', '.join(missing)} block")
-    return by_role[Role.BASE], by_role[Role.STEM], by_role[Role.DOWNSAMPLE]
-
-
 def _extracted(reply: str) -> str:
     return extract_blocks(reply).text
-
-
-def _block_name(text: str) -> str:
-    first = text.splitlines()[0].strip()
-    return first.strip("#") if first.startswith("##") else "Block"
-
-
-def _renamed(block_text: str, name: str) -> str:
-    lines = block_text.strip().splitlines()
-    if lines and lines[0].startswith("##"):
-        lines[0] = f"##{name}##"
-    else:
-        lines.insert(0, f"##{name}##")
-    return "\n".join(lines) + "\n"

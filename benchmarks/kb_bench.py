@@ -57,7 +57,7 @@ IMPORT_CHILD = r"""
 import contextlib, io, json, resource, statistics, sys, time
 import numpy as np
 pool_file, kb_dir, n_queries = sys.argv[1], sys.argv[2], int(sys.argv[3])
-from nader.agents.cli import main
+from nader.cli import main
 out = io.StringIO()
 start = time.perf_counter()
 with contextlib.redirect_stdout(out):
@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
               f"{run['query_ms']:.1f} ms (p95 {run['query_p95_ms']:.1f} ms) = embed query {run['embed_ms']:.1f} ms "
               f"+ faiss {run['faiss_ms']:.3f} ms (NumPy brute force, default threads, {run['numpy_ms']:.3f} ms) + SQLite", flush=True)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "nader.agents.cli", "kb", "search", "grouped convolutions",
+        done = subprocess.run([sys.executable, "-m", "nader.cli", "kb", "search", "grouped convolutions",
                                "--kb", str(kb_dir), "-k", "5", "--format", "json"], capture_output=True, text=True)
         cold = time.perf_counter() - start
         hits = len(json.loads(done.stdout)) if done.returncode == 0 else 0

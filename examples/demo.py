@@ -56,7 +56,7 @@ def main() -> int:
         return 0
     step("nader-search eval: train on the embedded digits set (quick preset)")
     start = time.perf_counter()
-    code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "eval", str(EXAMPLE), "--dataset", "digits",
+    code = subprocess.call([sys.executable, "-m", "nader.cli", "eval", str(EXAMPLE), "--dataset", "digits",
                             "--preset", "quick"])
     print(f"({time.perf_counter() - start:.0f} s)")
     if code != 0:
@@ -67,19 +67,19 @@ def main() -> int:
     run_dir = str(run_dir)
     step(f"nader-search run --from {EXAMPLE.name} --trials 8: a short search (rea, digits, quick preset)")
     start = time.perf_counter()
-    code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE),
+    code = subprocess.call([sys.executable, "-m", "nader.cli", "run", "--from", str(EXAMPLE),
                             "--trials", "8", "--run-dir", run_dir])
     print(f"({time.perf_counter() - start:.0f} s)")
     if code != 0:
         return code
     step("nader-search status: the modification tree")
-    subprocess.call([sys.executable, "-m", "nader.agents.cli", "status", run_dir])
+    subprocess.call([sys.executable, "-m", "nader.cli", "status", run_dir])
     step("nader-search best: the best architecture, ready for nadc")
-    code = subprocess.call([sys.executable, "-m", "nader.agents.cli", "best", run_dir])
+    code = subprocess.call([sys.executable, "-m", "nader.cli", "best", run_dir])
     if code != 0:
         return code
     step("nader-search report: the search as one HTML file (open it in a browser)")
-    return subprocess.call([sys.executable, "-m", "nader.agents.cli", "report", run_dir])
+    return subprocess.call([sys.executable, "-m", "nader.cli", "report", run_dir])
 
 
 if __name__ == "__main__":

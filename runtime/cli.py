@@ -24,6 +24,8 @@ import click
 
 from .faults import describe_os_error
 from .numbers import human
+from .options import executor_option, old_timeout_option, trial_timeout_option
+from .options import trial_timeout as trial_timeout_of
 
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
@@ -131,8 +133,7 @@ def render_table(results) -> str:
 @click.option("--preset", default="quick", show_default=True, callback=_check_preset,
               help="Training preset: nb201 (200 epochs), nb201-12, nb201-N, quick.")
 @click.option("--seeds", callback=_parse_seeds, default=None, help="Comma-separated seeds [default: the preset's].")
-@click.option("--executor", type=click.Choice(("inprocess", "pool", "ray"), case_sensitive=False),
-              default="inprocess", show_default=True)
+@executor_option("local", "Where the jobs train: local (in this process), pool (worker processes), ray.")
 @click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT); default a local instance.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Pool workers (on GPUs: at most this many in all) / local Ray CPUs [default: 1 on CPU].")
@@ -147,16 +148,19 @@ def render_table(results) -> str:
 @click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per job.")
 @click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile the network.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per job (pool executor).")
+@trial_timeout_option("Kill a job after this long (600, 90s, 10m, 2h; pool executor).")
+@old_timeout_option
 @click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
               help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
                    "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
 @repair_option
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, timeout, trials_per_gpu, builder, repair):
+                 batch_size, chance_epochs, device, threads, compile_, trial_timeout, old_timeout, trials_per_gpu,
+                 builder, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
+    timeout = trial_timeout_of(trial_timeout, old_timeout)
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                     batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair)

@@ -22,8 +22,9 @@ from pathlib import Path
 import click
 
 from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
+from nader.runtime.options import executor_option, trial_timeout_option
 
-from .config import DATASETS, EXECUTORS, PROXIES
+from .config import DATASETS, PROXIES
 
 _SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
@@ -36,16 +37,6 @@ def _count(ctx, param, value):
     if not m:
         raise click.BadParameter("expected a number such as 1500000, 1.5M or 0.2G")
     return int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
-
-
-def _duration(ctx, param, value):
-    """Seconds, or a number with s/m/h."""
-    if value is None:
-        return None
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", value)
-    if not m or float(m.group(1)) <= 0:
-        raise click.BadParameter("expected a positive duration such as 600, 90s, 10m or 2h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
 def _time_limit(ctx, param, value):
@@ -140,8 +131,7 @@ def _strategy_epilog() -> str:
 @click.option("--time-limit", callback=_time_limit, default=None,
               help="Start no trial after this long (600, 10m, 2h); running ones finish. With a tabular "
                    "evaluator, sim:20000 counts the table's simulated training time instead.")
-@click.option("--executor", type=click.Choice(EXECUTORS, case_sensitive=False), default=None,
-              help="Where trials train [default: local, in this process].")
+@executor_option(None, "Where trials train: local (in this process), pool (worker processes), ray [default: local].")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Pool workers / local Ray CPUs.")
 @click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT).")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
@@ -168,7 +158,7 @@ def _strategy_epilog() -> str:
               help="--fidelity: the lowest rung's epochs [default: the full budget / eta^2, rounded up].")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
 @click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
-@click.option("--trial-timeout", callback=_duration, default=None, help="Kill a trial after this long (pool).")
+@trial_timeout_option()
 @click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
               help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
 @click.option("--kb", default=None, type=click.Path(file_okay=False),

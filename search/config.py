@@ -33,11 +33,11 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
 from .fidelity import schedule_of
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
-EXECUTORS = ("local", "pool", "ray")
 PROXIES = ("naswot", "synflow")
 
 

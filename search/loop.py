@@ -11,8 +11,9 @@ Stop conditions, checked before each proposal (whichever comes first): the numbe
 (architectures sent to training, the root included), the time limit (no new trial starts
 after it; running ones finish), the dollar and token caps (LLM strategies; see
 `SearchStore.spent`), any extra check given by the caller, a strategy that keeps producing
-rejected candidates, and a strategy that raises StopSearch (or the LLM client's RunStopped). Ctrl-C stops at once: running trials keep their checkpoints and
-the next run resumes them.
+rejected candidates, and a strategy that raises StopSearch or lets through an exception that
+says it is a clean stop (the LLM client's caps, its endpoint down: `strategies.base.stop_code`).
+Ctrl-C stops at once: running trials keep their checkpoints and the next run resumes them.
 """
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ import json
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from nader.compiler.architecture import skeleton_info
+from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 from nader.runtime.faults import INTERRUPTED, InfrastructureError
 from nader.runtime.integrity import StoreError
@@ -31,8 +35,9 @@ from .checks import Checked, Checker
 from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .fidelity import scheduler_of
+from .spaces.space import get_space
 from .store import SearchStore
-from .strategies.base import Candidate, Strategy
+from .strategies.base import Candidate, SearchContext, StopSearch, Strategy, stop_code
 from .tree import FINAL, PENDING, Node, Tree
 
 ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again
@@ -41,6 +46,7 @@ MAX_ATTEMPTS = 2  # evaluations of an architecture that crashed (killed, out of 
 RETRYABLE = frozenset({"killed", "oom", "timeout"})
 RUN_AGAIN = "run the same command again to resume"
 RAISE_THE_CAP = "raise the cap (--llm-max-cost, --llm-max-tokens) and run the same command again to resume"
+ADVICE = {"raise-cap": RAISE_THE_CAP, "run-again": RUN_AGAIN}  # a clean stop's `stop_advice` -> what to do
 
 
 @dataclass(frozen=True)
@@ -63,53 +69,55 @@ class Observer:
 StopCheck = Callable[["SearchLoop"], Optional[Stop]]
 
 
-class StopSearch(Exception):
-    """Raised by a strategy (from ask or propose) to stop the search cleanly: the loop records
-    ``code`` as the stop reason, lets running trials finish and the next run resumes."""
-
-    def __init__(self, message: str, code: str = "stopped"):
-        super().__init__(message)
-        self.code = code
-
-
-def clean_stop(exc: Exception) -> Optional[Stop]:
-    """The Stop an exception stands for, if it is a clean stop: StopSearch, or an LLM client error
-    (a dollar or token cap reached, the endpoint down, a replay without the answer, or one call
-    that failed after its retries where a strategy did not absorb it). Every one resumes."""
+def clean_stop(exc: BaseException) -> Optional[Stop]:
+    """The Stop an exception stands for, if it is a clean stop: StopSearch, or one that carries
+    the stop protocol (`strategies.base.stop_code`): the LLM client's dollar or token cap reached,
+    its endpoint down, a replay without the answer, or one call that failed after its retries
+    where a strategy did not absorb it. Every one resumes."""
     if isinstance(exc, StopSearch):
         return Stop(exc.code, str(exc))
-    try:
-        from nader.agents.llm.errors import BudgetExceeded, CallFailed, ReplayMiss, RequestRejected, RunStopped
-    except ImportError:
+    stop = stop_code(exc)
+    if stop is None:
         return None
-    if isinstance(exc, BudgetExceeded):  # the client's cap (--llm-max-cost / --llm-max-tokens, or [llm])
-        return Stop("token-limit" if exc.kind == "tokens" else "cost-limit", f"{exc.reason}; {RAISE_THE_CAP}")
-    if isinstance(exc, RunStopped):  # the endpoint down
-        return Stop("llm-stopped", f"{exc.reason}; {RUN_AGAIN}")
-    if isinstance(exc, (ReplayMiss, CallFailed, RequestRejected)):
-        return Stop("llm-stopped", f"{exc}; {RUN_AGAIN}")
-    return None
+    code, reason, advice = stop
+    return Stop(code, f"{reason}; {ADVICE.get(advice, RUN_AGAIN)}")
+
+
+def search_context(config: SearchConfig, store: Optional[SearchStore]) -> SearchContext:
+    """The context a strategy is bound to: the configured network, depths, budget and space, the
+    run directory, the LLM caps, and the loop's usage callback (usage goes into `store`)."""
+    caps = {"max_cost_usd": config.max_cost, "max_total_tokens": config.max_tokens}
+
+    def add_usage(arch_id: int, tokens_in: int, tokens_out: int, cost_usd: float) -> None:
+        if store is not None and (tokens_in or tokens_out or cost_usd):
+            store.add_usage(arch_id, tokens_in, tokens_out, cost_usd)
+
+    return SearchContext(run_dir=Path(config.run_dir) if config.run_dir else None, skeleton=config.skeleton,
+                         dataset=config.dataset,
+                         depths=tuple(resolve_depths(skeleton_info(config.skeleton), config.depths)),
+                         budget=config.budget(), space=get_space(config.space),
+                         llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage)
 
 
 class SearchLoop:
     def __init__(self, config: SearchConfig, store: SearchStore, evaluator: Evaluator, strategy: Strategy, *,
                  observer: Optional[Observer] = None, stop_checks: Sequence[StopCheck] = (),
-                 session: Optional[int] = None, prescreener=None, clock: Callable[[], float] = time.monotonic):
+                 session: Optional[int] = None, prescreener=None, clock: Callable[[], float] = time.monotonic,
+                 context: Optional[SearchContext] = None):
+        """`context` is the one the strategy was bound to (`run_search` binds it); without one the
+        loop makes it (`search_context`) and binds the strategy itself."""
         self.config, self.store, self.evaluator, self.strategy = config, store, evaluator, strategy
         self.observer = observer or Observer()
         self.stop_checks = list(stop_checks)
         self.session = session
         self.clock = clock
         self.seeds = config.resolved_seeds()
-        from nader.compiler.architecture import skeleton_info
-        from nader.compiler.plan import resolve_depths
-
-        self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
-        from .spaces.space import get_space
-
-        self.space = get_space(config.space)
-        if getattr(strategy, "space", None) is None:  # the strategies' mutations stay in the space
-            strategy.space = self.space
+        if context is None:
+            context = search_context(config, store)
+            strategy.bind(context)
+        self.context = context
+        self.depths = list(context.depths)
+        self.space = context.space
         self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget(),
                                space=self.space if self.space.name != "language" else None)
         self.prescreener = prescreener
@@ -159,7 +167,7 @@ class SearchLoop:
         self.tree = Tree(self.store.nodes())
         finals = sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id))
         for node in self.fidelity.history(self.tree) if self.fidelity is not None else finals:
-            self.strategy.tell(node)
+            self.strategy.tell(node, self.rng("tell", node.arch_id))
         for node in self.tree:
             if node.status in PENDING:
                 self._submit(node)
@@ -340,7 +348,7 @@ class SearchLoop:
 
     def _finish(self, node: Node) -> None:
         self.tree.update(node)
-        self.strategy.tell(node)
+        self.strategy.tell(node, self.rng("tell", node.arch_id))
         self.observer.finished(node)
         if self.fidelity is not None:
             self._promote(self.fidelity.finished(node))

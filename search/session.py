@@ -2,8 +2,9 @@
 
 It takes the run directory's lock (a second process refuses and touches nothing), opens the
 store, merges the settings stored there with the ones given (a resume may leave everything out),
-refuses a change of identity unless ``force``, records a session row, builds the executor,
-evaluator and strategy, runs the loop and closes everything, also on Ctrl-C.
+refuses a change of identity unless ``force``, binds the strategy to the search's context,
+records a session row, builds the executor and evaluator, runs the loop and closes everything
+(the strategy last), also on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from nader.runtime.integrity import StoreError
 from . import records
 from .config import SearchConfig, differences, merge
 from .lock import RunLock
-from .loop import Observer, SearchLoop, Stop, StopCheck
+from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .store import SearchStore
 from .strategies import get_strategy
 from .tree import Tree
@@ -144,8 +145,17 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         strategy = get_strategy(config.strategy)(**config.strategy_options)
     elif strategy.name != config.strategy:
         raise ConfigError(f"the strategy object is {strategy.name!r} but the configuration says {config.strategy!r}")
-    if hasattr(strategy, "bind"):  # strategies with state in the run directory (the LLM agents)
-        strategy.bind(run_dir, store)
+    context = search_context(config, store)
+    try:
+        strategy.bind(context)  # a missing knowledge base or endpoint is refused before anything trains
+        return _run_bound(store, run_dir, config, context, strategy, evaluator, observer, stop_checks, command,
+                          resumed, warnings, t0)
+    finally:
+        strategy.close()
+
+
+def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, stop_checks, command, resumed,
+               warnings, t0):
     prescreener = None
     if config.prescreen > 1:
         from .prescreen import Prescreener
@@ -153,10 +163,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
                                   depths=config.depths, data_dir=config.data_dir, seed=config.seed)
     obs = observer or Observer()
-    from nader.compiler.architecture import skeleton_info
-    from nader.compiler.plan import resolve_depths
-
-    depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
+    depths = list(context.depths)
     trials_before = Tree(store.nodes()).trials()
     session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
     executor = None
@@ -164,13 +171,9 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
         executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)
         warnings += getattr(evaluator, "warnings", [])
     loop = SearchLoop(config, store, evaluator, strategy, observer=obs, stop_checks=stop_checks, session=session,
-                      prescreener=prescreener)
+                      prescreener=prescreener, context=context)
     try:
-        try:
-            stop = loop.run()
-        finally:
-            if hasattr(strategy, "close"):
-                strategy.close()
+        stop = loop.run()
     except KeyboardInterrupt:
         _close(evaluator, executor, abort=True)
         _end_anyway(store, session, "interrupted", loop.tree.trials())

@@ -380,7 +380,7 @@ def test_cost_prints_the_note_and_no_block_named_x_stem(tmp_path):
 def test_eval_of_a_base_block_alone(tmp_path):
     from click.testing import CliRunner
 
-    from nader.agents.cli import main
+    from nader.cli import main
 
     src = tmp_path / "base.nad"
     src.write_text(BASE)

@@ -2,37 +2,101 @@
 
 A strategy looks like an Optuna sampler: a small object the loop asks for work and tells about
 results. The loop owns everything else (checking, deduplication, the budget, training, the
-store, stopping), so a strategy is a few dozen lines::
+store, token accounting, stopping), so a strategy is a few dozen lines::
 
     class MyStrategy(Strategy):
         name = "mine"
         summary = "one line for `--help` and the docs"
         options = {"k": Option(int, 3, "how many ...")}
 
+        def bind(self, context):           # the search it serves (optional; keep super's)
+            ...
         def ask(self, tree, rng):          # the parent to modify next (a Node), or None to wait
             ...
         def propose(self, parent, rng):    # a Candidate from the parent (default: a mutation),
             ...                            # or None: nothing more from this parent for now
-        def tell(self, node):              # a node was evaluated (ok, diverged or failed)
+        def tell(self, node, rng):         # a node was evaluated (ok, diverged or failed)
+            ...
+        def close(self):                   # the run is over: release clients, files (optional)
             ...
 
-The loop calls ``ask`` whenever a worker is free, then ``propose`` until it has one valid
-candidate (K with ``--prescreen K``), at most four times per wanted candidate; rejected ones
-(invalid, duplicate, over budget) are recorded too. ``rng`` is a ``random.Random`` seeded from
-the run's seed and the id the next architecture will get, so the same seed gives the same
-proposals. ``tell`` is called for every
-evaluated node in finishing order, including, on resume, every node evaluated before: a strategy
-rebuilds its state from ``tell`` alone and keeps nothing else between runs.
+``bind`` is called once before the first ``ask`` with the run's `SearchContext` (run directory,
+network, depths, budget, search space, the loop's usage callback); ``self.context`` and
+``self.space`` read it. ``close`` is called once at the end, also after an error or Ctrl-C. By
+default ``bind`` keeps the context and ``close`` does nothing. The loop calls ``ask`` whenever a worker is free, then ``propose``
+until it has one valid candidate (K with ``--prescreen K``), at most four times per wanted
+candidate; rejected ones (invalid, duplicate, over budget) are recorded too. ``tell`` is called
+for every evaluated node in finishing order, including, on resume, every node evaluated before:
+a strategy rebuilds its state from ``tell`` alone and keeps nothing else between runs.
+
+Every ``rng`` is a ``random.Random`` seeded from the run's seed, what it is for and an
+architecture id: ``ask`` and ``propose`` get the id the next architecture will get, ``tell`` the
+told node's. So the same seed makes the same decisions, and a resumed run, told again what it
+was told before, draws what the uninterrupted run drew.
+
+A strategy stops the search with ``StopSearch(message, code)``. Exceptions from lower layers
+that stand for a clean stop (the LLM client's caps, an endpoint down) carry the `StopCode`
+protocol; the loop maps them through its table without knowing their types.
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Optional
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
 from ..tree import Node, Tree
+
+
+class StopSearch(Exception):
+    """Raised by a strategy (from ask or propose) to stop the search cleanly: the loop records
+    ``code`` as the stop reason, lets running trials finish and the next run resumes. A stop met
+    in ``tell`` is kept and raised at the next ``ask`` (as NADER's Reflector does)."""
+
+    def __init__(self, message: str, code: str = "stopped"):
+        super().__init__(message)
+        self.code = code
+
+
+# What a lower layer's clean-stop exception carries (the LLM client's, `nader.agents.llm.errors`):
+#   stop_code    the stop reason's code ("cost-limit", "llm-stopped", ...), None for an ordinary error;
+#   stop_reason  what happened, for the user;
+#   stop_advice  a key of the loop's advice table ("raise-cap", "run-again").
+StopCode = Tuple[str, str, str]
+
+
+def stop_code(exc: BaseException) -> Optional[StopCode]:
+    """(code, reason, advice) when `exc` says it is a clean stop, else None."""
+    code = getattr(exc, "stop_code", None)
+    if not isinstance(code, str):
+        return None
+    return code, str(getattr(exc, "stop_reason", exc)), str(getattr(exc, "stop_advice", "run-again"))
+
+
+def _no_usage(arch_id: int, tokens_in: int, tokens_out: int, cost_usd: float) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a strategy may know of the search it serves, given once by `bind`.
+
+    ``add_usage(arch_id, tokens_in, tokens_out, cost_usd)`` books LLM usage spent after an
+    architecture was recorded (a lesson learnt when told its result) on that architecture; the
+    loop owns the store, so this is the only way in. ``llm_caps`` are the run's caps on the LLM
+    client (``max_cost_usd``, ``max_total_tokens``; `--llm-max-cost`, `--llm-max-tokens`).
+    """
+
+    run_dir: Optional[Path] = None
+    skeleton: str = "nb201"
+    dataset: str = "cifar10"
+    depths: Tuple[int, ...] = ()
+    budget: Any = None  # nader.compiler.fit.Budget, or None (no budget)
+    space: Any = None  # nader.search.spaces.space.Space
+    llm_caps: Dict[str, float] = field(default_factory=dict)
+    add_usage: Callable[[int, int, int, float], None] = _no_usage
 
 
 @dataclass
@@ -101,10 +165,15 @@ class Strategy:
     options: ClassVar[Dict[str, Option]] = {}
     # Options that may change between the sessions of one run (where an endpoint is, say).
     session_options: ClassVar[frozenset] = frozenset()
-    space = None  # the search space (`nader.search.spaces.space`), set by the loop
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)
+        self.context = SearchContext()
+
+    @property
+    def space(self):
+        """The search space (`nader.search.spaces.space`), from the context (None until bound)."""
+        return self.context.space
 
     @classmethod
     def resolve_options(cls, given: Optional[dict]) -> dict:
@@ -116,6 +185,13 @@ class Strategy:
             raise ConfigError(f"strategy {cls.name} has no option {', '.join(unknown)} (its options: {known})")
         return {k: (opt.parse(k, given[k]) if k in given else opt.default) for k, opt in cls.options.items()}
 
+    def bind(self, context: SearchContext) -> None:
+        """The search this strategy serves; called once before the first ``ask``."""
+        self.context = context
+
+    def close(self) -> None:
+        """The run is over (also after an error or Ctrl-C); called once."""
+
     def ask(self, tree: Tree, rng: random.Random) -> Optional[Node]:
         raise NotImplementedError
 
@@ -124,5 +200,5 @@ class Strategy:
             return self.space.mutate(parent, rng)
         return mutation_candidate(parent, rng)
 
-    def tell(self, node: Node) -> None:
+    def tell(self, node: Node, rng: random.Random) -> None:
         pass

@@ -27,6 +27,9 @@ reason (the client's breaker stops the run after repeated failures).
 The schedule position is a function of the tree (how many architectures were sent to training),
 so a resumed search continues the round and stage where it stopped; each architecture's
 `change` records its round, stage and slot. The strategy keeps nothing between runs.
+
+The plans' wording, the fair idea draw and the feedback loop are FairNAD's role
+(`nader.agents.fairnad`); this module is the adapter: the schedule, the parents, the budget rule.
 """
 from __future__ import annotations
 
@@ -39,10 +42,8 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, run_caps
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure
 
-PLAN_PROMPT = "fairnad_plan.v1"
-SUMMARY_CHARS = 300  # a change as the next iterative step quotes it
 STAGES = ("I", "II", "III")
 
 
@@ -75,53 +76,6 @@ def schedule(position: int, fair: int, pareto: int, iterative: int, steps: int) 
     return Slot(rnd + 1, "III", k, chain=k // steps, step=k % steps)
 
 
-def weighted_depth(block) -> int:
-    """The most weighted layers (Conv2d, Linear: learnable, not normalisation) on one path from the
-    block's input to its output; 0 when the output does not depend on any of them."""
-    from nader.dsl.ops import Group
-
-    layers = Group.LEARNABLE - Group.NORMALIZATION
-    order = block.topological_order() or []
-    nodes = block.node_map()
-    best: dict = {}
-    for nid in order:
-        node = nodes[nid]
-        preds = [best[p] for p in block.inputs_of(nid) if p in best]
-        if node.op in Group.SOURCE:
-            best[nid] = 0
-        elif preds:
-            best[nid] = max(preds) + (1 if node.op in layers else 0)
-    sink = next((nid for nid in order if nodes[nid].op in Group.SINK), None)
-    return best.get(sink, 0)
-
-
-def structure_problem(parent_text: str, child_text: str, skeleton: str, depths) -> Optional[str]:
-    """FairNAD's structural verification in our language, or None when the child passes.
-
-    * modified: the canonical diff (`nadc diff`) of at least one block against the parent's
-      block of the same role is non-empty; renumbering or reordering lines is no change;
-    * multi-layer: the network stacks at least two weighted layers in sequence through its base
-      stages: the base block has a path from input to output through a weighted layer (Conv2d or
-      Linear), and the skeleton repeats it (the stages' depths) at least twice in all. A base
-      block made of identities, pooling and activations alone collapses every stage.
-    """
-    from nader.compiler.architecture import load_architecture
-    from nader.compiler.passes.canonical import block_diff
-
-    from ..checks import PARTS
-
-    parent, child = load_architecture(parent_text, skeleton), load_architecture(child_text, skeleton)
-    if all(block_diff(parent.block(p), child.block(p)).equal for p in PARTS):
-        return "structure: the canonical diff against the parent is empty (no operation, parameter or edge changed)"
-    per_block = weighted_depth(child.block("base"))
-    if per_block == 0:
-        return "structure: the base block has no weighted layer (Conv2d or Linear) between its input and its output"
-    if per_block * sum(depths) < 2:
-        return (f"structure: the network stacks {per_block * sum(depths)} weighted layer in its base stages; "
-                f"a multi-layer network needs at least 2")
-    return None
-
-
 class FairNADStrategy(Strategy):
     name = "fairnad"
     summary = "FairNAD: fair idea mutation, Pareto-aware refinement, iterative LLM mutation; compiler feedback"
@@ -142,28 +96,17 @@ class FairNADStrategy(Strategy):
         s = self.settings
         if s["fair"] + s["pareto"] + s["iterative"] == 0:
             raise ConfigError("fairnad: the stages fair, pareto and iterative cannot all be 0")
-        self.run_dir = self.store = self.tree = None
-        self.skeleton, self.dataset, self.depths, self.budget = "nb201", "cifar10", None, None
+        self.tree = None
         self._slot: Optional[Slot] = None
         self._team = None
 
     # ------------------------------------------------------------------ wiring
-    def bind(self, run_dir, store=None) -> None:
-        """The run directory (its runs.sqlite records LLM calls) and the store (the budget, skeleton
-        and depths the structure and Pareto rules use)."""
-        self.run_dir, self.store = run_dir, store
-        record = store.config() if store is not None else None
-        if record:
-            from nader.compiler.architecture import skeleton_info
-            from nader.compiler.plan import resolve_depths
-
-            from ..config import SearchConfig
-
-            config = SearchConfig.from_record(record)
-            self.skeleton, self.dataset = config.skeleton, config.dataset
-            self.depths = list(resolve_depths(skeleton_info(config.skeleton), config.depths))
-            self.budget = config.budget()
-        self.team()  # a missing knowledge base or a bad endpoint setting is refused before any training
+    def bind(self, context) -> None:
+        """The search (run directory for the LLM calls; budget, skeleton and depths for the
+        structure and Pareto rules); a missing knowledge base or a bad endpoint setting is refused
+        before any training."""
+        super().bind(context)
+        self.team()
 
     def close(self) -> None:
         if self._team is not None:
@@ -172,7 +115,7 @@ class FairNADStrategy(Strategy):
 
     def team(self):
         if self._team is None:
-            self._team = _Team(self.settings, self.run_dir, self.skeleton, self.dataset, run_caps(self.store))
+            self._team = _Team(self.settings, self.context, self._depths())
         return self._team
 
     # ------------------------------------------------------------------ the interface
@@ -206,83 +149,54 @@ class FairNADStrategy(Strategy):
         return previous if previous.score is not None else tree[previous.parent_id]
 
     def propose(self, parent, rng) -> Candidate:
+        from nader.agents.fairnad import NoIdea
+
         slot = self._slot or self.slot(self.tree)
         team = self.team()  # outside the guard: a configuration error stops the run
         change = slot.as_change()
         try:
-            return self._propose(team, slot, parent, rng, change)
+            try:
+                plan, about = self._plan(slot, parent, rng)
+            except NoIdea as exc:
+                return self._candidate(None, change, error=str(exc))
+            change.update(about, plan=plan)
+            arch_id = str(self.tree.next_id) if self.tree is not None else None
+            written = team.fairnad.write(parent.text, plan, arch_id=arch_id, progress=change)
+            if written.feedback:
+                change["feedback"] = written.feedback
+            return self._candidate(written.text, change, error=written.error)
         except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
             return self._candidate(None, change, error=proposal_failure(exc))
 
-    def _propose(self, team, slot: Slot, parent, rng, change: dict) -> Candidate:
-        """One candidate through the feedback loop; `change` is filled as it goes."""
-        try:
-            plan, about = self._plan(slot, parent, rng)
-        except _NoIdea as exc:
-            return self._candidate(None, change, error=str(exc))
-        change.update(about, plan=plan)
-        arch_id = str(self.tree.next_id) if self.tree is not None else None
-        m = team.modifier.modify(parent.text, plan, arch_id=arch_id, reject_unchanged=False)
-        change.update(rounds=m.rounds, repairs=max(0, len(m.attempts) - 1), first_ok=m.first_ok)
-        if not m.ok:
-            change["feedback"] = "execution"
-            return self._candidate(None, change, error=m.error)
-        problem = structure_problem(parent.text, m.arch_text, self.skeleton, self._depths())
-        if problem:
-            change["feedback"] = "structure"
-            return self._candidate(None, change, error=problem)
-        return self._candidate(m.arch_text, change)
-
     # ------------------------------------------------------------------ plans
     def _plan(self, slot: Slot, parent: Node, rng) -> tuple[str, dict]:
-        from nader.agents.prompts import render
+        from nader.agents.fairnad import idea_plan, iterate_plan, refinement_plan
 
         if slot.stage == "II":
-            kind = "upscale" if self.under_budget(parent) else "tune"
-            plan = _render(render, stage=kind, pick=rng.random())
-            return plan, {"refinement": kind, "summary": f"the refinement '{plan}'"[:SUMMARY_CHARS]}
+            return refinement_plan(self.under_budget(parent), rng)
         if slot.stage == "III":
             grand = self.tree[parent.parent_id] if parent.parent_id is not None else None
             previous = (parent.change or {}).get("summary")
             if grand is not None and grand.score is not None and previous and parent.score is not None:
-                summary = f"a follow-up (#{parent.arch_id}) of: {previous}"[:SUMMARY_CHARS]
-                return self._iterate_plan(render, parent, grand, previous), {"iterated_from": parent.arch_id,
-                                                                             "summary": summary}
+                return iterate_plan(parent, grand, previous, self.context.skeleton)
             # The root has no change to build on: the chain starts with a fair idea.
-        idea = self.fair_idea(rng)
-        about = {"idea": idea.text, "idea_id": idea.id, "main_category": idea.main_category,
-                 "granularity": idea.granularity, "summary": f"the idea '{idea.text}'"[:SUMMARY_CHARS]}
-        return _render(render, stage="fair", idea=idea.text, granularity=idea.granularity, pick=rng.random()), about
-
-    def fair_idea(self, rng):
-        return fair_idea(self.team().kb, rng)
-
-    def _iterate_plan(self, render, parent: Node, grand: Node, previous: str) -> str:
-        from nader.agents.knowledge import ATTRIBUTE_TREE
-        from nader.compiler.commands.diff import render_text
-        from nader.compiler.architecture import load_architecture
-        from nader.compiler.passes.canonical import block_diff
-
-        a = load_architecture(grand.text, self.skeleton).block("base")
-        b = load_architecture(parent.text, self.skeleton).block("base")
-        diff = render_text(block_diff(a, b), f"#{grand.arch_id}", f"#{parent.arch_id}")
-        return _render(render, stage="iterate", pick=0.0, tree=ATTRIBUTE_TREE, previous=previous, diff=diff.strip(),
-                       improved=parent.score > grand.score, parent_acc=parent.score, grandparent_acc=grand.score)
+        return idea_plan(self.team().kb, rng)
 
     def _depths(self) -> list:
-        if self.depths is None:  # not bound to a run: the skeleton's default depths
-            from nader.compiler.architecture import skeleton_info
-            from nader.compiler.plan import resolve_depths
+        if self.context.depths:
+            return list(self.context.depths)
+        from nader.compiler.architecture import skeleton_info  # not bound to a run: the defaults
+        from nader.compiler.plan import resolve_depths
 
-            self.depths = list(resolve_depths(skeleton_info(self.skeleton), None))
-        return self.depths
+        return list(resolve_depths(skeleton_info(self.context.skeleton), None))
 
     def under_budget(self, node: Node) -> bool:
         """FairNAD's rule: some budgeted cost of the node is below `threshold` of its limit."""
-        if self.budget is None:
+        budget = self.context.budget
+        if budget is None:
             return True
         t = self.settings["threshold"]
-        costs = ((node.params, self.budget.params), (node.flops, self.budget.flops))
+        costs = ((node.params, budget.params), (node.flops, budget.flops))
         return any(limit and cost is not None and cost < t * limit for cost, limit in costs)
 
     # ------------------------------------------------------------------ helpers
@@ -298,39 +212,20 @@ class FairNADStrategy(Strategy):
                          tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
 
 
-class _NoIdea(RuntimeError):
-    pass
-
-
-def fair_idea(kb, rng):
-    """FairNAD's fair idea sampling: a main category of the attribute tree uniformly among those
-    the knowledge base has ideas for, then one of its ideas uniformly (untagged ideas are never
-    drawn)."""
-    idea = kb.sample(rng, by="main_category")
-    if idea is None:
-        raise _NoIdea("the knowledge base has no idea tagged with a main category "
-                      "(read papers into it with `nader-search read`, or `nader-search kb import`)")
-    return idea
-
-
-def _render(render, **variables) -> str:
-    defaults = dict(idea="", granularity=None, tree={}, previous="", diff="", improved=False, parent_acc=0.0,
-                    grandparent_acc=0.0)
-    return render(PLAN_PROMPT, **{**defaults, **variables})[-1]["content"]
-
-
 class _Team:
-    """The LLM client, the knowledge base and the Modifier of one search."""
+    """The LLM client, the knowledge base and FairNAD's role (its Modifier) of one search."""
 
-    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None):
+    def __init__(self, s: dict, context, depths: list):
+        from nader.agents.fairnad import FairNAD
         from nader.agents.modifier import Modifier
         from nader.agents.tokens import CountingClient
 
         self.client, self.kb = open_client_and_kb(
-            s, run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
-                                   "or `nader-search kb import`)", caps)
+            s, context.run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
+                                           "or `nader-search kb import`)", context.llm_caps)
         self.counting = CountingClient(self.client)
-        self.modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=skeleton, dataset=dataset)
+        modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=context.skeleton, dataset=context.dataset)
+        self.fairnad = FairNAD(modifier, skeleton=context.skeleton, depths=depths)
 
     def close(self) -> None:
         self.kb.close()

@@ -28,6 +28,8 @@ The paper continues one chat, appending "By using this model, we achieved an acc
 here each iteration renders the whole history into one prompt, which holds the same information,
 and makes every call a function of the tree, so a resumed or replayed run asks the same questions.
 The LLM client is the project's one client: calls are recorded in the run's `runs.sqlite`.
+The prompts, the block check and the repair conversation are GENIUS's role (`nader.agents.genius`);
+this module is the adapter: when to ask, the history from the tree, the cell space's reply check.
 """
 from __future__ import annotations
 
@@ -37,12 +39,9 @@ from typing import List, Optional, Tuple
 from nader.runtime.errors import ConfigError
 
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
-from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client, proposal_failure, run_caps
+from .base import Candidate, Option, StopSearch, Strategy
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client, proposal_failure
 
-CELL_PROMPT = "genius_cell.v1"
-BLOCK_PROMPT = "genius_block.v1"
-REPAIR_PROMPT = "genius_repair.v1"
 ROLE = "genius"
 MAX_REJECTED_IN_ROW = 8  # proposals in a row that were invalid or repeated before GENIUS gives up
 _OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
@@ -61,32 +60,32 @@ class GeniusStrategy(Strategy):
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.run_dir = self.store = self.tree = None
-        self.dataset, self.skeleton = "the dataset", "nb201"
-        self._client = self._counting = None
+        self.tree = None
+        self._client = self._counting = self._genius = None
 
     # ------------------------------------------------------------------ wiring
-    def bind(self, run_dir, store=None) -> None:
-        self.run_dir, self.store = run_dir, store
-        config = (store.config() if store is not None else None) or {}
-        self.dataset = config.get("dataset", self.dataset)
-        self.skeleton = config.get("skeleton", self.skeleton)
+    def bind(self, context) -> None:
+        super().bind(context)
         self._llm()  # a missing endpoint stops the run before anything trains
 
     def _llm(self):
-        if self._counting is None:
+        if self._genius is None:
+            from nader.agents.genius import Genius
             from nader.agents.tokens import CountingClient
 
-            if self.run_dir is None:
-                raise ConfigError("the genius strategy needs the run directory (bind(run_dir))")
-            self._client = open_llm_client(self.settings, self.run_dir, ROLE, run_caps(self.store))
+            if self.context.run_dir is None:
+                raise ConfigError("the genius strategy needs the run directory (bind a SearchContext with run_dir)")
+            self._client = open_llm_client(self.settings, self.context.run_dir, ROLE, self.context.llm_caps)
             self._counting = CountingClient(self._client)
-        return self._counting
+            self._genius = Genius(self._counting, repairs=self.settings["repairs"],
+                                  iterations=self.settings["iterations"], dataset=self.context.dataset,
+                                  skeleton=self.context.skeleton)
+        return self._genius
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
-        self._client = self._counting = None
+        self._client = self._counting = self._genius = None
 
     @property
     def cells(self) -> bool:
@@ -94,8 +93,6 @@ class GeniusStrategy(Strategy):
 
     # ------------------------------------------------------------------ the interface
     def ask(self, tree, rng):
-        from ..loop import StopSearch
-
         self.tree = tree
         if any(n.status in PENDING for n in tree):
             return None  # each proposal sees every result before it
@@ -111,63 +108,38 @@ class GeniusStrategy(Strategy):
         return max(evaluated, key=lambda n: (n.finished or 0, n.arch_id)) if evaluated else tree.root
 
     def propose(self, parent, rng) -> Candidate:
-        llm = self._llm()  # outside the guard: a configuration error stops the run
+        genius = self._llm()  # outside the guard: a configuration error stops the run
         change = {"iteration": 1 + sum(1 for n in self.tree if n.operator == ROLE and n.status in TRIALS)}
         try:
-            return self._propose(llm, change)
+            check = _cell_text if self.cells else genius.block_check(self.tree.root.text)
+            answer = genius.answer(self.history(), change["iteration"], check, cells=self.cells,
+                                   arch_id=str(self.tree.next_id), progress=change)
+            if answer.text is not None and self.cells:
+                from ..spaces import nb201
+
+                change["cell"] = str(nb201.cell_of_text(answer.text))
+            change["replies"] = answer.replies
+            return self._candidate(answer.text, change, answer.error)
         except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
-            spent = llm.take()
-            return Candidate(None, origin="llm", operator=ROLE, change={**change, "tokens": spent.by_role},
-                             error=proposal_failure(exc), tokens_in=spent.prompt_tokens,
-                             tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+            return self._candidate(None, change, proposal_failure(exc))
 
-    def _propose(self, llm, change: dict) -> Candidate:
-        from nader.agents.prompts import render
-
-        tree = self.tree
-        iteration = change["iteration"]
-        common = {"dataset": self.dataset, "history": self.history(), "iteration": iteration,
-                  "iterations": self.settings["iterations"]}
-        if self.cells:
-            prompt, check = CELL_PROMPT, self._cell_text
-            messages = render(prompt, **common)
-        else:
-            from nader.dsl.ops import reference_text
-
-            prompt, check = BLOCK_PROMPT, self._block_text
-            messages = render(prompt, reference=reference_text(), skeleton=self.skeleton, **common)
-        arch_id = str(tree.next_id)
-        repairs = self.settings["repairs"]
-        text, feedback, replies = None, "", 0
-        for round_ in range(repairs + 1):
-            reply = llm.chat_sync(messages, role=ROLE, arch_id=arch_id, prompt=prompt if round_ == 0 else REPAIR_PROMPT,
-                                  temperature=0)
-            replies += 1
-            change["replies"] = replies
-            text, feedback = _checked(check, reply.text)
-            if text is not None:
-                break
-            if round_ < repairs:
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=repairs)[-1:]]
-        if text is not None and self.cells:
-            from ..spaces import nb201
-
-            change["cell"] = str(nb201.cell_of_text(text))
-        spent = llm.take()
-        change.update(replies=replies, tokens=spent.by_role)
-        error = None if text is not None else f"no usable answer after {replies} replies: {feedback}"
-        return Candidate(text, origin="llm", operator=ROLE, change=change, error=error,
+    def _candidate(self, text: Optional[str], change: dict, error: Optional[str]) -> Candidate:
+        spent = self._counting.take()
+        return Candidate(text, origin="llm", operator=ROLE, change={**change, "tokens": spent.by_role}, error=error,
                          tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
 
     # ------------------------------------------------------------------ the history
     def history(self) -> List[dict]:
         """The root and every GENIUS proposal, oldest first, with what became of it."""
+        from nader.agents.genius import base_block, outcome
+
         out = []
         for node in self.tree:
             if node.arch_id != 0 and node.operator != ROLE:
                 continue
-            entry = {"id": node.arch_id, "result": self._result(node)}
+            same = self.tree.nodes.get(node.duplicate_of) if node.status == "duplicate" else None
+            entry = {"id": node.arch_id, "result": outcome(node.status, node.valid_acc, node.duplicate_of,
+                                                           same.valid_acc if same is not None else None)}
             if self.cells:
                 from ..spaces import nb201
 
@@ -181,61 +153,20 @@ class GeniusStrategy(Strategy):
             else:
                 if not node.text:
                     continue
-                entry["block"] = _base_block(node.text)
+                entry["block"] = base_block(node.text)
             out.append(entry)
         return out
 
-    def _result(self, node) -> str:
-        if node.status == "ok" and node.valid_acc is not None:
-            return f"validation accuracy {node.valid_acc:.2f}%"
-        if node.status == "duplicate":
-            same = self.tree.nodes.get(node.duplicate_of)
-            acc = f" (validation accuracy {same.valid_acc:.2f}%)" if same is not None and same.valid_acc is not None else ""
-            return f"already tried as experiment #{node.duplicate_of}{acc}; not evaluated again"
-        if node.status in REJECTED:
-            return f"{node.status}, not evaluated"
-        if node.status == "diverged":
-            return "training diverged"
-        if node.status == "failed":
-            return "could not be evaluated"
-        return node.status
 
-    # ------------------------------------------------------------------ reading replies
-    def _cell_text(self, reply: str) -> Tuple[Optional[str], str]:
-        from ..spaces import nb201
+# ---------------------------------------------------------------------- the cell space's replies
+def _cell_text(reply: str) -> Tuple[Optional[str], str]:
+    from ..spaces import nb201
 
-        try:
-            cell = parse_cell_reply(reply)
-        except nb201.NotInSpace as exc:
-            return None, f"- {exc}"
-        return nb201.architecture(cell), ""
-
-    def _block_text(self, reply: str) -> Tuple[Optional[str], str]:
-        from nader.agents.modifier import check_architecture, check_base_block
-
-        checked = check_base_block(reply)
-        if not checked.ok:
-            return None, checked.feedback
-        root = self.tree.root
-        text = _with_root_blocks(checked.text, root.text)
-        built = check_architecture(text, self.skeleton)
-        if not built.ok:
-            return None, built.feedback
-        return text, ""
-
-
-def _checked(check, reply: str) -> Tuple[Optional[str], str]:
-    """`check(reply)`; a reply too long to read or one the check raises on is unusable like any
-    other (the reason goes back to the LLM, then into the record), never the run's failure."""
-    from nader.agents.llm.jsonreply import reply_too_long
-
-    too_long = reply_too_long(reply)
-    if too_long:
-        return None, f"- {too_long}"
     try:
-        return check(reply)
-    except Exception as exc:  # noqa: BLE001 - whatever the reply does to the checks is the reply's failure
-        return None, f"- the reply could not be checked: {type(exc).__name__}: {str(exc)[:300]}"
+        cell = parse_cell_reply(reply)
+    except nb201.NotInSpace as exc:
+        return None, f"- {exc}"
+    return nb201.architecture(cell), ""
 
 
 def op_list_text(cell) -> str:
@@ -267,28 +198,3 @@ def parse_cell_reply(reply: str):
     if strings:
         return nb201.Cell.parse(strings[-1])
     raise nb201.NotInSpace("no line `op_list = [a, b, c, d, e, f]` with six operation ids from 0 to 4 in the reply")
-
-
-def _base_block(arch_text: str) -> str:
-    from nader.agents.modifier import split_architecture
-
-    try:
-        return split_architecture(arch_text)[0].strip()
-    except ValueError:
-        return arch_text.strip()
-
-
-def _with_root_blocks(base_text: str, root_text: str) -> str:
-    """The new base block with the root's stem and reduction blocks, renamed after it."""
-    from nader.agents.modifier import split_architecture
-
-    _, stem, down = split_architecture(root_text)
-    first = base_text.strip().splitlines()[0].strip()
-    name = first.strip("#") if first.startswith("##") else "Block"
-
-    def renamed(block: str, new: str) -> str:
-        lines = block.strip().splitlines()
-        lines[0] = f"##{new}##"
-        return "\n".join(lines) + "\n"
-
-    return base_text.rstrip("\n") + "\n" + renamed(stem, f"{name}_stem") + renamed(down, f"{name}_downsample")

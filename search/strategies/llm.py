@@ -17,14 +17,6 @@ LLM_OPTIONS = {
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
 
-def run_caps(store) -> dict:
-    """The client's caps from the search's settings (`--llm-max-cost`, `--llm-max-tokens`); they
-    override the [llm] section's `max_cost_usd` / `max_total_tokens`."""
-    config = (store.config() if store is not None else None) or {}
-    caps = {"max_cost_usd": config.get("max_cost"), "max_total_tokens": config.get("max_tokens")}
-    return {k: v for k, v in caps.items() if v is not None}
-
-
 def proposal_failure(exc: Exception) -> str:
     """The error to record for a proposal whose LLM work raised `exc`, so that the loop goes on:
     a call that failed after its retries (the client's breaker counted it; enough in a row stop
@@ -34,7 +26,7 @@ def proposal_failure(exc: Exception) -> str:
     from nader.agents.knowledge import KnowledgeBaseError
     from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
 
-    from ..loop import StopSearch
+    from .base import StopSearch
 
     if isinstance(exc, (StopSearch, RunStopped, ReplayMiss, ConfigError)):
         raise exc
@@ -50,7 +42,7 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
     from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
 
     if run_dir is None:
-        raise ConfigError(f"the {role} strategy needs the run directory (bind(run_dir))")
+        raise ConfigError(f"the {role} strategy needs the run directory (bind a SearchContext with run_dir)")
     if not settings["kb"]:
         raise ConfigError(f"the {role} strategy needs a knowledge base: {kb_help}")
     client = open_llm_client(settings, run_dir, role, caps)
@@ -62,7 +54,7 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
 
 
 def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None):
-    """The project's LLM client for a strategy's settings and the run's caps (`run_caps`); a bad
+    """The project's LLM client for a strategy's settings and the run's caps (`SearchContext.llm_caps`); a bad
     configuration is a ConfigError."""
     from nader.agents.llm import LLMClient, LLMError
     from nader.agents.llm.options import config_from_options

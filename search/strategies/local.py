@@ -77,7 +77,7 @@ class LocalStrategy(Strategy):
             if self.space.uniform:
                 cand = self.space.sample(rng, {key for key in self.keys.values() if key})
                 if cand is None:
-                    from ..loop import StopSearch
+                    from .base import StopSearch
 
                     raise StopSearch("every architecture of the space is in the tree", code="exhausted")
             else:

@@ -24,7 +24,7 @@ from typing import Optional
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, run_caps
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure
 
 
 class NaderStrategy(Strategy):
@@ -47,24 +47,18 @@ class NaderStrategy(Strategy):
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.run_dir = None
-        self.store = None
         self.tree = None
         self._agents = None
         self._stopped = None  # a clean stop met while told a result, raised at the next ask
-        self.network = ("nb201", "cifar10")  # skeleton, dataset
 
-    # ------------------------------------------------------------------ wiring
-    def bind(self, run_dir, store=None) -> None:
-        """The run directory (its runs.sqlite records LLM calls and experiences) and the store."""
-        self.run_dir, self.store = run_dir, store
-        config = (store.config() if store is not None else None) or {}
-        # The Modifier checks an architecture on the search's own network and sizes.
-        self.network = (config.get("skeleton") or "nb201", config.get("dataset") or "cifar10")
+    @property
+    def network(self) -> tuple:
+        """(skeleton, dataset): the Modifier checks an architecture on the search's own network and sizes."""
+        return self.context.skeleton, self.context.dataset
 
     def _team(self):
         if self._agents is None:
-            self._agents = _Team(self.settings, self.run_dir, *self.network, caps=run_caps(self.store))
+            self._agents = _Team(self.settings, self.context.run_dir, *self.network, caps=self.context.llm_caps)
         return self._agents
 
     def close(self) -> None:
@@ -92,7 +86,7 @@ class NaderStrategy(Strategy):
 
     def _propose(self, team, parent, rng, change: dict) -> Candidate:
         """The agents' proposal; `change` is filled as it goes, so a failure keeps what was decided."""
-        from nader.agents.modifier import split_architecture
+        from nader.compiler.architecture import split_architecture
         from nader.agents.proposer import NoIdeas
 
         arch_id = str(self.tree.next_id) if self.tree is not None else None
@@ -115,7 +109,7 @@ class NaderStrategy(Strategy):
                 pass  # an embeddings call failed: the candidate stands, without its experience
         return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
 
-    def tell(self, node) -> None:
+    def tell(self, node, rng) -> None:
         from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
 
         team = self._team()
@@ -133,8 +127,8 @@ class NaderStrategy(Strategy):
         except (CallFailed, RequestRejected):
             pass  # an embeddings call failed (the breaker counted it): a later session reflects again
         spent = team.counting.take()
-        if self.store is not None and spent.total:
-            self.store.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)
+        if spent.total:  # the lesson's tokens go on the told architecture (the loop books them)
+            self.context.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)
 
     # ------------------------------------------------------------------ helpers
     def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None) -> Candidate:

@@ -51,7 +51,7 @@ class RandomStrategy(Strategy):
             raise ConfigError(why)
         self.tree = tree
         if len(self.seen()) >= self.space.size:
-            from ..loop import StopSearch
+            from .base import StopSearch
 
             raise StopSearch("every architecture of the space is in the tree", code="exhausted")
         return tree.root

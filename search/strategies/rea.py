@@ -38,7 +38,7 @@ class REAStrategy(Strategy):
         self.keys: dict = {}  # arch_id -> cell string (uniform spaces): each node read once
         self.tree = None
 
-    def tell(self, node):
+    def tell(self, node, rng):
         if node.status not in ("ok", "diverged"):
             return
         if self.space is not None and self.space.uniform and node.parent_id is None:

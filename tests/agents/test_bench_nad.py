@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.bench import nad
-from nader.agents.cli import main
+from nader.cli import main
 from scripted import ScriptedLLM
 
 ONLY = "resnet_basic"  # 20 requests: 10 micro, 10 macro

@@ -21,7 +21,9 @@ from nader.agents.knowledge import ATTRIBUTE_TREE, Idea, KnowledgeBase
 from nader.search.loop import Observer
 from nader.search.session import run_search
 from nader.search.strategies import STRATEGIES
-from nader.search.strategies.fairnad import FairNADStrategy, fair_idea, schedule, structure_problem
+from nader.search.strategies.base import SearchContext
+from nader.agents.fairnad import fair_idea, structure_problem
+from nader.search.strategies.fairnad import FairNADStrategy, schedule
 from nader.search.tree import Node, Tree
 from scripted import ScriptedLLM, fenced
 from search_helpers import ROOT_TEXT, settings
@@ -72,7 +74,7 @@ def test_pareto_stage_scales_up_under_90_percent_of_a_budget_and_tunes_otherwise
     from nader.compiler.fit import Budget
 
     strategy = FairNADStrategy()
-    strategy.budget = Budget(params=100_000, flops=10_000_000)
+    strategy.context = SearchContext(budget=Budget(params=100_000, flops=10_000_000))
     node = lambda params, flops: Node(1, 0, 1, "ok", params=params, flops=flops, valid_acc=1.0)  # noqa: E731
     assert strategy.under_budget(node(50_000, 9_500_000))  # parameters under 0.9 of theirs
     assert strategy.under_budget(node(95_000, 8_000_000))  # FLOPs under 0.9 of theirs
@@ -116,14 +118,14 @@ def test_fair_sampling_is_uniform_over_main_categories(kb_dir):
 
 # ---------------------------------------------------------------------- the feedback loop
 def _base_block(text: str) -> str:
-    from nader.agents.modifier import split_architecture
+    from nader.compiler.architecture import split_architecture
 
     return split_architecture(text)[0]
 
 
 def _strategy(server, kb_dir, tmp_path, **options):
     strategy = FairNADStrategy(**_options(server, kb_dir, **options))
-    strategy.bind(tmp_path)
+    strategy.bind(SearchContext(run_dir=tmp_path))
     tree = Tree([Node(0, None, 0, "ok", text=ROOT_TEXT, valid_acc=50.0, params=10_000, flops=10**6)])
     return strategy, tree
 
@@ -168,7 +170,7 @@ def test_structure_check_rejects_an_unchanged_block(server, kb_dir, tmp_path):
 
 
 def test_structure_check_requires_a_weighted_layer_in_the_base_block():
-    from nader.agents.modifier import split_architecture
+    from nader.compiler.architecture import split_architecture
 
     _, stem, down = split_architecture(ROOT_TEXT)
     pooled = ("##ResNetBasic##\n0:input\n1:output\n2:AvgPool2d(kernel_size=3,stride=1)\n3:ReLU\n"
@@ -249,7 +251,7 @@ def test_fairnad_search_follows_the_schedule_and_resumes(server, tmp_path, kb_di
 def test_run_command_with_fairnad(server, tmp_path, kb_dir):
     from click.testing import CliRunner
 
-    from nader.agents.cli import main
+    from nader.cli import main
 
     server.responder = ScriptedLLM(mutate=True)
     run = tmp_path / "run"
@@ -269,7 +271,7 @@ def test_run_command_with_fairnad(server, tmp_path, kb_dir):
 def test_run_without_a_knowledge_base_is_refused_before_training(server, tmp_path):
     from click.testing import CliRunner
 
-    from nader.agents.cli import main
+    from nader.cli import main
 
     run = tmp_path / "run"
     result = CliRunner().invoke(main, ["run", "--from", str(settings(run)["root"]), "--dataset", "digits",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
-from nader.agents.modifier import Modifier, check_architecture, check_base_block
+from nader.agents.modifier import Modifier
+from nader.compiler.architecture import check_architecture, check_base_block
 from scripted import ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def test_interface_failure_after_k_rounds(server, tmp_path):
 
 
 def test_the_architecture_check_uses_the_searchs_dataset_sizes():
-    from nader.agents.modifier import check_architecture
+    from nader.compiler.architecture import check_architecture
     from nader.search.strategies.nader import NaderStrategy
 
     # Valid where H % 8 == 0: CIFAR's stages (32, 16, 8), not digits' (16, 8, 4).
@@ -117,10 +118,8 @@ def test_the_architecture_check_uses_the_searchs_dataset_sizes():
     refused = check_architecture(arch, "nb201", "digits")
     assert not refused.ok and "4x4" in refused.feedback
 
-    class Store:  # what bind reads of the run store
-        def config(self):
-            return {"skeleton": "nb201", "dataset": "digits"}
+    from nader.search.strategies.base import SearchContext
 
     strategy = NaderStrategy()
-    strategy.bind(None, Store())
+    strategy.bind(SearchContext(skeleton="nb201", dataset="digits"))
     assert strategy.network == ("nb201", "digits")

@@ -157,7 +157,7 @@ def test_ablation_switches(server, tmp_path, kb_dir):
 def test_run_command_with_the_agents_and_tokens_by_agent(server, tmp_path, kb_dir):
     from click.testing import CliRunner
 
-    from nader.agents.cli import main
+    from nader.cli import main
 
     server.responder = ScriptedLLM(mutate=True, broken_every=3)
     run = tmp_path / "run"

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from knowledge_helpers import HashingEmbedder
-from nader.agents.cli import main
+from nader.cli import main
 from nader.agents.knowledge import Idea, KnowledgeBase
 
 POOL = [
@@ -135,7 +135,7 @@ def test_help_imports_no_heavy_module():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom click.testing import CliRunner\nfrom nader.agents.cli import main\n"
+    code = ("import sys\nfrom click.testing import CliRunner\nfrom nader.cli import main\n"
             "assert CliRunner().invoke(main, ['kb', '--help']).exit_code == 0\n"
             "print(sorted(m for m in ('numpy', 'torch', 'faiss', 'tokenizers') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
-from nader.agents.cli import main
+from nader.cli import main
 from nader.agents.knowledge import KnowledgeBase
 
 POOL = [{"id": i, "paper_id": 100 + i, "inspiration": text} for i, text in enumerate([

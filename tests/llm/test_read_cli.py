@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
-from nader.agents.cli import main
+from nader.cli import main
 from nader.agents.knowledge import KnowledgeBase
 from test_reader import PAPER_TEXT, scripted_reader
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime.jobs import Job, Result
 from nader.runtime.progress import Progress
 

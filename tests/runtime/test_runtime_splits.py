@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from conftest import REPO_ROOT
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime import data as D
 from nader.runtime import splits as S
 

@@ -105,7 +105,7 @@ class ScriptedStrategy(Strategy):
 
     _index = 0
 
-    def tell(self, node):
+    def tell(self, node, rng):
         self.told.append(node.arch_id)
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime.lock import RunLock
 from nader.search import run_search
 from search_helpers import EXAMPLE, REPO, TableEvaluator, settings
@@ -33,7 +33,7 @@ def _snapshot(run) -> dict:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "nader.agents.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "nader.cli", *map(str, args)], capture_output=True, text=True,
                           cwd=REPO, timeout=120)  # a bound against hangs, not a speed target
 
 

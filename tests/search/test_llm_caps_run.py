@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
-from nader.agents.cli import main
+from nader.cli import main
 from test_llm_faults import SEARCH_TOML, WIDE
 
 LLM_TOML = """[llm]

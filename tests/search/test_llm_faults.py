@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from knowledge_helpers import HashingEmbedder
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import cut, hang, malformed, reply, status, trickle
-from nader.agents.cli import main
+from nader.cli import main
 from nader.agents.knowledge import Idea, KnowledgeBase
 from search_helpers import EXAMPLE
 
@@ -150,7 +150,7 @@ def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
     strategy = NaderStrategy(kb="unused")
     strategy._agents = SimpleNamespace(reflector=Reflector(), counting=SimpleNamespace(take=Spent))
     root = Node(0, None, 0, "ok", text="", valid_acc=50.0)
-    strategy.tell(Node(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}))  # no exception here
+    strategy.tell(Node(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}), None)  # no exception here
     with pytest.raises(EndpointDown) as stopped:
         strategy.ask(Tree([root]), None)
     stop = clean_stop(stopped.value)

@@ -56,6 +56,7 @@ class Poisoned:
 
 def poison_checks(monkeypatch, error=RuntimeError):
     """Make the reply checks raise `error` on a reply carrying the marker."""
+    import nader.agents.genius as genius
     import nader.agents.modifier as modifier
     import nader.agents.proposer as proposer
 
@@ -71,7 +72,8 @@ def poison_checks(monkeypatch, error=RuntimeError):
             raise error("poisoned reply")
         return real_plan(reply, *args, **kwargs)
 
-    monkeypatch.setattr(modifier, "check_base_block", check_base_block)
+    monkeypatch.setattr(modifier, "check_base_block", check_base_block)  # the roles that read base blocks
+    monkeypatch.setattr(genius, "check_base_block", check_base_block)
     monkeypatch.setattr(proposer, "check_plan", check_plan)
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("nas_201_api.api_utils")
 
 import nb201_table as T  # noqa: E402
 from nb201_table import nb201_table  # noqa: F401,E402 (fixture)
-from nader.agents.cli import main  # noqa: E402
+from nader.cli import main  # noqa: E402
 from nader.search.checks import Checker  # noqa: E402
 from nader.search.session import run_search  # noqa: E402
 from nader.search.spaces import nb201 as S  # noqa: E402

@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main as cli
+from nader.cli import main as cli
 from nader.search import run_search
 from nader.search.report.compare import Curve, curve_of, table_rows, text_table
 from nader.search.report.model import Arch, Run

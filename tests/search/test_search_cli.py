@@ -11,7 +11,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main
+from nader.cli import main
 from nader.search.lock import RunLock
 
 from search_helpers import EXAMPLE, REPO
@@ -102,7 +102,7 @@ def test_second_process_on_a_run_dir_refuses_and_touches_nothing(finished_run):
     run, _ = finished_run
     with RunLock(run):
         before = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in run.iterdir()}
-        done = subprocess.run([sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE), *FAST,
+        done = subprocess.run([sys.executable, "-m", "nader.cli", "run", "--from", str(EXAMPLE), *FAST,
                                "--trials", "5", "--strategy", "walk", "--run-dir", str(run)],
                               capture_output=True, text=True, cwd=REPO)
         after = {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in run.iterdir()}
@@ -172,7 +172,7 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
     import time
 
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "nader.agents.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
+    cmd = [sys.executable, "-m", "nader.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
            "--strategy", "walk", "--run-dir", str(run)]
     cmd[cmd.index("--epochs") + 1] = "3"
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)

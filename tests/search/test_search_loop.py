@@ -9,7 +9,8 @@ import pytest
 
 from nader.runtime.errors import ConfigError
 from nader.search import run_search
-from nader.search.loop import Observer, StopSearch
+from nader.search.loop import Observer
+from nader.search.strategies.base import StopSearch
 from nader.search.strategies import STRATEGIES
 
 from search_helpers import FAULTY, ROOT_TEXT, ScriptedStrategy, script, settings, tree_rows, with_fault

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main as cli
+from nader.cli import main as cli
 from nader.search import run_search
 from nader.search.report.load import load_run
 from search_helpers import settings

@@ -112,13 +112,13 @@ def test_rea_mutates_the_best_of_a_sample_and_removes_the_oldest():
     t = tree_of({0: (None, 90.0), 1: (0, 10.0), 2: (0, 20.0), 3: (0, 30.0)})
     assert rea.ask(t, random.Random(0)) is not None  # not full yet: a uniform valid node
     for i in range(4):
-        rea.tell(t[i])
+        rea.tell(t[i], random.Random(i))
     # the population is the last 3 (1, 2, 3): the oldest (0, also the best) is gone
     assert [n.arch_id for n in rea.population] == [1, 2, 3]
     assert {rea.ask(t, random.Random(s)).arch_id for s in range(10)} == {3}
     small = REAStrategy(population=3, sample_size=1)
     for i in range(4):
-        small.tell(t[i])
+        small.tell(t[i], random.Random(i))
     assert {small.ask(t, random.Random(s)).arch_id for s in range(40)} == {1, 2, 3}
 
 
@@ -126,7 +126,7 @@ def test_rea_population_takes_trained_architectures_only():
     rea = REAStrategy(population=2, sample_size=2)
     t = tree_of({0: (None, 50.0), 1: (0, None, "failed"), 2: (0, None, "diverged")})
     for n in t:
-        rea.tell(n)
+        rea.tell(n, random.Random(n.arch_id))
     assert [n.arch_id for n in rea.population] == [0, 2]
     assert rea.ask(t, random.Random(0)).arch_id == 0  # diverged (no accuracy) ranks last
 

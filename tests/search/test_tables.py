@@ -293,7 +293,7 @@ def test_time_limits_parse_as_wall_or_simulated_seconds(tmp_path):
 def test_the_command_line_prints_the_tables_summary_and_maps_columns(tmp_path):
     from click.testing import CliRunner
 
-    from nader.agents.cli import main
+    from nader.cli import main
 
     path = tmp_path / "t.csv"
     path.write_text(f"arch,val,final,secs\n{ROOT},70,93,10\n{NEIGHBOURS[0]},,91,9\nbogus,1,2,3\n")

@@ -1,4 +1,5 @@
-"""`nader-search`: the command line of the agent loops and the runtime.
+"""`nader-search`: the command line of the search, the agents and the runtime, at the top of the
+package so that it dispatches only downward (search, agents, runtime).
 
 Commands are imported only when used (``nader-search --help`` stays fast): ``eval`` lives in
 ``nader.runtime.cli``. Add a command by decorating it with ``@main.command()`` here, or lazily

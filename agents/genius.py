@@ -1,0 +1,128 @@
+"""GENIUS's role (Zheng et al., 2023): the LLM as a black-box optimiser, asked for the next
+architecture from every one tried and its accuracy, at temperature 0.
+
+This module holds what the LLM sees and what is made of its replies: the prompts (`genius_cell.v1`
+for a NAS-Bench-201 cell, `genius_block.v1` for a base block in our language), the wording of each
+tried architecture's outcome, the block-language check of a reply (`block_check`), and the repair
+conversation: an unusable reply goes back with the reason (`genius_repair.v1`) for at most
+`repairs` more replies. A reply too long to read or one the check raises on is unusable like any
+other, never a run's failure. The search strategy (`nader.search.strategies.genius`) decides when
+to ask, builds the history from the tree and supplies the cell check, which the cell space owns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+from nader.compiler.architecture import check_architecture, check_base_block, split_architecture, with_blocks_of
+
+from .llm.jsonreply import reply_too_long
+from .prompts import render
+
+ROLE = "genius"
+CELL_PROMPT = "genius_cell.v1"
+BLOCK_PROMPT = "genius_block.v1"
+REPAIR_PROMPT = "genius_repair.v1"
+
+# A check reads one reply: (the architecture's text, "") or (None, the reason it is unusable).
+ReplyCheck = Callable[[str], Tuple[Optional[str], str]]
+
+
+@dataclass
+class Answer:
+    """What one conversation produced: the architecture's text (None when no reply was usable)."""
+
+    text: Optional[str]
+    replies: int
+    feedback: str = ""
+
+    @property
+    def error(self) -> Optional[str]:
+        return None if self.text is not None else f"no usable answer after {self.replies} replies: {self.feedback}"
+
+
+class Genius:
+    """Asks a chat client (`chat_sync`) for the next architecture and repairs unusable replies."""
+
+    def __init__(self, client, *, repairs: int, iterations: int, dataset: str, skeleton: str):
+        self.client, self.repairs, self.iterations = client, repairs, iterations
+        self.dataset, self.skeleton = dataset, skeleton
+
+    def answer(self, history: List[dict], iteration: int, check: ReplyCheck, *, cells: bool,
+               arch_id: Optional[str], progress: Optional[dict] = None) -> Answer:
+        """One conversation. `history` holds the prompt's entries (id, result, and cell/op_list or
+        block); `progress["replies"]` counts the replies as they come, so a call that raises
+        midway leaves the count behind."""
+        common = {"dataset": self.dataset, "history": history, "iteration": iteration, "iterations": self.iterations}
+        if cells:
+            prompt = CELL_PROMPT
+            messages = render(prompt, **common)
+        else:
+            from nader.dsl.ops import reference_text
+
+            prompt = BLOCK_PROMPT
+            messages = render(prompt, reference=reference_text(), skeleton=self.skeleton, **common)
+        progress = {} if progress is None else progress
+        text, feedback, replies = None, "", 0
+        for round_ in range(self.repairs + 1):
+            reply = self.client.chat_sync(messages, role=ROLE, arch_id=arch_id,
+                                          prompt=prompt if round_ == 0 else REPAIR_PROMPT, temperature=0)
+            replies += 1
+            progress["replies"] = replies
+            text, feedback = checked(check, reply.text)
+            if text is not None:
+                break
+            if round_ < self.repairs:
+                messages = [*messages, {"role": "assistant", "content": reply.text},
+                            *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=self.repairs)[-1:]]
+        return Answer(text, replies, feedback)
+
+    def block_check(self, root_text: str) -> ReplyCheck:
+        """The block language's check: the reply's base block verifies, and with the root's stem and
+        reduction blocks (renamed after it) it builds a network on the skeleton."""
+        def check(reply: str) -> Tuple[Optional[str], str]:
+            block = check_base_block(reply)
+            if not block.ok:
+                return None, block.feedback
+            text = with_blocks_of(block.text, root_text)
+            built = check_architecture(text, self.skeleton)
+            return (text, "") if built.ok else (None, built.feedback)
+
+        return check
+
+
+def checked(check: ReplyCheck, reply: str) -> Tuple[Optional[str], str]:
+    """`check(reply)`; a reply too long to read or one the check raises on is unusable like any
+    other (the reason goes back to the LLM, then into the record), never the run's failure."""
+    too_long = reply_too_long(reply)
+    if too_long:
+        return None, f"- {too_long}"
+    try:
+        return check(reply)
+    except Exception as exc:  # noqa: BLE001 - whatever the reply does to the checks is the reply's failure
+        return None, f"- the reply could not be checked: {type(exc).__name__}: {str(exc)[:300]}"
+
+
+def outcome(status: str, valid_acc: Optional[float], duplicate_of: Optional[int] = None,
+            duplicate_acc: Optional[float] = None) -> str:
+    """What became of a tried architecture, as the history shows it to the LLM."""
+    if status == "ok" and valid_acc is not None:
+        return f"validation accuracy {valid_acc:.2f}%"
+    if status == "duplicate":
+        acc = f" (validation accuracy {duplicate_acc:.2f}%)" if duplicate_acc is not None else ""
+        return f"already tried as experiment #{duplicate_of}{acc}; not evaluated again"
+    if status in ("invalid", "over-budget"):
+        return f"{status}, not evaluated"
+    if status == "diverged":
+        return "training diverged"
+    if status == "failed":
+        return "could not be evaluated"
+    return status
+
+
+def base_block(arch_text: str) -> str:
+    """An architecture's base block as the history quotes it (the whole text when it has no roles)."""
+    try:
+        return split_architecture(arch_text)[0].strip()
+    except ValueError:
+        return arch_text.strip()
