@@ -38,7 +38,8 @@ from typing import Optional
 from .diagnostics import Diagnostic
 from .ir import Block, Edge, Node, NodeId, Program
 from .ops import Op, lookup
-from .parser import _SYNTAX_CODES, ParseResult, header_name, parse
+from .parse_codes import SYNTAX_CODES
+from .parser import ParseResult, header_name, parse
 
 __all__ = ["FormatResult", "duplicate_ids", "format_block", "format_program", "format_source", "id_map",
            "is_formatted", "renumber", "renumber_program", "renumbering"]
@@ -192,7 +193,7 @@ class FormatResult:
 
 
 def _syntax_diagnostics(result: ParseResult) -> list[Diagnostic]:
-    return [d for d in result.diagnostics if d.code in _SYNTAX_CODES]
+    return [d for d in result.diagnostics if d.code in SYNTAX_CODES]
 
 
 def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = False,

@@ -19,196 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
-from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
+from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
 from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
 from .ops import OpDef, Param, all_names, lookup
+from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, DUPLICATE_PARAMETER, EMPTY_FILE, EXTRA_HASHES, HEADER_NAME,
+                          INVALID_SYNTAX, MALFORMED_HEADER, MARKDOWN_FENCE, MISPLACED_POSITIONAL, MISSING_HEADER,
+                          OPERATION_ALIAS, SYNTAX_CODES, UNKNOWN_OPERATION, UNKNOWN_PARAMETER, UNKNOWN_SYMBOL,
+                          UNREADABLE_FILE, Problem)
 from .span import ColSpan, Span
 
-E, W = Severity.ERROR, Severity.WARNING
-SOMETIMES, ALWAYS = FixAvailability.SOMETIMES, FixAvailability.ALWAYS
 
-UNREADABLE_FILE = define_code("NAD100", "unreadable-file", E, "The file cannot be read as UTF-8 text.", """
-    ## What it does
-    Reports a block file that does not exist, cannot be opened, or is not UTF-8 text.
-    ## Fix
-    Check the path; save the file as UTF-8.
-""")
-INVALID_SYNTAX = define_code("NAD101", "invalid-syntax", E, "A line is not a header, node, edge or comment.", """
-    ## What it does
-    Reports a line the grammar does not accept and names what was expected there.
-    ## Why is this bad?
-    Every line must be a header `##Name##`, a node `ID:OP(args)`, an edge `a->b`, a comment or blank.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,,kernel_size=3)
-    ```
-    ## Fix
-    Write one of the four line forms; the message says which token was unexpected. An unmatched `)`
-    whose removal makes the line parse comes with that fix.
-""", SOMETIMES)
-INVALID_ARROW = define_code("NAD102", "invalid-edge-arrow", E, "An edge line lacks the `->` arrow.", """
-    ## What it does
-    Reports edge lines written with something other than `->` between the ids (`0-2`, `0>2`, `0 2`, `0=>2`).
-    ## Example
-    ```
-    0-2
-    ```
-    ## Fix
-    Write `0->2`; several sources are written `0,1->2`. The diagnostic carries the fix when the
-    arrow can only mean `->` (not for `<-`).
-""", SOMETIMES)
-UNCLOSED_PAREN = define_code("NAD103", "unclosed-parenthesis", E, "A `(` is never closed.", """
-    ## What it does
-    Reports an opening parenthesis without its `)` on the same line.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3
-    ```
-    ## Fix
-    Close the argument list on the same line: every construct of the language fits on one line.
-    When one `)` at the end of the line makes it parse, the diagnostic carries that fix.
-""", SOMETIMES)
-UNKNOWN_OPERATION = define_code("NAD104", "unknown-operation", E, "The operation is not in the registry.", """
-    ## What it does
-    Reports a node whose operation name is not one of the language's operations. Names are case-sensitive.
-    ## Example
-    ```
-    2:Conv2D(out_channels=C,kernel_size=3)
-    ```
-    ## Fix
-    Use a registered name (`nadc explain ops` lists them); the help line suggests the closest one,
-    and the diagnostic carries the fix that writes it.
-""", SOMETIMES)
-UNKNOWN_PARAMETER = define_code("NAD105", "unknown-parameter", E, "The operation has no parameter of that name.", """
-    ## What it does
-    Reports a keyword argument that the operation does not declare.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3,group=4)
-    ```
-    ## Fix
-    Use a declared parameter name (here `groups`), or remove the argument.
-""", SOMETIMES)
-DUPLICATE_PARAMETER = define_code("NAD106", "duplicate-parameter", E, "A parameter is given twice.", """
-    ## What it does
-    Reports a node that sets the same parameter twice, by keyword or by position and keyword.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3,kernel_size=1)
-    ```
-    ## Fix
-    Keep one of the two.
-""")
-MISPLACED_POSITIONAL = define_code("NAD107", "misplaced-positional-argument", E, "Positional argument after a keyword, or too many.", """
-    ## What it does
-    Reports positional arguments after keyword ones, and more positional arguments than the operation has parameters.
-    ## Example
-    ```
-    2:concat(dim=1,2)
-    ```
-    ## Fix
-    Put positional arguments first, or name them.
-""")
-MARKDOWN_FENCE = define_code("NAD108", "markdown-fence", E, "A markdown code fence inside a block file.", """
-    ## What it does
-    Reports lines like ```` ``` ```` that LLM replies wrap blocks in.
-    ## Why is this bad?
-    The compiler is strict: it does not guess which lines of a reply are the block.
-    ## Fix
-    Delete the fence lines (the fix empties a line that holds only a fence), or extract the blocks
-    from the reply with `nader.dsl.extract_blocks`.
-""", SOMETIMES)
-UNKNOWN_SYMBOL = define_code("NAD109", "unknown-symbol", E, "An expression uses a name that is not a size symbol.", """
-    ## What it does
-    Reports names in expressions other than `B` (batch), `C` (block input channels), `dim` (block output
-    channels), `H` and `W` (spatial size).
-    ## Example
-    ```
-    2:Conv2d(out_channels=c*2,kernel_size=3)
-    ```
-    ## Fix
-    Use one of the size symbols (they are case-sensitive) or a number.
-""", SOMETIMES)
-BEFORE_HEADER = define_code("NAD110", "line-before-header", E, "A node or edge line before the file's first header.", """
-    ## What it does
-    Reports node and edge lines that come before the first `##Name##` header in a file that has headers.
-    ## Fix
-    Move the lines under a header, or add a header above them.
-""")
-MISSING_HEADER = define_code("NAD111", "missing-header", W, "The file has no `##Name##` header.", """
-    ## What it does
-    Warns that a file holds nodes and edges but no header; its lines form one block named after the file.
-    ## Fix
-    Add a header such as `##MyBlock##` as the first line.
-""", ALWAYS)
-MALFORMED_HEADER = define_code("NAD112", "malformed-header", E, "A header is not `##Name##`.", """
-    ## What it does
-    Reports lines that start with `##` but are not a header: unclosed (`##Name`), empty (`####`) or with
-    other characters than letters, digits, `_`, `-`, `.` and single spaces between words in the name
-    (NADER's own logs hold headers such as `##built-in function input_stem##`, so spaces are accepted).
-    ## Fix
-    Write `##Name##`, the name made of letters, digits, `_`, `-` or `.`; comments start with a single `#`.
-""", SOMETIMES)
-INVALID_ID = define_code("NAD113", "invalid-node-id", E, "A node id has characters other than letters, digits and `_`.", """
-    ## What it does
-    Reports node lines whose id is neither an integer nor a name of letters, digits and `_`
-    (`conv-1:ReLU`, `2.a:BN`).
-    ## Example
-    ```
-    conv-1:ReLU
-    ```
-    ## Fix
-    Write the id with letters, digits and `_` only: `conv_1:ReLU` (`nadc fmt --renumber` numbers a block's nodes).
-""", SOMETIMES)
-MISSING_COLON = define_code("NAD114", "missing-colon", E, "A node line lacks the `:` after its id.", """
-    ## What it does
-    Reports node lines written `2 Conv2d(...)` or `2Conv2d(...)`.
-    ## Fix
-    Write `2:Conv2d(...)`.
-""", SOMETIMES)
-OPERATION_ALIAS = define_code("NAD115", "operation-alias", W, "An operation is spelled by an alias.", """
-    ## What it does
-    Warns about accepted but non-canonical spellings of operations found in NADER's files, such as `Concat`.
-    ## Fix
-    Use the canonical name (`concat`); `nadc fmt` rewrites it.
-""", ALWAYS)
-EXTRA_HASHES = define_code("NAD116", "header-extra-hashes", W, "A header uses more than two hashes.", """
-    ## What it does
-    Warns about headers such as `###Name###`, which LLMs often write.
-    ## Fix
-    Write `##Name##`; `nadc fmt` rewrites it.
-""", ALWAYS)
-EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", """
-    ## What it does
-    Reports a file with no header, node or edge line.
-    ## Fix
-    Write at least one block: a header, its nodes and its edges.
-""")
-
-_BLANK = " \t\f\r"
 # `tuple.__new__(Span, ...)` builds a NamedTuple such as Span without its Python-level __new__ (hot path).
 _new_tuple = tuple.__new__
-_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
-_ID = r"[A-Za-z0-9_]+"
+
 # -- line syntax (position-independent, interned) ------------------------------
-
-@dataclass(frozen=True)
-class Problem:
-    """A diagnostic found in one line, before the line number is known.
-
-    `fix`: the columns to replace and their replacement, when the help's
-    proposal can be applied mechanically.
-    """
-
-    code: Code
-    cols: ColSpan
-    message: str
-    help: Optional[str] = None
-    fix: Optional[tuple[ColSpan, str]] = None
-
 
 # The records of a read line are NamedTuples: cheap to build, and built once per distinct line.
 
@@ -353,14 +180,14 @@ def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
 
 def header_name(name: str) -> str:
     """`name` as a header can spell it: other characters become `_` (`block` when nothing is left)."""
-    if _HEADER_NAME.fullmatch(name):
+    if HEADER_NAME.fullmatch(name):
         return name
     cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
     return cleaned or "block"
 
 
 # `##Name##`, the header agents write: nothing to report.
-_PLAIN_HEADER = re.compile(rf"##({_HEADER_NAME.pattern})##")
+_PLAIN_HEADER = re.compile(rf"##({HEADER_NAME.pattern})##")
 
 
 def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
@@ -371,7 +198,7 @@ def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
     left = len(text) - len(text.lstrip("#"))
     right = len(text) - len(text.rstrip("#"))
     name = text[left:len(text) - right].strip()
-    if not _HEADER_NAME.fullmatch(name):
+    if not HEADER_NAME.fullmatch(name):
         if not name:
             problems.append(Problem(MALFORMED_HEADER, cols, "header has no name", "name the block: `##Name##`"))
             return None
@@ -542,18 +369,6 @@ def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
     return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
 
 
-# Help for a syntax error whose fix is uncertain, or would not fit where the line stands.
-_ADVICE = {
-    MARKDOWN_FENCE: "delete the fence; block files hold only headers, nodes, edges and comments",
-    MALFORMED_HEADER: "write the header as `##Name##`",
-    INVALID_SYNTAX: "lines are headers `##Name##`, nodes `ID:OP(args)`, edges `a->b` or `# comments`",
-    UNCLOSED_PAREN: "close every `(` on the line that opens it",
-    INVALID_ARROW: "write edges from source to target with `->`: `a->b`",
-    INVALID_ID: "write ids as integers or names of letters, digits and `_`",
-    MISSING_COLON: "write the node as `ID:OP(args)`",
-}
-
-
 # -- files -----------------------------------------------------------------------
 
 @dataclass
@@ -571,11 +386,7 @@ class ParseResult:
     @property
     def syntax_ok(self) -> bool:
         """No line failed to parse (unknown names may remain)."""
-        return not any(d.code in _SYNTAX_CODES for d in self.diagnostics)
-
-
-_SYNTAX_CODES = frozenset({INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_PAREN, MARKDOWN_FENCE, BEFORE_HEADER,
-                           MALFORMED_HEADER, INVALID_ID, MISSING_COLON, EMPTY_FILE, UNREADABLE_FILE})
+        return not any(d.code in SYNTAX_CODES for d in self.diagnostics)
 
 
 @dataclass
@@ -602,7 +413,7 @@ class _OpenBlock:
 def _has_header(lines, start):
     """Whether any line from `start` on is a header (lines as `parse` splits them)."""
     for line in lines[start:]:
-        if line.strip(_BLANK) and type(parse_line(line).item) is HeaderLine:
+        if line.strip(BLANK) and type(parse_line(line).item) is HeaderLine:
             return True
     return False
 
@@ -683,7 +494,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             parsed = _LINES.get(line)
             if parsed is None:
                 # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-                if not line.strip(_BLANK):
+                if not line.strip(BLANK):
                     continue
                 parsed = parse_line(line)
             read = _UNPACKED[line] = _unpacked(parsed)
@@ -694,7 +505,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                 help_text, fix = p.help, None
                 if p.fix is not None:
                     if item is None and not _fix_fits(p.code, current, lines, lineno):
-                        help_text = _ADVICE[p.code]
+                        help_text = ADVICE[p.code]
                     else:
                         fix = Fix.replace(Span.on_line(lineno, p.fix[0]), p.fix[1])
                 emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), help_text,
