@@ -175,6 +175,60 @@ EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", "
     ## Fix
     Write at least one block: a header, its nodes and its edges.
 """)
+TOO_MANY_NODES = define_code("NAD118", "too-many-nodes", E, "A block has more nodes than the limit.", """
+    ## What it does
+    Reports a block with more node lines than `nodes-per-block` (default 2,000; NADER's largest block has
+    under 100). The file is read no further and none of its blocks is checked.
+    ## Why is this bad?
+    Checking a block costs more than linear time in its size; a reply holding a 100,000-node block kept a
+    search busy for minutes. The limit is checked while the lines are read, before any costly work.
+    ## Fix
+    Split the block into smaller blocks. A block that really is this large: raise `nodes-per-block` in
+    `[tool.nadc.limits]` of the pyproject.toml beside the file (docs/language.md, "Limits").
+""")
+TOO_MANY_INPUTS = define_code("NAD119", "too-many-inputs", E, "A node has more inputs than the limit.", """
+    ## What it does
+    Reports a node that more than `inputs-per-node` edges (default 512) lead into, counting each source of
+    `a,b->c` and repeated edges. The file's blocks are not checked.
+    ## Example
+    ```
+    0,0,0,0,...->7
+    ```
+    ## Fix
+    Merge the inputs in stages (several `Add` or `concat` nodes, each taking a part). A node that really
+    needs them: raise `inputs-per-node` in `[tool.nadc.limits]` of the pyproject.toml beside the file.
+""")
+NUMBER_TOO_LONG = define_code("NAD120", "number-too-long", E, "A number or id has more digits than the limit.", """
+    ## What it does
+    Reports a run of more than `digits-per-number` digits (default 32) in a line: a number, a node id or
+    part of one. The line is not read.
+    ## Why is this bad?
+    No block needs such sizes, and converting a number of thousands of digits is slow in Python (past
+    4,300 digits it is refused). The line is rejected before any number in it is converted.
+    ## Example
+    ```
+    2:Conv2d(out_channels=100000000000000000000000000000000000,kernel_size=3)
+    ```
+    ## Fix
+    Write a smaller number. Up to 640 digits (what Python always converts) can be allowed with
+    `digits-per-number` in `[tool.nadc.limits]` of the pyproject.toml beside the file.
+""")
+LINE_TOO_LONG = define_code("NAD121", "line-too-long", E, "A line is longer than the limit.", """
+    ## What it does
+    Reports a line of more than `line-length` characters (default 4,096). The line is not read.
+    ## Fix
+    Shorten the line: write an edge with many sources as several edge lines (`0->7`, `1->7`, ...).
+    Longer lines can be allowed with `line-length` in `[tool.nadc.limits]` of the pyproject.toml beside the file.
+""")
+TEXT_TOO_LARGE = define_code("NAD122", "text-too-large", E, "A file or reply is larger than the limit.", """
+    ## What it does
+    Reports a block file, or an LLM reply, of more than `text-bytes` bytes of UTF-8 (default 1 MiB). Nothing
+    of it is read.
+    ## Fix
+    Split the file; blocks do not come this large. A larger file can be allowed with `text-bytes` in
+    `[tool.nadc.limits]` of the pyproject.toml beside the file.
+""")
+
 
 # Blanks the grammar ignores (not every Unicode space); a header's name; a node id.
 BLANK = " \t\f\r"
@@ -211,4 +265,7 @@ ADVICE = {
 
 # Codes of lines that were not read, or of files that were not: their text is not a parsed program.
 SYNTAX_CODES = frozenset({INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_PAREN, MARKDOWN_FENCE, BEFORE_HEADER,
-                          MALFORMED_HEADER, INVALID_ID, MISSING_COLON, EMPTY_FILE, UNREADABLE_FILE})
+                          MALFORMED_HEADER, INVALID_ID, MISSING_COLON, EMPTY_FILE, UNREADABLE_FILE,
+                          TOO_MANY_NODES, TOO_MANY_INPUTS, NUMBER_TOO_LONG, LINE_TOO_LONG, TEXT_TOO_LARGE})
+#: The codes of the input limits (nader.dsl.limits): the same in the compiler and in reply extraction.
+LIMIT_CODES = (TOO_MANY_NODES, TOO_MANY_INPUTS, NUMBER_TOO_LONG, LINE_TOO_LONG, TEXT_TOO_LARGE)

@@ -14,8 +14,9 @@ lines) are here. Nothing is `eval`ed.
 """
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
@@ -24,6 +25,8 @@ from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
+from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
+                     nodes_problem, text_problem, text_size)
 from .ops import OpDef, Param, all_names, lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, DUPLICATE_PARAMETER, EMPTY_FILE, EXTRA_HASHES, HEADER_NAME,
                           INVALID_SYNTAX, MALFORMED_HEADER, MARKDOWN_FENCE, MISPLACED_POSITIONAL, MISSING_HEADER,
@@ -90,13 +93,26 @@ _MAX_LINES = 1 << 16
 
 
 def parse_line(text: str) -> ParsedLine:
-    """Parse one line (no newline). Interned: equal texts share one result."""
+    """Parse one line (no newline). Interned: equal texts share one result.
+
+    Only lines within the default limits are interned (see `_within_defaults`); the caller checks the
+    limits it has before (`nader.dsl.limits.line_problem`). Numbers longer than Python always converts
+    are reported (NAD120) whatever the caller checked.
+    """
     parsed = _LINES.get(text)
     if parsed is None:
-        if len(_LINES) >= _MAX_LINES:
-            _clear_caches()
-        parsed = _LINES[text] = _parse_one(text)
+        parsed = _parse_one(text)
+        if _within_defaults(text):
+            if len(_LINES) >= _MAX_LINES:
+                _clear_caches()
+            _LINES[text] = parsed
     return parsed
+
+
+def _within_defaults(text: str) -> bool:
+    """Whether the default limits pass the line. Interned lines all do, so `parse` checks a line only
+    when it meets it for the first time, unless its limits are stricter than the defaults."""
+    return len(text) <= DEFAULT_LIMITS.digits_per_number or line_problem(text, DEFAULT_LIMITS) is None
 
 
 def _clear_caches() -> None:
@@ -123,6 +139,9 @@ def grammar_parser():
 
 
 def _parse_one(text: str) -> ParsedLine:
+    if len(text) > MOST_DIGITS and long_digits(MOST_DIGITS).search(text):
+        return ParsedLine(None, None, (line_problem(text, replace(DEFAULT_LIMITS, digits_per_number=MOST_DIGITS,
+                                                                  line_length=len(text))),))
     parsed = _read_regular(text)
     if parsed is None:
         from .lark_parser import read_alone
@@ -469,14 +488,20 @@ def _unpacked(parsed: ParsedLine) -> tuple:
     return item, comment, problems, kind, (), None
 
 
-def parse(text: str, path: str = "<string>") -> ParseResult:
+def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
     """Parse a whole file. Never raises on bad input: problems become diagnostics.
 
     Comment lines attach to the item (header, node or edge) that follows them;
-    comments at the end of a block are its trailing comments.
+    comments at the end of a block are its trailing comments. The input limits
+    (nader.dsl.limits) are checked before the work they bound: a text or a block
+    past them gives no blocks at all, a line past them is not read.
     """
     sink = DiagnosticSink(path)
     emit = sink.emit
+    if len(text) * 4 > limits.text_bytes:  # a character is at most 4 bytes
+        too_large = text_problem(text_size(text), limits)
+        if too_large is not None:
+            return _rejected(sink, too_large, 1, None, text)
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
@@ -486,8 +511,12 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if len(text) > limits.line_length or limits.lowered():
+        lines = _screened(lines, limits, emit)
     unpacked = _UNPACKED.get
     new_node = Node._parsed  # an Edge has no __post_init__: its constructor is as quick
+    short = limits.digits_per_number  # a line no longer cannot break a line limit
+    nodes_left = inputs_left = 0  # in the open block, before a limit is reached
     for lineno, line in enumerate(lines, 1):
         read = unpacked(line)
         if read is None:
@@ -496,8 +525,15 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                 # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
                 if not line.strip(BLANK):
                     continue
+                problem = line_problem(line, limits) if len(line) > short else None
+                if problem is not None:
+                    emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help,
+                         block=current.name if current else None)
+                    continue
                 parsed = parse_line(line)
-            read = _UNPACKED[line] = _unpacked(parsed)
+            read = _unpacked(parsed)
+            if _LINES.get(line) is parsed:
+                _UNPACKED[line] = read
         item, comment, problems, kind, fields, spans = read
         if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
@@ -516,15 +552,20 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             continue
         if kind is HeaderLine:
             if current is not None:
+                if inputs_left < 0 and _too_many_inputs(current, limits, emit):
+                    return _rejected(sink, None, 0, None, text)
                 blocks.append(current.close([], last))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
             add_node, add_edge, last = current.nodes.append, current.edges.append, None
+            nodes_left, inputs_left = limits.nodes_per_block, limits.inputs_per_node
             pending = []
             continue
         if kind is NodeLine:
             node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
+            nodes_left -= 1
         else:
             sources, target, cols, source_cols, target_cols = fields
+            inputs_left -= len(sources)
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -541,6 +582,10 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
+            nodes_left = limits.nodes_per_block - (kind is NodeLine)
+            inputs_left = limits.inputs_per_node - (len(sources) if kind is EdgeLine else 0)
+        if nodes_left < 0:
+            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, current.name, text)
         try:
             last = spans[lineno]
         except KeyError:
@@ -554,30 +599,75 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         else:
             add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
+        if inputs_left < 0 and _too_many_inputs(current, limits, emit):
+            return _rejected(sink, None, 0, None, text)
         blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
     return ParseResult(Program(tuple(blocks), path), sink.items, text)
 
 
-def parse_file(path: Union[str, Path]) -> ParseResult:
-    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic."""
+def _screened(lines: list[str], limits: InputLimits, emit) -> list[str]:
+    """The lines with those past a line limit emptied, each reported: for a text with lines longer
+    than the limit may be, or limits stricter than the defaults that the interned lines were checked against."""
+    if not limits.lowered() and max(map(len, lines)) <= limits.line_length:
+        return lines
+    screened = lines
+    for lineno, line in enumerate(lines, 1):
+        problem = line_problem(line, limits) if len(line) > limits.digits_per_number else None
+        if problem is not None:
+            if screened is lines:
+                screened = list(lines)
+            screened[lineno - 1] = ""
+            emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
+    return screened
+
+
+def _too_many_inputs(block: _OpenBlock, limits: InputLimits, emit) -> bool:
+    """Whether a node of the block has more inputs than the limit (reported at the edge that takes it past);
+    counted only for blocks whose edges have more sources in all than one node may have."""
+    counts: dict = {}
+    for edge in block.edges:
+        count = counts[edge.target] = counts.get(edge.target, 0) + len(edge.sources)
+        if count > limits.inputs_per_node:
+            problem = inputs_problem(edge.target, ColSpan(edge.span.col, edge.span.end_col), limits)
+            emit(problem.code, problem.message, edge.span, problem.help, block=block.name)
+            return True
+    return False
+
+
+def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, block: Optional[str],
+              text: str) -> ParseResult:
+    """The result of a text past a limit: no blocks, the diagnostics so far and `problem` on line `lineno`."""
+    if problem is not None:
+        sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help, block=block)
+    return ParseResult(Program((), sink.file), sink.items, text)
+
+
+def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
+    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic, one past the size limit
+    NAD122 (no more of it is read than the limit)."""
     name = str(path)
     try:
-        text = _read_text(path)
+        text = _read_text(path, limits.text_bytes)
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
                           "check the path and that the file is UTF-8 text", name)
         return ParseResult(Program((), name), [diag], "")
-    return parse(text, name)
+    if type(text) is int:
+        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, None, "")
+    return parse(text, name, limits)
 
 
-def _read_text(path: Union[str, Path]) -> str:
+def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
     """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
-    newlines), decoded in one call: a text-mode read costs twice as much per file."""
+    newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
+    `most` bytes is not read: its size instead."""
     with open(path, "rb") as file:
-        data = file.read()
+        data = file.read(most + 1)
+        if len(data) > most:
+            return max(os.fstat(file.fileno()).st_size, len(data))  # a pipe has no size
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
