@@ -38,6 +38,7 @@ from typing import Optional
 from .diagnostics import Diagnostic
 from .ir import Block, Edge, Node, NodeId, Program
 from .ops import Op, lookup
+from .limits import DEFAULT_LIMITS, InputLimits
 from .parse_codes import SYNTAX_CODES
 from .parser import ParseResult, header_name, parse
 
@@ -197,9 +198,9 @@ def _syntax_diagnostics(result: ParseResult) -> list[Diagnostic]:
 
 
 def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = False,
-                  parsed: Optional[ParseResult] = None) -> FormatResult:
-    """Format `source` (the text of one file); never raises on bad input."""
-    result = parsed if parsed is not None else parse(source, path)
+                  parsed: Optional[ParseResult] = None, limits: InputLimits = DEFAULT_LIMITS) -> FormatResult:
+    """Format `source` (the text of one file) under the input limits; never raises on bad input."""
+    result = parsed if parsed is not None else parse(source, path, limits)
     out = FormatResult(source, result)
     if not result.syntax_ok:
         out.diagnostics = _syntax_diagnostics(result)
@@ -215,7 +216,7 @@ def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = F
                                  "definition, later ones get new ids of their own")
         program = renumber_program(program)
     text = format_program(program)
-    check = parse(text, path)
+    check = parse(text, path, limits)
     if not check.syntax_ok or check.program != program:
         out.error = ("the canonical text would not parse back to the same program "
                      "(a number too large to print, or a formatter bug); the file is left as it is")

@@ -501,7 +501,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
     if len(text) * 4 > limits.text_bytes:  # a character is at most 4 bytes
         too_large = text_problem(text_size(text), limits)
         if too_large is not None:
-            return _rejected(sink, too_large, 1, None, text)
+            return _rejected(sink, too_large, 1, text)
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
@@ -553,7 +553,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
         if kind is HeaderLine:
             if current is not None:
                 if inputs_left < 0 and _too_many_inputs(current, limits, emit):
-                    return _rejected(sink, None, 0, None, text)
+                    return _rejected(sink, None, 0, text)
                 blocks.append(current.close([], last))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
             add_node, add_edge, last = current.nodes.append, current.edges.append, None
@@ -585,7 +585,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             nodes_left = limits.nodes_per_block - (kind is NodeLine)
             inputs_left = limits.inputs_per_node - (len(sources) if kind is EdgeLine else 0)
         if nodes_left < 0:
-            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, current.name, text)
+            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
         try:
             last = spans[lineno]
         except KeyError:
@@ -600,7 +600,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
         if inputs_left < 0 and _too_many_inputs(current, limits, emit):
-            return _rejected(sink, None, 0, None, text)
+            return _rejected(sink, None, 0, text)
         blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
@@ -631,16 +631,16 @@ def _too_many_inputs(block: _OpenBlock, limits: InputLimits, emit) -> bool:
         count = counts[edge.target] = counts.get(edge.target, 0) + len(edge.sources)
         if count > limits.inputs_per_node:
             problem = inputs_problem(edge.target, ColSpan(edge.span.col, edge.span.end_col), limits)
-            emit(problem.code, problem.message, edge.span, problem.help, block=block.name)
+            emit(problem.code, problem.message, edge.span, problem.help)  # of the file: no block is left
             return True
     return False
 
 
-def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, block: Optional[str],
-              text: str) -> ParseResult:
-    """The result of a text past a limit: no blocks, the diagnostics so far and `problem` on line `lineno`."""
+def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, text: str) -> ParseResult:
+    """The result of a text past a limit: no blocks, the diagnostics so far and `problem` on line `lineno`
+    (a problem of the file: no block is left to hold it)."""
     if problem is not None:
-        sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help, block=block)
+        sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
     return ParseResult(Program((), sink.file), sink.items, text)
 
 
@@ -656,7 +656,7 @@ def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> 
                           "check the path and that the file is UTF-8 text", name)
         return ParseResult(Program((), name), [diag], "")
     if type(text) is int:
-        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, None, "")
+        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, "")
     return parse(text, name, limits)
 
 
