@@ -14,7 +14,6 @@ lines) are here. Nothing is `eval`ed.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
 from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
-                     nodes_problem, text_problem, text_size)
+                     nodes_problem, read_bounded, text_problem, text_size)
 from .ops import OpDef, Param, all_names, lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, DUPLICATE_PARAMETER, EMPTY_FILE, EXTRA_HASHES, HEADER_NAME,
                           INVALID_SYNTAX, MALFORMED_HEADER, MARKDOWN_FENCE, MISPLACED_POSITIONAL, MISSING_HEADER,
@@ -103,10 +102,14 @@ def parse_line(text: str) -> ParsedLine:
     if parsed is None:
         parsed = _parse_one(text)
         if _within_defaults(text):
-            if len(_LINES) >= _MAX_LINES:
-                _clear_caches()
-            _LINES[text] = parsed
+            _intern(text, parsed)
     return parsed
+
+
+def _intern(text: str, parsed: ParsedLine) -> None:
+    if len(_LINES) >= _MAX_LINES:
+        _clear_caches()
+    _LINES[text] = parsed
 
 
 def _within_defaults(text: str) -> bool:
@@ -515,7 +518,8 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
         lines = _screened(lines, limits, emit)
     unpacked = _UNPACKED.get
     new_node = Node._parsed  # an Edge has no __post_init__: its constructor is as quick
-    short = limits.digits_per_number  # a line no longer cannot break a line limit
+    # The line limits, checked on lines not met before: a line no longer than `short` cannot break them.
+    short, longest, long_run = limits.digits_per_number, limits.line_length, long_digits(limits.digits_per_number).search
     nodes_left = inputs_left = 0  # in the open block, before a limit is reached
     for lineno, line in enumerate(lines, 1):
         read = unpacked(line)
@@ -525,15 +529,20 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
                 # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
                 if not line.strip(BLANK):
                     continue
-                problem = line_problem(line, limits) if len(line) > short else None
-                if problem is not None:
-                    emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help,
-                         block=current.name if current else None)
-                    continue
-                parsed = parse_line(line)
-            read = _unpacked(parsed)
-            if _LINES.get(line) is parsed:
-                _UNPACKED[line] = read
+                if len(line) > short and (len(line) > longest or long_run(line)):
+                    problem = line_problem(line, limits)
+                    if problem is not None:
+                        emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help,
+                             block=current.name if current else None)
+                        continue
+                parsed = _parse_one(line)
+                read = _unpacked(parsed)
+                # Interned only within the default limits (see `parse_line`); the check just made says so.
+                if limits is DEFAULT_LIMITS or _within_defaults(line):
+                    _intern(line, parsed)
+                    _UNPACKED[line] = read
+            else:
+                read = _UNPACKED[line] = _unpacked(parsed)
         item, comment, problems, kind, fields, spans = read
         if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
@@ -665,9 +674,9 @@ def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
     newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
     `most` bytes is not read: its size instead."""
     with open(path, "rb") as file:
-        data = file.read(most + 1)
-        if len(data) > most:
-            return max(os.fstat(file.fileno()).st_size, len(data))  # a pipe has no size
+        data = read_bounded(file, most)
+    if type(data) is int:
+        return data
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

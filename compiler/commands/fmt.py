@@ -19,7 +19,7 @@ from nader.compiler.commands.common import format_option
 from nader.compiler.reporting import render
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
-from nader.dsl.limits import InputLimits, LimitsError, limits_for, text_problem, text_size
+from nader.dsl.limits import InputLimits, LimitsError, limits_for, read_bounded, text_problem, text_size
 from nader.dsl.parser import UNREADABLE_FILE
 from nader.dsl.span import Span
 
@@ -37,14 +37,15 @@ def _read(path: str, limits: InputLimits) -> tuple[str | None, Diagnostic | None
     try:
         if path != "-":
             with open(path, "rb") as file:
-                data = file.read(limits.text_bytes + 1)
+                data = read_bounded(file, limits.text_bytes)
         else:
             buffer = getattr(sys.stdin, "buffer", None)  # bytes, so CRLF line ends are seen as they are
             data = buffer.read(limits.text_bytes + 1) if buffer is not None else sys.stdin.read(limits.text_bytes + 1)
-        if len(data) > limits.text_bytes or (isinstance(data, str) and text_size(data) > limits.text_bytes):
-            problem = text_problem(len(data) if isinstance(data, bytes) else text_size(data), limits)
+        size = data if type(data) is int else len(data) if type(data) is bytes else text_size(data)
+        if size > limits.text_bytes:
+            problem = text_problem(size, limits)
             return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
-        return (data.decode("utf-8") if isinstance(data, bytes) else data), None
+        return (data.decode("utf-8") if type(data) is bytes else data), None
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
