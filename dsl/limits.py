@@ -29,11 +29,6 @@ from typing import Optional, Union
 from .parse_codes import LINE_TOO_LONG, NUMBER_TOO_LONG, TEXT_TOO_LARGE, TOO_MANY_INPUTS, TOO_MANY_NODES, Problem
 from .span import ColSpan
 
-try:  # Python 3.11+
-    import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    _toml = None  # type: ignore[assignment]
-
 #: The most digits a number may be allowed: Python converts numbers this long whatever its own
 #: limit is set to (`sys.set_int_max_str_digits` accepts no lower limit).
 MOST_DIGITS = sys.int_info.str_digits_check_threshold
@@ -165,8 +160,10 @@ def read_limits(table: object, origin: str) -> InputLimits:
 
 @lru_cache(maxsize=256)
 def _configured(pyproject: Path) -> Optional[InputLimits]:
-    if _toml is None:
-        raise LimitsError(f"{pyproject}: reading configuration needs Python 3.11+")
+    try:
+        import tomllib as _toml  # only where a pyproject.toml is found: most runs have none to read
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        raise LimitsError(f"{pyproject}: reading configuration needs Python 3.11+") from None
     try:
         with open(pyproject, "rb") as file:
             data = _toml.load(file)

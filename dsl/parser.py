@@ -273,13 +273,14 @@ _UNPACKED: dict[str, tuple] = {}
 
 def _unpacked(parsed: ParsedLine) -> tuple:
     """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns);
-    a node line's fields end with the OpDef that `Node` resolves its operation to."""
+    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's with
+    its number of sources."""
     item, comment, problems = parsed
     kind = type(item)
     if kind is NodeLine:
         return item, comment, problems, kind, (*item, lookup(item.op_name)), _SPANS.setdefault(item.cols, {})
     if kind is EdgeLine:
-        return item, comment, problems, kind, tuple(item), _SPANS.setdefault(item.cols, {})
+        return item, comment, problems, kind, (*item, len(item.sources)), _SPANS.setdefault(item.cols, {})
     return item, comment, problems, kind, (), None
 
 
@@ -365,8 +366,8 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
             nodes_left -= 1
         else:
-            sources, target, cols, source_cols, target_cols = fields
-            inputs_left -= len(sources)
+            sources, target, cols, source_cols, target_cols, inputs = fields
+            inputs_left -= inputs
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -384,7 +385,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
             nodes_left = limits.nodes_per_block - (kind is NodeLine)
-            inputs_left = limits.inputs_per_node - (len(sources) if kind is EdgeLine else 0)
+            inputs_left = limits.inputs_per_node - (inputs if kind is EdgeLine else 0)
         if nodes_left < 0:
             return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
         try:
