@@ -44,6 +44,11 @@ class InputLimits:
     line_length: int = 4_096
     text_bytes: int = 1 << 20
 
+    def __post_init__(self) -> None:
+        if min(self.nodes_per_block, self.inputs_per_node, self.digits_per_number, self.line_length,
+               self.text_bytes) < 1 or self.digits_per_number > MOST_DIGITS:
+            raise ValueError(f"limits are positive, and at most {MOST_DIGITS} digits per number: {self}")
+
     def lowered(self) -> bool:
         """Whether the line checks are stricter than the defaults: the parser's interned lines were
         checked against the defaults only, so every line is checked again."""

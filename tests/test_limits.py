@@ -136,6 +136,13 @@ def test_huge_numbers_are_a_diagnostic(tmp_path, text, argv, line_length):
     assert ("NAD120" if line_length else "NAD121") in run.stdout + run.stderr
 
 
+def test_limits_past_what_python_converts_are_refused():
+    with pytest.raises(ValueError, match=f"at most {MOST_DIGITS}"):
+        InputLimits(digits_per_number=MOST_DIGITS + 1)
+    with pytest.raises(ValueError):
+        InputLimits(nodes_per_block=0)
+
+
 def test_parse_line_never_converts_past_python_s_limit():
     parsed = parse_line(f"2:Conv2d(out_channels={BIG_PARAM})")
     assert [p.code.code for p in parsed.problems] == ["NAD120"]
