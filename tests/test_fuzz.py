@@ -33,3 +33,15 @@ def test_each_mutation_changes_the_text():
     text = SEEDS[0].read_text(encoding="utf-8")
     for name, mutation in MUTATIONS.items():
         assert any(mutation(text, random.Random(k)) != text for k in range(5)), name
+
+
+def test_found_by_fuzzing_a_block_defined_twice_keeps_its_own_diagnostics(tmp_path):
+    """fuzz_bench --seed 41, case 2052: a duplicated header; the second block's unknown symbol was
+    attributed to the first (by name) and then broke shape inference (KeyError, an internal error)."""
+    from conftest import run_nadc
+
+    path = tmp_path / "twice.nad"
+    path.write_text("##R##\n##R##\n0:input\n1:output\n2:Conv2d(out_channels=c*2,kernel_size=3)\n0->2\n2->1\n")
+    run = run_nadc(["verify", str(path), "--format", "concise"])
+    assert run.code == 1 and "internal error" not in run.stderr
+    assert "error[NAD109] unknown symbol `c`" in run.stdout + run.stderr
