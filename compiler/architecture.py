@@ -437,6 +437,9 @@ def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
     from nader.dsl.format import format_block
 
     extraction = extract_blocks(reply)
+    if extraction.problems:  # past an input limit (NAD118-NAD122): nothing of the reply was read
+        return Check(False, None, render_feedback(extraction.problems, ""),
+                     sorted({d.code.code for d in extraction.problems}))
     if not extraction:
         return Check(False, None, "- no block found in the reply: write the block (header `##Name##`, nodes, "
                                   "edges) in one fenced code block", ["no-block"])

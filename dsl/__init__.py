@@ -9,6 +9,7 @@ _EXPORTS = {
     "Code": "diagnostics", "Diagnostic": "diagnostics", "Severity": "diagnostics", "code_table": "diagnostics",
     "Extraction": "extract", "extract_blocks": "extract",
     "format_program": "format",
+    "DEFAULT_LIMITS": "limits", "InputLimits": "limits",
     "Arg": "ir", "Block": "ir", "Edge": "ir", "Node": "ir", "Program": "ir", "Role": "ir",
     "REGISTRY": "ops", "Group": "ops", "Op": "ops", "OpDef": "ops", "lookup": "ops", "reference_text": "ops",
     "ParseResult": "parser", "parse": "parser", "parse_file": "parser",

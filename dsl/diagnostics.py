@@ -65,7 +65,7 @@ _TABLE: dict[str, Code] = {}
 
 # Modules that declare codes; importing them fills the table.
 RULE_MODULES = (
-    "nader.dsl.parser",
+    "nader.dsl.parse_codes",
     "nader.compiler.passes",
     "nader.compiler.lint",
 )

@@ -43,6 +43,11 @@ Kept lines are stripped of surrounding blanks, joined with `\\n` in reply
 order (blank lines dropped) and end with a newline: `Extraction.text` is
 ready for `parse`. Several blocks, in one fence or several, simply follow
 one another. Nothing is evaluated.
+
+A reply past the input limits (nader.dsl.limits: its size, a line's length or
+digits, the node lines after one header, the edges into one node) is refused
+before the work they bound, with the compiler's codes (NAD118-NAD122):
+`Extraction.problems` holds the diagnostic and nothing is extracted.
 """
 from __future__ import annotations
 
@@ -50,7 +55,11 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
+from .diagnostics import Diagnostic
+from .limits import DEFAULT_LIMITS, InputLimits, inputs_problem, line_problem, nodes_problem, text_problem, text_size
+from .parse_codes import Problem
 from .parser import EdgeLine, HeaderLine, NodeLine, parse_line
+from .span import ColSpan, Span
 
 __all__ = ["Dropped", "Extraction", "extract_blocks"]
 
@@ -73,12 +82,15 @@ class Extraction:
     text: str  # the block text, ready for `parse`
     blocks: list[str] = field(default_factory=list)  # header names, in order
     dropped: list[Dropped] = field(default_factory=list)
+    problems: list[Diagnostic] = field(default_factory=list)  # a limit the reply broke: nothing extracted
 
     def __bool__(self) -> bool:
         return bool(self.text)
 
     def summary(self, limit: int = 5) -> str:
         """One short paragraph for an agent: what was ignored, and why."""
+        if self.problems:
+            return "the reply was not read: " + "; ".join(f"line {d.span.line}: {d.message}" for d in self.problems)
         if not self.dropped:
             return "all non-blank lines of the reply were used"
         shown = [f"line {d.line} `{_shorten(d.text)}` ({d.reason})" for d in self.dropped[:limit]]
@@ -128,9 +140,15 @@ def _classify(number: int, raw: str) -> _Line:
     return _Line(number, raw, _PROSE, stripped)
 
 
-def extract_blocks(reply: str) -> Extraction:
+def extract_blocks(reply: str, limits: InputLimits = DEFAULT_LIMITS) -> Extraction:
     """The block text in an LLM reply (see the module docstring for the rules)."""
+    if len(reply) * 4 > limits.text_bytes:  # a character is at most 4 bytes
+        too_large = text_problem(text_size(reply), limits)
+        if too_large is not None:
+            return _refused(too_large, 1, None)
     raw_lines = [line[:-1] if line.endswith("\r") else line for line in reply.split("\n")]
+    header: Optional[str] = None  # the last header's name, and what its block holds so far
+    nodes, inputs = 0, {}
     lines: list[_Line] = []
     dropped: list[Dropped] = []
     fence_lines: set[int] = set()
@@ -149,9 +167,23 @@ def extract_blocks(reply: str) -> Extraction:
             open_fence = None
             fence_lines.add(number)
             continue
+        problem = line_problem(raw, limits)  # before the line is read
+        if problem is not None:
+            return _refused(problem, number, header)
         line = _classify(number, raw)
         line.fence = fence_index if open_fence is not None else None
         lines.append(line)
+        if line.kind == _HEADER:
+            header, nodes, inputs = line.header, 0, {}
+        elif line.kind == _NODE:
+            nodes += 1
+            if nodes > limits.nodes_per_block:
+                return _refused(nodes_problem(header or "block", _whole(raw), limits), number, header)
+        elif line.kind == _EDGE:
+            target = line.ids[-1]
+            inputs[target] = inputs.get(target, 0) + len(line.ids) - 1
+            if inputs[target] > limits.inputs_per_node:
+                return _refused(inputs_problem(target, _whole(raw), limits), number, header)
 
     block_fences = {l.fence for l in lines if l.fence is not None and l.kind in _BLOCK_KINDS}
     keep: dict[int, bool] = {}  # line number -> kept
@@ -195,6 +227,17 @@ def extract_blocks(reply: str) -> Extraction:
     kept = [l for l in lines if keep.get(l.number)]
     text = "".join(l.text + "\n" for l in kept)
     return Extraction(text, [l.header for l in kept if l.kind == _HEADER and l.header], dropped)
+
+
+def _whole(raw: str) -> ColSpan:
+    start = len(raw) - len(raw.lstrip()) + 1
+    return ColSpan(start, len(raw.rstrip()) + 1)
+
+
+def _refused(problem: Problem, number: int, header: Optional[str]) -> Extraction:
+    """A reply past a limit: nothing extracted, the limit's diagnostic (its line is the reply's)."""
+    return Extraction("", [], [], [Diagnostic(problem.code, problem.message, Span.on_line(number, problem.cols),
+                                              problem.help, block=header)])
 
 
 def _judge_run(run: list[_Line], fenced_reply: bool, keep: dict[int, bool], reasons: dict[int, str]) -> None:

@@ -38,7 +38,9 @@ from typing import Optional
 from .diagnostics import Diagnostic
 from .ir import Block, Edge, Node, NodeId, Program
 from .ops import Op, lookup
-from .parser import _SYNTAX_CODES, ParseResult, header_name, parse
+from .limits import DEFAULT_LIMITS, InputLimits
+from .parse_codes import SYNTAX_CODES
+from .parser import ParseResult, header_name, parse
 
 __all__ = ["FormatResult", "duplicate_ids", "format_block", "format_program", "format_source", "id_map",
            "is_formatted", "renumber", "renumber_program", "renumbering"]
@@ -192,13 +194,13 @@ class FormatResult:
 
 
 def _syntax_diagnostics(result: ParseResult) -> list[Diagnostic]:
-    return [d for d in result.diagnostics if d.code in _SYNTAX_CODES]
+    return [d for d in result.diagnostics if d.code in SYNTAX_CODES]
 
 
 def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = False,
-                  parsed: Optional[ParseResult] = None) -> FormatResult:
-    """Format `source` (the text of one file); never raises on bad input."""
-    result = parsed if parsed is not None else parse(source, path)
+                  parsed: Optional[ParseResult] = None, limits: InputLimits = DEFAULT_LIMITS) -> FormatResult:
+    """Format `source` (the text of one file) under the input limits; never raises on bad input."""
+    result = parsed if parsed is not None else parse(source, path, limits)
     out = FormatResult(source, result)
     if not result.syntax_ok:
         out.diagnostics = _syntax_diagnostics(result)
@@ -214,7 +216,7 @@ def format_source(source: str, path: str = "<string>", *, renumber_ids: bool = F
                                  "definition, later ones get new ids of their own")
         program = renumber_program(program)
     text = format_program(program)
-    check = parse(text, path)
+    check = parse(text, path, limits)
     if not check.syntax_ok or check.program != program:
         out.error = ("the canonical text would not parse back to the same program "
                      "(a number too large to print, or a formatter bug); the file is left as it is")

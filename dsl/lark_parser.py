@@ -26,15 +26,15 @@ from .fast_lines import start_of as _start
 from .fast_lines import value_of as _value
 from .ir import Arg, node_id
 from .ops import lookup
-from .parser import (_ADVICE, _BLANK, _HEADER_NAME, _ID, INVALID_ARROW, INVALID_ID, INVALID_SYNTAX, MALFORMED_HEADER,
-                     MARKDOWN_FENCE, MISSING_COLON, UNCLOSED_PAREN, Problem)
+from .parse_codes import (ADVICE, BLANK, HEADER_NAME, ID_PATTERN, INVALID_ARROW, INVALID_ID, INVALID_SYNTAX,
+                          MALFORMED_HEADER, MARKDOWN_FENCE, MISSING_COLON, UNCLOSED_PAREN, Problem)
 from .span import ColSpan
 
 # `a-b`, `a=>b`, `a→b`, `0 2`: ids around something that is not `->`.
-_EDGE_LIKE = re.compile(rf"^\s*(?P<sources>{_ID}(?:\s*,\s*{_ID})*)(?P<arrow>\s*[-=>~<\u2192\u2013\u2014]+\s*|\s+)"
-                        rf"(?P<target>{_ID})\s*(?:#.*)?$", re.ASCII)
+_EDGE_LIKE = re.compile(rf"^\s*(?P<sources>{ID_PATTERN}(?:\s*,\s*{ID_PATTERN})*)(?P<arrow>\s*[-=>~<\u2192\u2013\u2014]+\s*|\s+)"
+                        rf"(?P<target>{ID_PATTERN})\s*(?:#.*)?$", re.ASCII)
 _BAD_ID = re.compile(r"^\s*(?P<id>[^\s:#(),=]+)\s*:", re.ASCII)
-_SPACED_OP = re.compile(rf"^\s*(?P<id>{_ID})(?P<gap>\s+)(?P<op>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<paren>\(?)", re.ASCII)
+_SPACED_OP = re.compile(rf"^\s*(?P<id>{ID_PATTERN})(?P<gap>\s+)(?P<op>[A-Za-z_][A-Za-z0-9_]*)\s*(?P<paren>\(?)", re.ASCII)
 _GLUED_OP = re.compile(r"^\s*(?P<id>\d+)(?P<op>[A-Za-z_][A-Za-z0-9_]*)", re.ASCII)
 _FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})[^`~]*$")
 _TERMINAL_TEXT = {
@@ -152,7 +152,7 @@ def _parses(text: str) -> bool:
     except UnexpectedInput:
         return False
     header = _HEADER_TOKEN.match(text)
-    return header is None or _HEADER_NAME.fullmatch(header.group("name").strip()) is not None
+    return header is None or HEADER_NAME.fullmatch(header.group("name").strip()) is not None
 
 
 _HEADER_TOKEN = re.compile(r"^\s*#{2,}(?P<name>[^#\r\n]*)#{2,}")
@@ -161,7 +161,7 @@ _HEADER_TOKEN = re.compile(r"^\s*#{2,}(?P<name>[^#\r\n]*)#{2,}")
 def _code_end(text: str) -> int:
     """The column just after a line's code: before its comment and trailing blanks."""
     code = text.split("#", 1)[0] if not text.lstrip().startswith("#") else text
-    return len(code.rstrip(_BLANK)) + 1
+    return len(code.rstrip(BLANK)) + 1
 
 
 def _fixed(text: str, cols: ColSpan, replacement: str) -> Optional[tuple[str, tuple[ColSpan, str]]]:
@@ -172,7 +172,7 @@ def _fixed(text: str, cols: ColSpan, replacement: str) -> Optional[tuple[str, tu
 
 def _shown(line: str) -> str:
     """A line as a help text quotes it: without comment and surrounding blanks."""
-    return (line if line.lstrip().startswith("#") else line.split("#", 1)[0]).strip(_BLANK)
+    return (line if line.lstrip().startswith("#") else line.split("#", 1)[0]).strip(BLANK)
 
 
 def _classify_error(text: str, error: UnexpectedInput) -> Problem:
@@ -190,13 +190,13 @@ def _classify_error(text: str, error: UnexpectedInput) -> Problem:
             return Problem(MARKDOWN_FENCE, ColSpan(at, at + 3), "markdown code fence in a block file",
                            "delete the fence line", (ColSpan(1, len(text) + 1), ""))
         return Problem(MARKDOWN_FENCE, ColSpan(at, at + 3), "markdown code fence in a block file",
-                       _ADVICE[MARKDOWN_FENCE])
+                       ADVICE[MARKDOWN_FENCE])
     if stripped.startswith("##"):
         name = stripped.strip("#").strip()
         fix = _fixed(text, whole, f"##{name}##") if name else None
         if fix:
             return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", f"write `##{name}##`", fix[1])
-        return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", _ADVICE[MALFORMED_HEADER])
+        return Problem(MALFORMED_HEADER, whole, "header is not closed with `##`", ADVICE[MALFORMED_HEADER])
     opened = []
     for i, ch in enumerate(text):
         if ch == "(":
@@ -218,7 +218,7 @@ def _classify_error(text: str, error: UnexpectedInput) -> Problem:
         if fix:
             return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed",
                            f"close it at the end of the line: `{_shown(fix[0])}`", fix[1])
-        return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed", _ADVICE[UNCLOSED_PAREN])
+        return Problem(UNCLOSED_PAREN, ColSpan(at, at + 1), "`(` is never closed", ADVICE[UNCLOSED_PAREN])
     colon = _missing_colon(text)
     if colon is not None:
         return colon
@@ -231,9 +231,9 @@ def _classify_error(text: str, error: UnexpectedInput) -> Problem:
             fix = _fixed(text, ColSpan(edge.start("arrow") + 1, edge.end("arrow") + 1), "->")
             if fix:
                 return Problem(INVALID_ARROW, whole, message, f"write `{_shown(fix[0])}`", fix[1])
-        return Problem(INVALID_ARROW, whole, message, _ADVICE[INVALID_ARROW])
+        return Problem(INVALID_ARROW, whole, message, ADVICE[INVALID_ARROW])
     bad_id = _BAD_ID.match(text)
-    if bad_id and not re.fullmatch(_ID, bad_id.group("id"), re.ASCII):
+    if bad_id and not re.fullmatch(ID_PATTERN, bad_id.group("id"), re.ASCII):
         written = bad_id.group("id")
         span = ColSpan(bad_id.start("id") + 1, bad_id.end("id") + 1)
         message = f"node id `{written}` has characters other than letters, digits and `_`"
@@ -241,7 +241,7 @@ def _classify_error(text: str, error: UnexpectedInput) -> Problem:
         fix = _fixed(text, span, clean) if clean.strip("_") else None
         if fix:
             return Problem(INVALID_ID, span, message, f"write `{_shown(fix[0])}`", fix[1])
-        return Problem(INVALID_ID, span, message, _ADVICE[INVALID_ID])
+        return Problem(INVALID_ID, span, message, ADVICE[INVALID_ID])
     return _generic_error(text, error)
 
 
@@ -266,14 +266,14 @@ def _missing_colon(text: str) -> Optional[Problem]:
     fix = _fixed(text, cols, ":")
     if fix:
         return Problem(MISSING_COLON, where, message, f"write `{_shown(fix[0])}`", fix[1])
-    return Problem(MISSING_COLON, where, message, _ADVICE[MISSING_COLON])
+    return Problem(MISSING_COLON, where, message, ADVICE[MISSING_COLON])
 
 
 def _generic_error(text: str, error: UnexpectedInput) -> Problem:
     col = max(getattr(error, "column", 1) or 1, 1)
     if isinstance(error, UnexpectedCharacters):
         ch = text[col - 1] if col - 1 < len(text) else ""
-        return Problem(INVALID_SYNTAX, ColSpan(col, col + 1), f"unexpected character `{ch}`", _ADVICE[INVALID_SYNTAX])
+        return Problem(INVALID_SYNTAX, ColSpan(col, col + 1), f"unexpected character `{ch}`", ADVICE[INVALID_SYNTAX])
     expected = sorted({_TERMINAL_TEXT.get(t, f"`{t}`") for t in getattr(error, "expected", set()) or set()
                        if t not in ("COMMENT", "_NL")})
     wanted = ", ".join(expected) if expected else "something else"
@@ -284,5 +284,5 @@ def _generic_error(text: str, error: UnexpectedInput) -> Problem:
     tok = error.token  # type: ignore[attr-defined]
     width = max(len(str(tok)), 1)
     return Problem(INVALID_SYNTAX, ColSpan(col, col + width), f"unexpected `{tok}`; expected {wanted}",
-                   _ADVICE[INVALID_SYNTAX])
+                   ADVICE[INVALID_SYNTAX])
 

@@ -9,224 +9,36 @@ forms, building what the grammar's parser builds) or, when it is not one of
 those forms, by the grammar's LALR parser (nader.dsl.lark_parser, imported
 only then), each line alone: nearly all of them are broken lines, whose
 diagnostics come from Lark's errors. The line-level checks (names,
-parameters, headers) and the block structure (header, then node and edge
-lines) are here. Nothing is `eval`ed.
+parameters, headers) are in nader.dsl.line_checks, the codes in
+nader.dsl.parse_codes; the block structure (header, then node and edge
+lines) and the input limits' checks at the door (nader.dsl.limits) are here.
+Nothing is `eval`ed.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
-from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, FixAvailability, Severity, define_code
-from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
+from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
+from .expr import BinOp, Neg, TupleValue
 from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
-from .ir import Arg, Block, Edge, Node, NodeId, Program, default_value, node_id
-from .ops import OpDef, Param, all_names, lookup
+from .ir import Block, Edge, Node, Program, node_id
+from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
+                     nodes_problem, read_bounded, text_problem, text_size)
+from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
+from .ops import lookup
+from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, INVALID_SYNTAX, MALFORMED_HEADER, MARKDOWN_FENCE,
+                          MISSING_HEADER, SYNTAX_CODES, UNREADABLE_FILE, Problem)
 from .span import ColSpan, Span
 
-E, W = Severity.ERROR, Severity.WARNING
-SOMETIMES, ALWAYS = FixAvailability.SOMETIMES, FixAvailability.ALWAYS
 
-UNREADABLE_FILE = define_code("NAD100", "unreadable-file", E, "The file cannot be read as UTF-8 text.", """
-    ## What it does
-    Reports a block file that does not exist, cannot be opened, or is not UTF-8 text.
-    ## Fix
-    Check the path; save the file as UTF-8.
-""")
-INVALID_SYNTAX = define_code("NAD101", "invalid-syntax", E, "A line is not a header, node, edge or comment.", """
-    ## What it does
-    Reports a line the grammar does not accept and names what was expected there.
-    ## Why is this bad?
-    Every line must be a header `##Name##`, a node `ID:OP(args)`, an edge `a->b`, a comment or blank.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,,kernel_size=3)
-    ```
-    ## Fix
-    Write one of the four line forms; the message says which token was unexpected. An unmatched `)`
-    whose removal makes the line parse comes with that fix.
-""", SOMETIMES)
-INVALID_ARROW = define_code("NAD102", "invalid-edge-arrow", E, "An edge line lacks the `->` arrow.", """
-    ## What it does
-    Reports edge lines written with something other than `->` between the ids (`0-2`, `0>2`, `0 2`, `0=>2`).
-    ## Example
-    ```
-    0-2
-    ```
-    ## Fix
-    Write `0->2`; several sources are written `0,1->2`. The diagnostic carries the fix when the
-    arrow can only mean `->` (not for `<-`).
-""", SOMETIMES)
-UNCLOSED_PAREN = define_code("NAD103", "unclosed-parenthesis", E, "A `(` is never closed.", """
-    ## What it does
-    Reports an opening parenthesis without its `)` on the same line.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3
-    ```
-    ## Fix
-    Close the argument list on the same line: every construct of the language fits on one line.
-    When one `)` at the end of the line makes it parse, the diagnostic carries that fix.
-""", SOMETIMES)
-UNKNOWN_OPERATION = define_code("NAD104", "unknown-operation", E, "The operation is not in the registry.", """
-    ## What it does
-    Reports a node whose operation name is not one of the language's operations. Names are case-sensitive.
-    ## Example
-    ```
-    2:Conv2D(out_channels=C,kernel_size=3)
-    ```
-    ## Fix
-    Use a registered name (`nadc explain ops` lists them); the help line suggests the closest one,
-    and the diagnostic carries the fix that writes it.
-""", SOMETIMES)
-UNKNOWN_PARAMETER = define_code("NAD105", "unknown-parameter", E, "The operation has no parameter of that name.", """
-    ## What it does
-    Reports a keyword argument that the operation does not declare.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3,group=4)
-    ```
-    ## Fix
-    Use a declared parameter name (here `groups`), or remove the argument.
-""", SOMETIMES)
-DUPLICATE_PARAMETER = define_code("NAD106", "duplicate-parameter", E, "A parameter is given twice.", """
-    ## What it does
-    Reports a node that sets the same parameter twice, by keyword or by position and keyword.
-    ## Example
-    ```
-    2:Conv2d(out_channels=C,kernel_size=3,kernel_size=1)
-    ```
-    ## Fix
-    Keep one of the two.
-""")
-MISPLACED_POSITIONAL = define_code("NAD107", "misplaced-positional-argument", E, "Positional argument after a keyword, or too many.", """
-    ## What it does
-    Reports positional arguments after keyword ones, and more positional arguments than the operation has parameters.
-    ## Example
-    ```
-    2:concat(dim=1,2)
-    ```
-    ## Fix
-    Put positional arguments first, or name them.
-""")
-MARKDOWN_FENCE = define_code("NAD108", "markdown-fence", E, "A markdown code fence inside a block file.", """
-    ## What it does
-    Reports lines like ```` ``` ```` that LLM replies wrap blocks in.
-    ## Why is this bad?
-    The compiler is strict: it does not guess which lines of a reply are the block.
-    ## Fix
-    Delete the fence lines (the fix empties a line that holds only a fence), or extract the blocks
-    from the reply with `nader.dsl.extract_blocks`.
-""", SOMETIMES)
-UNKNOWN_SYMBOL = define_code("NAD109", "unknown-symbol", E, "An expression uses a name that is not a size symbol.", """
-    ## What it does
-    Reports names in expressions other than `B` (batch), `C` (block input channels), `dim` (block output
-    channels), `H` and `W` (spatial size).
-    ## Example
-    ```
-    2:Conv2d(out_channels=c*2,kernel_size=3)
-    ```
-    ## Fix
-    Use one of the size symbols (they are case-sensitive) or a number.
-""", SOMETIMES)
-BEFORE_HEADER = define_code("NAD110", "line-before-header", E, "A node or edge line before the file's first header.", """
-    ## What it does
-    Reports node and edge lines that come before the first `##Name##` header in a file that has headers.
-    ## Fix
-    Move the lines under a header, or add a header above them.
-""")
-MISSING_HEADER = define_code("NAD111", "missing-header", W, "The file has no `##Name##` header.", """
-    ## What it does
-    Warns that a file holds nodes and edges but no header; its lines form one block named after the file.
-    ## Fix
-    Add a header such as `##MyBlock##` as the first line.
-""", ALWAYS)
-MALFORMED_HEADER = define_code("NAD112", "malformed-header", E, "A header is not `##Name##`.", """
-    ## What it does
-    Reports lines that start with `##` but are not a header: unclosed (`##Name`), empty (`####`) or with
-    other characters than letters, digits, `_`, `-`, `.` and single spaces between words in the name
-    (NADER's own logs hold headers such as `##built-in function input_stem##`, so spaces are accepted).
-    ## Fix
-    Write `##Name##`, the name made of letters, digits, `_`, `-` or `.`; comments start with a single `#`.
-""", SOMETIMES)
-INVALID_ID = define_code("NAD113", "invalid-node-id", E, "A node id has characters other than letters, digits and `_`.", """
-    ## What it does
-    Reports node lines whose id is neither an integer nor a name of letters, digits and `_`
-    (`conv-1:ReLU`, `2.a:BN`).
-    ## Example
-    ```
-    conv-1:ReLU
-    ```
-    ## Fix
-    Write the id with letters, digits and `_` only: `conv_1:ReLU` (`nadc fmt --renumber` numbers a block's nodes).
-""", SOMETIMES)
-MISSING_COLON = define_code("NAD114", "missing-colon", E, "A node line lacks the `:` after its id.", """
-    ## What it does
-    Reports node lines written `2 Conv2d(...)` or `2Conv2d(...)`.
-    ## Fix
-    Write `2:Conv2d(...)`.
-""", SOMETIMES)
-OPERATION_ALIAS = define_code("NAD115", "operation-alias", W, "An operation is spelled by an alias.", """
-    ## What it does
-    Warns about accepted but non-canonical spellings of operations found in NADER's files, such as `Concat`.
-    ## Fix
-    Use the canonical name (`concat`); `nadc fmt` rewrites it.
-""", ALWAYS)
-EXTRA_HASHES = define_code("NAD116", "header-extra-hashes", W, "A header uses more than two hashes.", """
-    ## What it does
-    Warns about headers such as `###Name###`, which LLMs often write.
-    ## Fix
-    Write `##Name##`; `nadc fmt` rewrites it.
-""", ALWAYS)
-EMPTY_FILE = define_code("NAD117", "no-blocks", E, "The file holds no block.", """
-    ## What it does
-    Reports a file with no header, node or edge line.
-    ## Fix
-    Write at least one block: a header, its nodes and its edges.
-""")
-
-_BLANK = " \t\f\r"
 # `tuple.__new__(Span, ...)` builds a NamedTuple such as Span without its Python-level __new__ (hot path).
 _new_tuple = tuple.__new__
-_HEADER_NAME = re.compile(r"[A-Za-z0-9_.\-]+(?: [A-Za-z0-9_.\-]+)*")
-_ID = r"[A-Za-z0-9_]+"
+
 # -- line syntax (position-independent, interned) ------------------------------
-
-@dataclass(frozen=True)
-class Problem:
-    """A diagnostic found in one line, before the line number is known.
-
-    `fix`: the columns to replace and their replacement, when the help's
-    proposal can be applied mechanically.
-    """
-
-    code: Code
-    cols: ColSpan
-    message: str
-    help: Optional[str] = None
-    fix: Optional[tuple[ColSpan, str]] = None
-
-
-# The records of a read line are NamedTuples: cheap to build, and built once per distinct line.
-
-class HeaderLine(NamedTuple):
-    name: str
-    hashes: int
-    cols: ColSpan
-
-
-class NodeLine(NamedTuple):
-    id: NodeId
-    op_name: str  # canonical when known
-    args: tuple[Arg, ...]
-    params: dict
-    cols: ColSpan
-    id_cols: ColSpan
-    op_cols: ColSpan
-
 
 class ParsedLine(NamedTuple):
     item: Union[HeaderLine, NodeLine, EdgeLine, None]
@@ -263,13 +75,30 @@ _MAX_LINES = 1 << 16
 
 
 def parse_line(text: str) -> ParsedLine:
-    """Parse one line (no newline). Interned: equal texts share one result."""
+    """Parse one line (no newline). Interned: equal texts share one result.
+
+    Only lines within the default limits are interned (see `_within_defaults`); the caller checks the
+    limits it has before (`nader.dsl.limits.line_problem`). Numbers longer than Python always converts
+    are reported (NAD120) whatever the caller checked.
+    """
     parsed = _LINES.get(text)
     if parsed is None:
-        if len(_LINES) >= _MAX_LINES:
-            _clear_caches()
-        parsed = _LINES[text] = _parse_one(text)
+        parsed = _parse_one(text)
+        if _within_defaults(text):
+            _intern(text, parsed)
     return parsed
+
+
+def _intern(text: str, parsed: ParsedLine) -> None:
+    if len(_LINES) >= _MAX_LINES:
+        _clear_caches()
+    _LINES[text] = parsed
+
+
+def _within_defaults(text: str) -> bool:
+    """Whether the default limits pass the line. Interned lines all do, so `parse` checks a line only
+    when it meets it for the first time, unless its limits are stricter than the defaults."""
+    return len(text) <= DEFAULT_LIMITS.digits_per_number or line_problem(text, DEFAULT_LIMITS) is None
 
 
 def _clear_caches() -> None:
@@ -296,6 +125,9 @@ def grammar_parser():
 
 
 def _parse_one(text: str) -> ParsedLine:
+    if len(text) > MOST_DIGITS and long_digits(MOST_DIGITS).search(text):
+        return ParsedLine(None, None, (line_problem(text, replace(DEFAULT_LIMITS, digits_per_number=MOST_DIGITS,
+                                                                  line_length=len(text))),))
     parsed = _read_regular(text)
     if parsed is None:
         from .lark_parser import read_alone
@@ -345,213 +177,10 @@ def _finish(text: str, raw: Union[RawLine, Problem]) -> ParsedLine:
             return ParsedLine(None, None, (Problem(INVALID_SYNTAX, ColSpan(1, len(text) + 1),
                                                    f"expression nested more than {_MAX_DEPTH} levels deep",
                                                    "simplify the expression"),))
-        item = _node(item, problems)
+        item = check_node(item, problems)
     elif type(item) is RawHeader:
-        item = _header(item, problems)
+        item = check_header(item, problems)
     return _new_tuple(ParsedLine, (item, comment, tuple(problems)))
-
-
-def header_name(name: str) -> str:
-    """`name` as a header can spell it: other characters become `_` (`block` when nothing is left)."""
-    if _HEADER_NAME.fullmatch(name):
-        return name
-    cleaned = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
-    return cleaned or "block"
-
-
-# `##Name##`, the header agents write: nothing to report.
-_PLAIN_HEADER = re.compile(rf"##({_HEADER_NAME.pattern})##")
-
-
-def _header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine]:
-    text, cols = raw
-    plain = _PLAIN_HEADER.fullmatch(text)
-    if plain is not None:
-        return _new_tuple(HeaderLine, (plain.group(1), 2, cols))
-    left = len(text) - len(text.lstrip("#"))
-    right = len(text) - len(text.rstrip("#"))
-    name = text[left:len(text) - right].strip()
-    if not _HEADER_NAME.fullmatch(name):
-        if not name:
-            problems.append(Problem(MALFORMED_HEADER, cols, "header has no name", "name the block: `##Name##`"))
-            return None
-        what = f"name `{name}` has characters other than letters, digits, `_`, `-`, `.`, spaces"
-        fixed = f"##{header_name(name)}##"
-        problems.append(Problem(MALFORMED_HEADER, cols, f"header {what}", f"write `{fixed}`", (cols, fixed)))
-        return None
-    if left > 2 or right > 2:
-        problems.append(Problem(EXTRA_HASHES, cols, f"header `{text}` uses {max(left, right)} hashes",
-                                f"write `##{name}##`", (cols, f"##{name}##")))
-    return _new_tuple(HeaderLine, (name, max(left, right), cols))
-
-
-def _suggest(name: str, choices: list[str]) -> Optional[str]:
-    import difflib  # only for misspelt names
-    lowered = {c.lower(): c for c in choices}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def _node(raw: RawNode, problems: list[Problem]) -> NodeLine:
-    node_id, op_name, args, cols, id_cols, op_cols = raw
-    operation = _operation(op_name)
-    if operation is None:
-        guess = _suggest(op_name, all_names())
-        problems.append(Problem(UNKNOWN_OPERATION, op_cols, f"unknown operation `{op_name}`",
-                                f"did you mean `{guess}`?" if guess else "see `nadc explain ops` for the operations",
-                                (op_cols, guess) if guess else None))
-    elif operation.name != op_name:
-        problems.append(Problem(OPERATION_ALIAS, op_cols, f"`{op_name}` is an alias of `{operation.name}`",
-                                f"write `{operation.name}`", (op_cols, operation.name)))
-        op_name = operation.name
-    for arg in args:
-        if _has_unknown_symbol(arg.value):
-            _check_symbols(arg.value, problems)
-    params = _bind_to(operation, args, problems) if operation else {}
-    return _new_tuple(NodeLine, (node_id, op_name, args, params, cols, id_cols, op_cols))
-
-
-_SIZE_SYMBOLS = frozenset(SIZE_SYMBOLS)
-
-
-def _has_unknown_symbol(value: Value) -> bool:
-    """Whether `value` names anything but a size symbol (a quick walk; the rare hit is then reported in order)."""
-    kind = type(value)
-    if kind is Num:
-        return False
-    if kind is Sym:
-        return value.name not in _SIZE_SYMBOLS
-    if kind is BinOp:
-        return _has_unknown_symbol(value.lhs) or _has_unknown_symbol(value.rhs)
-    if kind is Neg:
-        return _has_unknown_symbol(value.operand)
-    return any(map(_has_unknown_symbol, value.items))  # a tuple
-
-
-def _check_symbols(value: Value, problems: list[Problem]) -> None:
-    for sym in symbols(value):
-        if sym.name not in _SIZE_SYMBOLS:
-            guess = _suggest(sym.name, list(SIZE_SYMBOLS))
-            problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",
-                                    f"did you mean `{guess}`?" if guess else "sizes use B, C, dim, H and W",
-                                    (sym.span, guess) if guess else None))
-
-
-class _Operation(NamedTuple):
-    """An operation with what binding arguments to it needs, derived once from its definition."""
-
-    opdef: OpDef
-    name: str  # canonical
-    params: dict[str, Param]  # by name
-    positional: tuple[Param, ...]  # the parameters positional arguments fill, in order
-    variadic: Optional[Param]  # collects the positional arguments, if the operation has one
-    # (name, parameter it defaults to, default value) per parameter; the values are shared by all nodes.
-    defaults: tuple[tuple[str, Optional[str], Optional[Value]], ...]
-
-
-_OPERATIONS: dict[str, _Operation] = {}  # by every spelling `lookup` knows
-
-
-def _operation(op_name: str) -> Optional[_Operation]:
-    operation = _OPERATIONS.get(op_name)
-    if operation is None:
-        opdef = lookup(op_name)
-        if opdef is None:
-            return None
-        operation = _OPERATIONS[op_name] = _Operation(
-            opdef, opdef.name, {p.name: p for p in opdef.params},
-            tuple(p for p in opdef.params if not p.variadic), next((p for p in opdef.params if p.variadic), None),
-            tuple((p.name, p.default_from, default_value(p.default)) for p in opdef.params))
-    return operation
-
-
-def _bind(opdef: OpDef, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
-    """Bind arguments to the operation's parameters; fill in defaults."""
-    return _bind_to(_operation(opdef.name), args, problems)
-
-
-def _bind_to(operation: _Operation, args: tuple[Arg, ...], problems: list[Problem]) -> dict[str, Value]:
-    opdef = operation.opdef
-    params: dict[str, Value] = {}
-    variadic = operation.variadic
-    positional_slots = operation.positional
-    extra: list[Value] = []
-    seen_keyword = False
-    index = 0
-    for arg in args:
-        if arg.name is None:
-            if seen_keyword:
-                problems.append(Problem(MISPLACED_POSITIONAL, arg.span, "positional argument after a keyword argument",
-                                        "put positional arguments first, or name this one"))
-                continue
-            if variadic is not None:
-                extra.append(arg.value)
-            elif index < len(positional_slots):
-                params[positional_slots[index].name] = arg.value
-                index += 1
-            else:
-                n = len(positional_slots)
-                takes = f"takes {n} positional argument{'s' if n != 1 else ''}" if n else "takes no arguments"
-                problems.append(Problem(MISPLACED_POSITIONAL, arg.span,
-                                        f"`{opdef.name}` {takes}; this one is extra",
-                                        f"remove it; the signature is `{opdef.signature()}`"))
-            continue
-        seen_keyword = True
-        param = operation.params.get(arg.name)
-        if param is None:
-            names = [p.name for p in opdef.params]
-            guess = _suggest(arg.name, names) if names else None
-            if guess is not None and _gives(opdef, args, guess):
-                help_text, fix = f"`{guess}` is given already; remove this argument", None
-            elif guess is not None:
-                help_text, fix = f"did you mean `{guess}`?", (arg.name_span, guess)
-            else:
-                help_text = f"`{opdef.name}` takes no parameters" if not names else f"the signature is `{opdef.signature()}`"
-                fix = None
-            problems.append(Problem(UNKNOWN_PARAMETER, arg.name_span,
-                                    f"`{opdef.name}` has no parameter `{arg.name}`", help_text, fix))
-            continue
-        if param.name in params:
-            problems.append(Problem(DUPLICATE_PARAMETER, arg.span, f"parameter `{param.name}` is given twice",
-                                    "keep one of them"))
-            continue
-        params[param.name] = arg.value
-    if variadic is not None and extra:
-        if variadic.name in params:
-            problems.append(Problem(DUPLICATE_PARAMETER, args[0].span, f"parameter `{variadic.name}` is given twice",
-                                    "give the sizes either positionally or by keyword"))
-        else:
-            params[variadic.name] = TupleValue(tuple(extra))
-    for name, default_from, default in operation.defaults:
-        if name not in params:
-            if default_from is not None and default_from in params:
-                params[name] = params[default_from]
-            elif default is not None:
-                params[name] = default
-    return params
-
-
-def _gives(opdef: OpDef, args: tuple[Arg, ...], name: str) -> bool:
-    """Whether `args` set parameter `name`, by keyword or by position."""
-    if any(a.name == name for a in args):
-        return True
-    slots = [p.name for p in opdef.params if not p.variadic]
-    positional = sum(1 for a in args if a.name is None)
-    return name in slots[:positional] or (positional > 0 and any(p.variadic and p.name == name for p in opdef.params))
-
-
-# Help for a syntax error whose fix is uncertain, or would not fit where the line stands.
-_ADVICE = {
-    MARKDOWN_FENCE: "delete the fence; block files hold only headers, nodes, edges and comments",
-    MALFORMED_HEADER: "write the header as `##Name##`",
-    INVALID_SYNTAX: "lines are headers `##Name##`, nodes `ID:OP(args)`, edges `a->b` or `# comments`",
-    UNCLOSED_PAREN: "close every `(` on the line that opens it",
-    INVALID_ARROW: "write edges from source to target with `->`: `a->b`",
-    INVALID_ID: "write ids as integers or names of letters, digits and `_`",
-    MISSING_COLON: "write the node as `ID:OP(args)`",
-}
 
 
 # -- files -----------------------------------------------------------------------
@@ -571,11 +200,7 @@ class ParseResult:
     @property
     def syntax_ok(self) -> bool:
         """No line failed to parse (unknown names may remain)."""
-        return not any(d.code in _SYNTAX_CODES for d in self.diagnostics)
-
-
-_SYNTAX_CODES = frozenset({INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_PAREN, MARKDOWN_FENCE, BEFORE_HEADER,
-                           MALFORMED_HEADER, INVALID_ID, MISSING_COLON, EMPTY_FILE, UNREADABLE_FILE})
+        return not any(d.code in SYNTAX_CODES for d in self.diagnostics)
 
 
 @dataclass
@@ -602,7 +227,7 @@ class _OpenBlock:
 def _has_header(lines, start):
     """Whether any line from `start` on is a header (lines as `parse` splits them)."""
     for line in lines[start:]:
-        if line.strip(_BLANK) and type(parse_line(line).item) is HeaderLine:
+        if line.strip(BLANK) and type(parse_line(line).item) is HeaderLine:
             return True
     return False
 
@@ -648,24 +273,31 @@ _UNPACKED: dict[str, tuple] = {}
 
 def _unpacked(parsed: ParsedLine) -> tuple:
     """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns);
-    a node line's fields end with the OpDef that `Node` resolves its operation to."""
+    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's with
+    its number of sources."""
     item, comment, problems = parsed
     kind = type(item)
     if kind is NodeLine:
         return item, comment, problems, kind, (*item, lookup(item.op_name)), _SPANS.setdefault(item.cols, {})
     if kind is EdgeLine:
-        return item, comment, problems, kind, tuple(item), _SPANS.setdefault(item.cols, {})
+        return item, comment, problems, kind, (*item, len(item.sources)), _SPANS.setdefault(item.cols, {})
     return item, comment, problems, kind, (), None
 
 
-def parse(text: str, path: str = "<string>") -> ParseResult:
+def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
     """Parse a whole file. Never raises on bad input: problems become diagnostics.
 
     Comment lines attach to the item (header, node or edge) that follows them;
-    comments at the end of a block are its trailing comments.
+    comments at the end of a block are its trailing comments. The input limits
+    (nader.dsl.limits) are checked before the work they bound: a text or a block
+    past them gives no blocks at all, a line past them is not read.
     """
     sink = DiagnosticSink(path)
     emit = sink.emit
+    if len(text) * 4 > limits.text_bytes:  # a character is at most 4 bytes
+        too_large = text_problem(text_size(text), limits)
+        if too_large is not None:
+            return _rejected(sink, too_large, 1, text)
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
@@ -675,18 +307,35 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
     lines = text.split("\n")
     if "\r" in text:
         lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    if len(text) > limits.line_length or limits.lowered():
+        lines = _screened(lines, limits, emit)
     unpacked = _UNPACKED.get
     new_node = Node._parsed  # an Edge has no __post_init__: its constructor is as quick
+    # The line limits, checked on lines not met before: a line no longer than `short` cannot break them.
+    short, longest, long_run = limits.digits_per_number, limits.line_length, long_digits(limits.digits_per_number).search
+    nodes_left = inputs_left = 0  # in the open block, before a limit is reached
     for lineno, line in enumerate(lines, 1):
         read = unpacked(line)
         if read is None:
             parsed = _LINES.get(line)
             if parsed is None:
                 # Blank means what the grammar ignores (space, tab, form feed, CR), not every Unicode space.
-                if not line.strip(_BLANK):
+                if not line.strip(BLANK):
                     continue
-                parsed = parse_line(line)
-            read = _UNPACKED[line] = _unpacked(parsed)
+                if len(line) > short and (len(line) > longest or long_run(line)):
+                    problem = line_problem(line, limits)
+                    if problem is not None:
+                        emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help,
+                             block=current.name if current else None)
+                        continue
+                parsed = _parse_one(line)
+                read = _unpacked(parsed)
+                # Interned only within the default limits (see `parse_line`); the check just made says so.
+                if limits is DEFAULT_LIMITS or _within_defaults(line):
+                    _intern(line, parsed)
+                    _UNPACKED[line] = read
+            else:
+                read = _UNPACKED[line] = _unpacked(parsed)
         item, comment, problems, kind, fields, spans = read
         if problems:
             block_name = item.name if kind is HeaderLine else current.name if current else None
@@ -694,7 +343,7 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                 help_text, fix = p.help, None
                 if p.fix is not None:
                     if item is None and not _fix_fits(p.code, current, lines, lineno):
-                        help_text = _ADVICE[p.code]
+                        help_text = ADVICE[p.code]
                     else:
                         fix = Fix.replace(Span.on_line(lineno, p.fix[0]), p.fix[1])
                 emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), help_text,
@@ -705,15 +354,20 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
             continue
         if kind is HeaderLine:
             if current is not None:
+                if inputs_left < 0 and _too_many_inputs(current, limits, emit):
+                    return _rejected(sink, None, 0, text)
                 blocks.append(current.close([], last))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
             add_node, add_edge, last = current.nodes.append, current.edges.append, None
+            nodes_left, inputs_left = limits.nodes_per_block, limits.inputs_per_node
             pending = []
             continue
         if kind is NodeLine:
             node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
+            nodes_left -= 1
         else:
-            sources, target, cols, source_cols, target_cols = fields
+            sources, target, cols, source_cols, target_cols, inputs = fields
+            inputs_left -= inputs
         if current is None:
             if has_header is None:
                 has_header = _has_header(lines, lineno)
@@ -730,6 +384,10 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
                  fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
+            nodes_left = limits.nodes_per_block - (kind is NodeLine)
+            inputs_left = limits.inputs_per_node - (inputs if kind is EdgeLine else 0)
+        if nodes_left < 0:
+            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
         try:
             last = spans[lineno]
         except KeyError:
@@ -743,30 +401,75 @@ def parse(text: str, path: str = "<string>") -> ParseResult:
         else:
             add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
     if current is not None:
+        if inputs_left < 0 and _too_many_inputs(current, limits, emit):
+            return _rejected(sink, None, 0, text)
         blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
     return ParseResult(Program(tuple(blocks), path), sink.items, text)
 
 
-def parse_file(path: Union[str, Path]) -> ParseResult:
-    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic."""
+def _screened(lines: list[str], limits: InputLimits, emit) -> list[str]:
+    """The lines with those past a line limit emptied, each reported: for a text with lines longer
+    than the limit may be, or limits stricter than the defaults that the interned lines were checked against."""
+    if not limits.lowered() and max(map(len, lines)) <= limits.line_length:
+        return lines
+    screened = lines
+    for lineno, line in enumerate(lines, 1):
+        problem = line_problem(line, limits) if len(line) > limits.digits_per_number else None
+        if problem is not None:
+            if screened is lines:
+                screened = list(lines)
+            screened[lineno - 1] = ""
+            emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
+    return screened
+
+
+def _too_many_inputs(block: _OpenBlock, limits: InputLimits, emit) -> bool:
+    """Whether a node of the block has more inputs than the limit (reported at the edge that takes it past);
+    counted only for blocks whose edges have more sources in all than one node may have."""
+    counts: dict = {}
+    for edge in block.edges:
+        count = counts[edge.target] = counts.get(edge.target, 0) + len(edge.sources)
+        if count > limits.inputs_per_node:
+            problem = inputs_problem(edge.target, ColSpan(edge.span.col, edge.span.end_col), limits)
+            emit(problem.code, problem.message, edge.span, problem.help)  # of the file: no block is left
+            return True
+    return False
+
+
+def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, text: str) -> ParseResult:
+    """The result of a text past a limit: no blocks, the diagnostics so far and `problem` on line `lineno`
+    (a problem of the file: no block is left to hold it)."""
+    if problem is not None:
+        sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
+    return ParseResult(Program((), sink.file), sink.items, text)
+
+
+def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
+    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic, one past the size limit
+    NAD122 (no more of it is read than the limit)."""
     name = str(path)
     try:
-        text = _read_text(path)
+        text = _read_text(path, limits.text_bytes)
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
                           "check the path and that the file is UTF-8 text", name)
         return ParseResult(Program((), name), [diag], "")
-    return parse(text, name)
+    if type(text) is int:
+        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, "")
+    return parse(text, name, limits)
 
 
-def _read_text(path: Union[str, Path]) -> str:
+def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
     """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
-    newlines), decoded in one call: a text-mode read costs twice as much per file."""
+    newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
+    `most` bytes is not read: its size instead."""
     with open(path, "rb") as file:
-        data = file.read()
+        data = read_bounded(file, most)
+    if type(data) is int:
+        return data
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -24,7 +24,8 @@ from strategies import mutated, mutated_texts, sound_blocks, with_named_ids
 from nader.compiler.passes.verify import verify_program
 from nader.dsl.diagnostics import Diagnostic, Fix, FixAvailability, apply_fix, code_table
 from nader.dsl.format import format_block
-from nader.dsl.parser import _SYNTAX_CODES, parse
+from nader.dsl.parse_codes import SYNTAX_CODES
+from nader.dsl.parser import parse
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -83,7 +84,7 @@ def check_fixes(text: str) -> list[str]:
     """Applies each fix of `text`'s diagnostics in turn; returns the codes fixed."""
     before = diagnostics_of(text)
     counts = Counter(_key(d) for d in before)
-    syntax = Counter(_key(d) for d in before if d.code in _SYNTAX_CODES)
+    syntax = Counter(_key(d) for d in before if d.code in SYNTAX_CODES)
     fixed = []
     for d in before:
         if d.fix is None:
@@ -93,7 +94,7 @@ def check_fixes(text: str) -> list[str]:
         after = diagnostics_of(after_text)
         assert Counter(_key(a) for a in after)[_key(d)] < counts[_key(d)], (
             f"fix of {d.code} `{d.message}` did not remove it\n--- before\n{text}\n--- after\n{after_text}")
-        new_syntax = Counter(_key(a) for a in after if a.code in _SYNTAX_CODES) - (syntax - Counter([_key(d)]))
+        new_syntax = Counter(_key(a) for a in after if a.code in SYNTAX_CODES) - (syntax - Counter([_key(d)]))
         assert not new_syntax, (f"fix of {d.code} `{d.message}` brought {dict(new_syntax)}"
                                 f"\n--- before\n{text}\n--- after\n{after_text}")
         fixed.append(d.code.code)

@@ -410,7 +410,7 @@ def test_markdown_fence():
 
 
 def test_deep_nesting_is_a_diagnostic_not_a_crash():
-    result = parse("##A##\n2:reshape(" + "-" * 5000 + "1)\n")
+    result = parse("##A##\n2:reshape(" + "-" * 4000 + "1)\n")
     assert codes(result) == ["NAD101"]
     assert "nested" in result.diagnostics[0].message
 

@@ -110,3 +110,71 @@ def test_swapped_matmul_runs_in_the_order_that_fits():
     pooled = x.mean(dim=(2, 3)).reshape(2, 1, 8)
     expected = torch.matmul(pooled, x.reshape(2, 8, 25)).reshape(2, 1, 5, 5) * x
     assert torch.allclose(module(x), expected, atol=1e-6)
+
+
+def _wide_block(op: str, inputs: int) -> str:
+    """A block whose `op` node takes `inputs` inputs, three distinct tensors over and over (of one channel
+    each for a concatenation)."""
+    sources = [str(2 + i % 3) for i in range(inputs)]
+    edges = "".join(",".join(sources[k:k + 500]) + "->5\n" for k in range(0, inputs, 500))
+    parts = "2:ReLU\n3:Sigmoid\n4:GELU\n" if op == "Add" else "".join(
+        f"{i}:Conv2d(out_channels=1,kernel_size=1)\n" for i in (2, 3, 4))
+    return (f"##Wide_{op}##\n0:input\n1:output\n{parts}5:{op}\n"
+            f"6:Conv2d(out_channels=C,kernel_size=1)\n0->2\n0->3\n0->4\n{edges}5->6\n6->1\n")
+
+
+def test_a_3000_input_sum_and_concat_compile_and_run(tmp_path):
+    """Generated source folds long sums and concatenations in pieces (Python's compiler refuses an
+    expression 3,000 levels deep): it compiles, and gives the runtime's values, which a plain sum or
+    concatenation of the inputs reproduces."""
+    from nader.compiler.backends.torch_backend import PIECE, SOURCE_PRELUDE, block_source
+    from nader.compiler.passes.verify import verify_block
+    from nader.dsl.limits import InputLimits
+
+    limits = InputLimits(inputs_per_node=3000)
+    x = torch.randn(2, 4, 5, 5)
+    torch.save(x, tmp_path / "x.pt")
+    names = []
+    for op in ("Add", "concat"):
+        block = parse(_wide_block(op, 3000), limits=limits).program.blocks[0]
+        assert len(block.inputs_of(5)) == 3000
+        source = block_source(block, verify_block(block))
+        compile(source, f"{op}.py", "exec")
+        assert max(line.count(" + ") for line in source.splitlines()) < PIECE
+        (tmp_path / f"gen_{op}.py").write_text(SOURCE_PRELUDE + "\n\n" + source)
+        module = build_torch(block, 4)
+        module.eval()
+        torch.save(module.state_dict(), tmp_path / f"{op}.pt")
+        with torch.no_grad():
+            expected = module(x)
+            if op == "Add":
+                merged = torch.stack([torch.relu(x), torch.sigmoid(x), torch.nn.functional.gelu(x)] * 1000).sum(0)
+            else:
+                merged = torch.cat([module.layers[f"n{i}"](x) for i in (2, 3, 4)] * 1000, dim=1)
+            plain = module.layers["n6"](merged)
+        assert torch.allclose(expected, plain, rtol=1e-3, atol=1e-2), (expected - plain).abs().max()
+        torch.save(expected, tmp_path / f"{op}_expected.pt")
+        names.append((op, block.name))
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["nader"] = None
+        sys.path.insert(0, {str(tmp_path)!r})
+        import importlib, torch
+        torch.set_num_threads({torch.get_num_threads()})
+        x = torch.load({str(tmp_path / 'x.pt')!r})
+        for op, name in {names!r}:
+            m = getattr(importlib.import_module("gen_" + op), name)(4)
+            m.load_state_dict(torch.load({str(tmp_path)!r} + f"/{{op}}.pt"))
+            m.eval()
+            with torch.no_grad():
+                assert torch.equal(m(x), torch.load({str(tmp_path)!r} + f"/{{op}}_expected.pt")), op
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_operation_of_any_arity_folds_in_pieces():
+    from nader.compiler.backends.torch_backend import FOLDABLE
+    from nader.dsl.ops import REGISTRY
+
+    assert {d.op for d in REGISTRY.values() if d.arity.max is None} <= FOLDABLE

@@ -470,8 +470,30 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
         if lowered.module_source:
             init.append(f"        {ref} = {lowered.module_source}{comment}")
         names = [f"x{id_token(i)}" for i in block.inputs_of(node_id)]
-        fwd.append(f"        x{id_token(node_id)} = {lowered.source(names, ref)}{comment}")
+        target = f"x{id_token(node_id)}"
+        for k, piece in enumerate(_pieces(node.op, names, target)):
+            fwd.append(f"        {target} = {lowered.source(piece, ref)}{comment if k == 0 else ''}")
     return "\n".join(init + init_tail + fwd) + "\n"
+
+
+#: Most inputs one generated expression takes: `a + b + ...` nests one level per term, and Python's
+#: compiler refuses an expression nested a few thousand levels deep (RecursionError).
+PIECE = 64
+#: Operations that take any number of inputs and may be applied in pieces: f(f(a, b), c) is f(a, b, c)
+#: (left-to-right sums and products, concatenation along one axis), so folding them in pieces gives
+#: the same values, in the same order of operations, as one call.
+FOLDABLE = frozenset({Op.ADD, Op.MUL, Op.CONCAT})
+
+
+def _pieces(op: Op, names: list[str], target: str) -> list[list[str]]:
+    """The inputs of each statement computing a node: all of them at once, or, past PIECE, the first
+    PIECE and then the running result followed by the next PIECE - 1 (`x = a + ... ; x = x + ...`)."""
+    if len(names) <= PIECE or op not in FOLDABLE:
+        return [names]
+    pieces = [names[:PIECE]]
+    for start in range(PIECE, len(names), PIECE - 1):
+        pieces.append([target, *names[start:start + PIECE - 1]])
+    return pieces
 
 
 def emit(parsed, options) -> str:

@@ -8,6 +8,7 @@ import click
 
 from nader.compiler.reporting import FORMATS, render
 from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.limits import LimitsError, limits_for
 from nader.dsl.parser import ParseResult, parse, parse_file
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
@@ -20,8 +21,14 @@ def load(paths: Iterable[str]) -> list[ParseResult]:
 
 
 def load_one(path: str) -> ParseResult:
-    """Parse one path; `-` reads standard input."""
-    return parse(sys.stdin.read(), "<stdin>") if path == "-" else parse_file(path)
+    """Parse one path under its input limits (`[tool.nadc.limits]`); `-` reads standard input."""
+    try:
+        limits = limits_for(path)
+    except LimitsError as error:
+        raise click.UsageError(str(error)) from None
+    if path == "-":
+        return parse(sys.stdin.read(limits.text_bytes + 1), "<stdin>", limits)  # past the limit: NAD122
+    return parse_file(path, limits)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],

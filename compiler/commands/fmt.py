@@ -19,6 +19,7 @@ from nader.compiler.commands.common import format_option
 from nader.compiler.reporting import render
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
+from nader.dsl.limits import InputLimits, LimitsError, limits_for, read_bounded, text_problem, text_size
 from nader.dsl.parser import UNREADABLE_FILE
 from nader.dsl.span import Span
 
@@ -29,24 +30,32 @@ def _files(count: int) -> str:
     return f"{count} file{'s' if count != 1 else ''}"
 
 
-def _read(path: str) -> tuple[str | None, Diagnostic | None]:
-    """The exact text of a file (no newline translation), or a NAD100 diagnostic."""
+def _read(path: str, limits: InputLimits) -> tuple[str | None, Diagnostic | None]:
+    """The exact text of a file (no newline translation), or a NAD100 diagnostic (NAD122 past the size limit,
+    of which no more is read)."""
+    name = "<stdin>" if path == "-" else path
     try:
         if path != "-":
-            return Path(path).read_bytes().decode("utf-8"), None
-        buffer = getattr(sys.stdin, "buffer", None)  # bytes, so CRLF line ends are seen as they are
-        return (buffer.read().decode("utf-8") if buffer is not None else sys.stdin.read()), None
+            with open(path, "rb") as file:
+                data = read_bounded(file, limits.text_bytes)
+        else:
+            buffer = getattr(sys.stdin, "buffer", None)  # bytes, so CRLF line ends are seen as they are
+            data = buffer.read(limits.text_bytes + 1) if buffer is not None else sys.stdin.read(limits.text_bytes + 1)
+        size = data if type(data) is int else len(data) if type(data) is bytes else text_size(data)
+        if size > limits.text_bytes:
+            problem = text_problem(size, limits)
+            return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
+        return (data.decode("utf-8") if type(data) is bytes else data), None
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        name = "<stdin>" if path == "-" else path
         return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
                                 "check the path and that the file is UTF-8 text", name)
 
 
-def _format_one(path: str, source: str, renumber: bool) -> FormatResult:
+def _format_one(path: str, source: str, renumber: bool, limits: InputLimits) -> FormatResult:
     name = "<stdin>" if path == "-" else path
     body = source[len(_BOM):] if source.startswith(_BOM) else source  # a byte-order mark is not content
-    result = format_source(body, name, renumber_ids=renumber)
+    result = format_source(body, name, renumber_ids=renumber, limits=limits)
     result.source = source  # `changed` compares with the file as it is, mark included
     return result
 
@@ -75,12 +84,16 @@ def fmt_cmd(files, check, write, renumber, fmt):
     sources: dict[str, str] = {}
     failed = changed = unchanged = 0
     for path in files:
-        source, unreadable = _read(path)
+        try:
+            limits = limits_for(path)
+        except LimitsError as error:
+            raise click.UsageError(str(error)) from None
+        source, unreadable = _read(path, limits)
         if unreadable is not None:
             diagnostics.append(unreadable)
             failed += 1
             continue
-        result = _format_one(path, source, renumber)
+        result = _format_one(path, source, renumber, limits)
         name = result.parsed.program.path
         if not result.ok:
             failed += 1

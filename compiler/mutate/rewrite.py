@@ -18,7 +18,7 @@ from nader.compiler.passes.symbolic import Poly
 from nader.dsl.expr import BinOp, Num, Sym, TupleValue, Value
 from nader.dsl.ir import Arg, Block, Edge, Node
 from nader.dsl.ops import REGISTRY, Group, Op
-from nader.dsl.parser import _bind
+from nader.dsl.line_checks import bind
 
 from .errors import CannotApply
 
@@ -69,7 +69,7 @@ def _value(value: ArgValue) -> Value:
 def _bound(op_name: str, args: tuple[Arg, ...]) -> dict:
     opdef = REGISTRY[Op(op_name)]
     problems: list = []
-    params = _bind(opdef, args, problems)
+    params = bind(opdef, args, problems)
     if problems:  # a bug in an operator, never user input
         raise ValueError(f"bad arguments for {op_name}: {'; '.join(p.message for p in problems)}")
     return params

@@ -126,13 +126,17 @@ def verify_program(parsed: ParseResult, *, role: Optional[Role] = None, stem_str
     file_level = list(by_block.get(None, []))
     seen: dict[str, Block] = {}
     reports = []
-    for block in program.blocks:
+    # A block's lines run from its header to the next block's: by them, not by name, a block defined
+    # twice gets the parser's diagnostics of its own lines (found by fuzzing: an unknown symbol in the
+    # second block went unreported, then broke shape inference).
+    ends = [b.span.line for b in program.blocks[1:]] + [float("inf")]
+    for block, end in zip(program.blocks, ends):
         if block.name in seen:
             file_level.append(Diagnostic(DUPLICATE_BLOCK, f"block `{block.name}` is defined twice", block.header_span,
                                          "rename one of them", program.path, block.name,
                                          (Label(seen[block.name].header_span, "first defined here"),)))
         seen.setdefault(block.name, block)
-        front_end = tuple(by_block.get(block.name, ())) if seen[block.name] is block else ()
+        front_end = tuple(d for d in by_block.get(block.name, ()) if block.span.line <= d.span.line < end)
         reports.append(verify_block(block, role=role, stem_stride=stem_stride, limits=limits, file=program.path,
                                     front_end=front_end, domain=domain))
     return reports, file_level
