@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime.faults import infrastructure_reason
 from nader.runtime.integrity import StoreError
 from nader.runtime.jobs import Job, Result

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime.integrity import RECOVERED_NAME
 
 from search_helpers import EXAMPLE
@@ -121,7 +121,7 @@ def _run_as_nobody(args, cwd):
     if not drop or subprocess.run([*drop, sys.executable, "-c", "pass"], capture_output=True).returncode != 0:
         pytest.skip("running as root, and cannot run this Python as `nobody` to make permissions hold")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
-    p = subprocess.run([*drop, sys.executable, "-m", "nader.agents.cli", *map(str, args)], capture_output=True,
+    p = subprocess.run([*drop, sys.executable, "-m", "nader.cli", *map(str, args)], capture_output=True,
                        text=True, env=env, cwd=cwd, timeout=600)
     return p.returncode, p.stdout, p.stderr
 

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import nb201_table as T
-from nader.agents.cli import main
+from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import records
 from nader.search.config import read_toml
