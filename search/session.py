@@ -8,6 +8,7 @@ records a session row, builds the executor and evaluator, runs the loop and clos
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -21,6 +22,7 @@ from nader.runtime.integrity import StoreError
 
 from . import records
 from .config import SearchConfig, differences, merge
+from .fidelity import schedule_of
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .store import SearchStore
@@ -58,6 +60,21 @@ def _layer(x) -> dict:
     return dict(x)
 
 
+def _check_rungs(config: SearchConfig, evaluator) -> None:
+    """A multi-fidelity search on a table needs an answer at every rung's epochs: refuse it at the
+    start, naming the budgets the table has, rather than fail every trial of a rung."""
+    schedule = schedule_of(config)
+    if schedule is None:
+        return
+    held = evaluator.table.valid_schedules(evaluator.dataset)
+    missing = [e for e in schedule.budgets if e not in held]
+    if missing:
+        have = ", ".join(map(str, sorted(held))) if len(held) < 20 else f"{min(held)} to {max(held)}"
+        raise ConfigError(f"--fidelity needs validation accuracy at {', '.join(map(str, schedule.budgets))} epochs; "
+                          f"the table has none at {', '.join(map(str, missing))} (it has {have or 'none'}): choose "
+                          f"--min-epochs, --eta and --epochs (or --preset) whose rungs it holds")
+
+
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
     """(executor, evaluator): training on the configured executor, or a tabular benchmark's
     table (`--evaluator nats-bench:PATH`; no executor)."""
@@ -68,10 +85,12 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
         from .evaluators.tabular import EvaluatorError
 
         try:
-            return None, TableEvaluator.open(config.evaluator, config.dataset,
-                                             config.epochs or get_preset(config.preset).epochs, config.table_map)
+            evaluator = TableEvaluator.open(config.evaluator, config.dataset,
+                                            config.epochs or get_preset(config.preset).epochs, config.table_map)
         except EvaluatorError as exc:
             raise ConfigError(str(exc)) from None
+        _check_rungs(config, evaluator)
+        return None, evaluator
     from nader.runtime.executors import make_executor
 
     from .evaluator import TrainingEvaluator
@@ -110,14 +129,27 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
     t0 = time.monotonic()
     lock = RunLock(run_dir).acquire()
     try:
+        new = not (run_dir / "runs.sqlite").exists()
         store = SearchStore(run_dir)
         try:
             return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy,
                                evaluator, t0)
+        except ConfigError:
+            if new and not store.nodes():  # settings refused at the start: leave no run behind to trip the next one
+                store.close()
+                _forget_new_run(run_dir)
+            raise
         finally:
             store.close()
     finally:
         lock.release()
+
+
+def _forget_new_run(run_dir: Path) -> None:
+    """Remove the database a refused start created (nothing was recorded in it)."""
+    for name in ("runs.sqlite", "runs.sqlite-wal", "runs.sqlite-shm", "runs.sqlite-journal"):
+        with contextlib.suppress(OSError):
+            (run_dir / name).unlink()
 
 
 def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, evaluator, t0):

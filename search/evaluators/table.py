@@ -150,15 +150,23 @@ class FileTable:
                 return candidate
         return None
 
-    def test_schedules(self, dataset: str) -> set:
-        """Epoch budgets with a test accuracy column for `dataset` (test_acc@E, mapped or not)."""
+    def _schedules(self, metric: str, dataset: str) -> set:
         names = {c.rpartition(":")[2] for c in self.columns} | set(self.table_map)
         out = set()
         for name in names:
             m = METRIC.fullmatch(name)
-            if m and m.group(1) == "test_acc" and self.column(name, dataset) is not None:
+            if m and m.group(1) == metric and self.column(name, dataset) is not None:
                 out.add(int(m.group(2)))
         return out
+
+    def test_schedules(self, dataset: str) -> set:
+        """Epoch budgets with a test accuracy column for `dataset` (test_acc@E, mapped or not)."""
+        return self._schedules("test_acc", dataset)
+
+    def valid_schedules(self, dataset: str) -> set:
+        """Epoch budgets with a validation accuracy column for `dataset`: the budgets a search
+        (each rung of a multi-fidelity one) can be answered at."""
+        return self._schedules("valid_acc", dataset)
 
     def summary(self, dataset: Optional[str] = None) -> List[str]:
         """What loading found: counts first, then one line per problem."""

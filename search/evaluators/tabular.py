@@ -89,6 +89,8 @@ class Evaluator(Protocol):
 
     def test_schedules(self, dataset: str) -> set: ...
 
+    def valid_schedules(self, dataset: str) -> set: ...
+
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
                  test_epochs: Optional[int] = None) -> TrialRecord: ...
 
@@ -181,6 +183,12 @@ class TabularEvaluator:
     def test_schedules(self, dataset: str) -> set:
         """Epoch budgets whose test accuracy the table holds (every schedule's)."""
         return self.schedules()
+
+    def valid_schedules(self, dataset: str) -> set:
+        """Epoch budgets a trial can be answered at: each schedule, and every epoch of the
+        200-epoch one where the table has it."""
+        own = self.schedules()
+        return own | set(range(1, 200)) if 200 in own else own
 
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
                  test_epochs: Optional[int] = None) -> TrialRecord:

@@ -261,3 +261,24 @@ def test_fidelity_settings_are_checked_and_part_of_the_identity(tmp_path):
     toml = tmp_path / "search.toml"
     toml.write_text('fidelity = "hyperband"\neta = 2\nmin_epochs = 4\n')
     assert read_toml(toml) == {"fidelity": "hyperband", "eta": 2, "min_epochs": 4}
+
+
+def test_a_table_without_a_rungs_epochs_is_refused_at_the_start_and_leaves_no_run(tmp_path):
+    import derived_tables
+
+    table = derived_tables.write(tmp_path / "t.csv", cells=list(S.all_cells())[:300])  # valid_acc@12 only
+    run = tmp_path / "run"
+    base = ["run", "--space", "nb201", "--strategy", "rea", "--evaluator", f"table:{table}", "--dataset", "cifar10",
+            "--preset", "nb201", "--seeds", "777", "--trials", "4", "--run-dir", str(run), "--fidelity",
+            "successive-halving"]
+    refused = CliRunner().invoke(main, base)
+    assert refused.exit_code == 2
+    assert "needs validation accuracy at 23, 69, 200 epochs; the table has none at 23, 69, 200 (it has 12)" \
+        in refused.output
+    assert not (run / "runs.sqlite").exists()
+    # The same directory takes the corrected settings: nothing of the refused start is held against them.
+    fixed = CliRunner().invoke(main, [*base[:base.index("--preset")], "--preset", "nb201-12", *base[base.index("--seeds"):],
+                                      "--min-epochs", "12"])
+    assert "needs validation accuracy" not in fixed.output  # 12 epochs is the full budget: one rung, held
+    assert "other settings" not in fixed.output
+    assert (run / "runs.sqlite").exists()
