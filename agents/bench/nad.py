@@ -75,7 +75,7 @@ def apply_patch(base_text: str, patch: dict) -> str:
 
 def score(request: Request, text: str) -> tuple[bool, Outcome]:
     """(verifies, outcome): whether the reply's base block verifies, and whether it does what was asked."""
-    from nader.compiler.passes.canonical import block_diff
+    from nader.compiler.passes.diff import block_diff
     from nader.compiler.passes.verify import verify_block
     from nader.dsl.ir import Role
     from nader.dsl.parser import parse

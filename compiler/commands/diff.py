@@ -20,63 +20,9 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import load, report
-from nader.compiler.passes.canonical import BlockDiff, block_diff, canonical_hash
+from nader.compiler.passes.canonical import canonical_hash
+from nader.compiler.passes.diff import BlockDiff, block_diff, pair_blocks, render_text
 from nader.dsl.ir import Block, Node, id_sort_key
-
-
-def _pair(blocks_a: list[Block], blocks_b: list[Block]):
-    pairs, rest_a = [], []
-    names_b = {b.name: b for b in blocks_b}
-    used = set()
-    for a in blocks_a:
-        b = names_b.get(a.name)
-        if b is not None and b.name not in used:
-            pairs.append((a, b))
-            used.add(b.name)
-        else:
-            rest_a.append(a)
-    rest_b = [b for b in blocks_b if b.name not in used]
-    for a, b in zip(rest_a, rest_b):
-        pairs.append((a, b))
-    return pairs, rest_a[len(rest_b):], rest_b[len(rest_a):]
-
-
-def _operand(label: str) -> str:
-    return f" (operand {int(label) + 1})" if label else ""
-
-
-def _edge(s: int, t: int, label: str) -> str:
-    return f"{s}->{t}{_operand(label)}"
-
-
-def _bound(node: Node) -> str:
-    """The operation with its bound parameters, defaults filled in: `concat(dim=1)`."""
-    if not node.params:
-        return node.op_name if node.opdef or not node.args else f"{node.op_name}({','.join(map(str, node.args))})"
-    return f"{node.op_name}(" + ",".join(f"{k}={v}" for k, v in node.params.items()) + ")"
-
-
-def _node_text(node: Node) -> str:
-    return node.source_text()
-
-
-def render_text(d: BlockDiff, file_a: str, file_b: str) -> str:
-    out = [f"--- {file_a} ({d.a.name})", f"+++ {file_b} ({d.b.name})"]
-    for c in d.changed:
-        ids = str(c.a.id) if c.a.id == c.b.id else f"{c.a.id} (b: {c.b.id})"
-        if c.op:
-            out.append(f"~ node {ids}: {_bound(c.a)} -> {_bound(c.b)}")
-            continue
-        params = ", ".join(f"{name}: {old} -> {new}" for name, (old, new) in c.params.items())
-        out.append(f"~ node {ids}: {c.a.op_name}  {params}")
-    out += [f"- node {_node_text(n)}" for n in d.removed]
-    out += [f"+ node {_node_text(n)}" for n in d.added]
-    out += [f"- edge {_edge(*e)}" for e in d.edges_removed]
-    out += [f"+ edge {_edge(*e)}" for e in d.edges_added]
-    counts = (f"{len(d.changed)} changed, {len(d.removed)} removed, {len(d.added)} added nodes; "
-              f"{len(d.edges_removed)} removed, {len(d.edges_added)} added edges")
-    out.append(counts)
-    return "\n".join(out) + "\n"
 
 
 def _node_json(node: Node) -> dict:
@@ -134,7 +80,7 @@ def diff_cmd(file_a, file_b, block, block_b, fmt):
     ra, rb = results
     blocks_a = _select(list(ra.program.blocks), block, ra.program.path)
     blocks_b = _select(list(rb.program.blocks), block_b or block, rb.program.path)
-    pairs, only_a, only_b = _pair(blocks_a, blocks_b)
+    pairs, only_a, only_b = pair_blocks(blocks_a, blocks_b)
     diffs = [block_diff(a, b) for a, b in pairs]
     equal = all(d.equal for d in diffs) and not only_a and not only_b
     if fmt == "json":

@@ -88,12 +88,11 @@ def _drawings(text: str) -> list[str]:
 def _diff(parent: Optional[Arch], arch: Arch) -> str:
     if parent is None or not parent.text:
         return ""
-    from nader.compiler.commands.diff import _pair, render_text
-    from nader.compiler.passes.canonical import block_diff
+    from nader.compiler.passes.diff import block_diff, pair_blocks, render_text
     from nader.dsl.parser import parse
 
     try:
-        pairs, _, _ = _pair(parse(parent.text).program.blocks, parse(arch.text).program.blocks)
+        pairs, _, _ = pair_blocks(parse(parent.text).program.blocks, parse(arch.text).program.blocks)
         parts = [render_text(block_diff(a, b), f"#{parent.id}", f"#{arch.id}") for a, b in pairs]
     except Exception:  # as above: the diff is an extra
         return ""

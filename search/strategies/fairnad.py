@@ -104,7 +104,7 @@ def structure_problem(parent_text: str, child_text: str, skeleton: str, depths) 
       block made of identities, pooling and activations alone collapses every stage.
     """
     from nader.compiler.network import load_architecture
-    from nader.compiler.passes.canonical import block_diff
+    from nader.compiler.passes.diff import block_diff
 
     from ..checks import PARTS
 
@@ -249,9 +249,8 @@ class FairNADStrategy(Strategy):
 
     def _iterate_plan(self, render, parent: Node, grand: Node, previous: str) -> str:
         from nader.agents.knowledge import ATTRIBUTE_TREE
-        from nader.compiler.commands.diff import render_text
         from nader.compiler.network import load_architecture
-        from nader.compiler.passes.canonical import block_diff
+        from nader.compiler.passes.diff import block_diff, render_text
 
         a = load_architecture(grand.text, self.skeleton).block("base")
         b = load_architecture(parent.text, self.skeleton).block("base")
