@@ -174,16 +174,29 @@ def canonical_params(node: Node) -> Dict[str, str]:
     return out
 
 
+# Labels of known operations by (operation, arguments): a block repeats a few labels many
+# times, and canonical values are the costly part of hashing a large block. Arguments compare
+# by value (`1` == `1.0`), which canonical values equate anyway; unknown operations keep their
+# spelling, so they are not cached. Bounded: cleared when full.
+_LABELS: Dict[tuple, str] = {}
+_LABELS_MAX = 1 << 14
+
+
 def node_label(node: Node) -> str:
     """Operation and canonical bound parameters: `Conv2d(out_channels=C, kernel_size=3, ...)`."""
     d = node.opdef
     if d is None:
         # Unknown operation: keep what was written, so different spellings stay different.
         return f"?{node.op_name}(" + ",".join(str(a) for a in node.args) + ")"
-    params = canonical_params(node)
-    if not params:
-        return d.name
-    return d.name + "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    key = (d.name, node.args)
+    label = _LABELS.get(key)
+    if label is None:
+        params = canonical_params(node)
+        label = d.name if not params else d.name + "(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+        if len(_LABELS) >= _LABELS_MAX:
+            _LABELS.clear()
+        _LABELS[key] = label
+    return label
 
 
 def is_ordered(node: Optional[Node]) -> bool:
