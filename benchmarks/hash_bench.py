@@ -11,7 +11,9 @@ chain: 3,000 nodes took 17 s and 686 MB. Two shapes, each at `--sizes` nodes (de
   (what networks look like; every unit identical, so only the position tells units apart).
 
 Each figure is one `nadc hash FILE` in a fresh process: wall seconds from process start to
-exit (imports, parse, hash) and the process's peak resident memory.
+exit (imports, parse, hash), the CPU seconds the process used (user + system) and its peak
+resident memory. On a busy machine (the load average is printed) wall time counts the time
+spent waiting for a core; CPU time does not, so the target is judged on CPU seconds.
 Target on the 2-core development machine: 10,000 nodes under 1 s. Exits 0.
 """
 from __future__ import annotations
@@ -52,11 +54,11 @@ def residual(n: int) -> str:
     return "\n".join(nodes + edges) + "\n"
 
 
-def cold_hash(path: Path, timeout: float) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS in MB and the hash of one `nadc hash PATH` in a fresh process."""
+def cold_hash(path: Path, timeout: float, exe: str) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS in MB of one `nadc hash PATH` in a fresh process."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen([nadc(), "hash", str(path)], stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([exe, "hash", str(path)], stdout=out, stderr=subprocess.STDOUT)
         deadline = start + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -65,7 +67,7 @@ def cold_hash(path: Path, timeout: float) -> tuple[float, float, str]:
             if time.perf_counter() > deadline:
                 proc.kill()
                 os.wait4(proc.pid, 0)
-                return float("inf"), float("nan"), "timed out"
+                return float("inf"), float("inf"), float("nan")
             time.sleep(0.005)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -74,13 +76,14 @@ def cold_hash(path: Path, timeout: float) -> tuple[float, float, str]:
     if proc.returncode != 0:
         raise SystemExit(f"nadc hash {path} failed (exit {proc.returncode}): {text.strip()[:500]}")
     peak_mb = usage.ru_maxrss / 1024  # Linux: kilobytes
-    return wall, peak_mb, text.split()[0]
+    return wall, usage.ru_utime + usage.ru_stime, peak_mb
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,1000,10000,100000", help="node counts, comma-separated")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run before giving up")
+    parser.add_argument("--nadc", default=nadc(), help="the nadc to time (another checkout's, to compare versions)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -89,14 +92,23 @@ def main(argv: list[str]) -> int:
             for n in sizes:
                 path = Path(tmp) / f"{shape}-{n}.nad"
                 path.write_text(make(n))
-                wall, peak, _ = cold_hash(path, args.timeout)
-                rows.append((shape, n, wall, peak))
-    ten_k = [wall for shape, n, wall, _ in rows if n == 10_000]
+                rows.append((shape, n, *cold_hash(path, args.timeout, args.nadc)))
+    load = os.getloadavg()[0]
+    ten_k = [(cpu, wall) for _, n, wall, cpu, _ in rows if n == 10_000]
     if ten_k:
-        print(f"nadc hash, 10,000 nodes from a cold process: {max(ten_k):.2f} s at worst (target < 1 s)")
-    print(f"{'shape':<9} {'nodes':>8} {'seconds':>8} {'peak MB':>8}")
-    for shape, n, wall, peak in rows:
-        print(f"{shape:<9} {n:>8,} {wall:>8.2f} {peak:>8.0f}")
+        cpu, wall = max(ten_k)
+        verdict = "met" if cpu < 1 else "NOT met"
+        print(f"hash: nadc hash on 10,000 nodes from a cold process, {cpu:.2f} CPU s at worst ({wall:.2f} s wall, "
+              f"load average {load:.1f}) - target < 1 s {verdict}")
+    else:
+        print(f"hash: (load average {load:.1f}) " + ", ".join(
+            f"{shape} {n:,} nodes {cpu:.2f} CPU s" for shape, n, _, cpu, _ in rows))
+    print(f"{'shape':<9} {'nodes':>8} {'wall s':>8} {'CPU s':>8} {'peak MB':>8}")
+    for shape, n, wall, cpu, peak in rows:
+        if wall == float("inf"):
+            print(f"{shape:<9} {n:>8,} {'timed out after ' + format(args.timeout, 'g') + ' s':>26}")
+        else:
+            print(f"{shape:<9} {n:>8,} {wall:>8.2f} {cpu:>8.2f} {peak:>8.0f}")
     return 0
 
 
