@@ -68,8 +68,10 @@ def wall_time_guard(seconds: Optional[float]) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # an alarm landing between the two must not leave our handler installed
+            signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass

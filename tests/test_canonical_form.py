@@ -1,7 +1,7 @@
 """The canonical form behind `canonical_hash` is exact, on graphs where colour refinement is not.
 
 Random labelled multigraphs (few labels, so refinement leaves symmetric cells and the
-individualisation search has to work), randomly renumbered and with edges reordered,
+individualisation search has to work; some with twin leaves), randomly renumbered and with edges reordered,
 must get the same certificate; a single random edit must change it exactly when
 networkx's isomorphism test says the edited graph is not isomorphic to the original.
 Block-level checks cover what 1-WL cannot separate and symmetric parallel branches.
@@ -29,6 +29,10 @@ def graphs(draw):
     labels = [draw(st.sampled_from("aab")) for _ in range(n)]
     node = st.integers(0, n - 1)
     edges = draw(st.lists(st.tuples(node, node, st.sampled_from(["", "", "0", "1"])), max_size=16))
+    # Sometimes a star of identical leaves (twins, which the search handles without branching).
+    for _ in range(draw(st.integers(0, 4))):
+        labels.append("a")
+        edges.append((draw(node), len(labels) - 1, ""))
     return labels, edges
 
 
@@ -43,19 +47,18 @@ def renumbered(labels, edges, rng: random.Random):
     return new_labels, new_edges
 
 
-def nx_graph(labels, edges) -> nx.MultiDiGraph:
-    g = nx.MultiDiGraph()
-    for i, lab in enumerate(labels):
-        g.add_node(i, label=lab)
-    for s, t, lab in edges:
-        g.add_edge(s, t, label=lab)
-    return g
-
-
 def nx_isomorphic(a, b) -> bool:
-    return nx.is_isomorphic(nx_graph(*a), nx_graph(*b), node_match=lambda x, y: x["label"] == y["label"],
-                            edge_match=lambda x, y: sorted(d["label"] for d in x.values())
-                            == sorted(d["label"] for d in y.values()))
+    """networkx's VF2++ on the graphs with each edge subdivided by a node carrying its label."""
+    def subdivided(labels, edges) -> nx.DiGraph:
+        g = nx.DiGraph()
+        for i, lab in enumerate(labels):
+            g.add_node(i, label="node " + lab)
+        for k, (s, t, lab) in enumerate(edges):
+            g.add_node(("edge", k), label="edge " + lab)
+            g.add_edge(s, ("edge", k))
+            g.add_edge(("edge", k), t)
+        return g
+    return nx.vf2pp_is_isomorphic(subdivided(*a), subdivided(*b), node_label="label")
 
 
 def edited(labels, edges, rng: random.Random):
@@ -145,6 +148,20 @@ def test_symmetric_branches_hash_by_their_multiset():
     mapping = isomorphism(block_graph(plain), block_graph(shuffled))
     assert mapping is not None and len(mapping) == len(block_graph(plain).labels)
     assert canonical_hash(_branches_block([3] * 11 + [5] * 13, order)) != canonical_hash(plain)
+
+
+def test_many_identical_dead_ends_hash_by_their_count():
+    # 2,000 twins (same label, same single edge) under one node: a search over their orders
+    # would never end; the twins are ordered without branching.
+    def star(relu_ids):
+        lines = ["##Star##", "0:input", "1:output", "2:ReLU", "0->2", "2->1"]
+        lines += [f"{i}:ReLU" for i in relu_ids] + [f"2->{i}" for i in relu_ids]
+        return block("\n".join(lines))
+    ids = list(range(10, 2010))
+    shuffled = ids[:]
+    random.Random(5).shuffle(shuffled)
+    assert canonical_hash(star(ids)) == canonical_hash(star([i + 5000 for i in shuffled]))
+    assert canonical_hash(star(ids)) != canonical_hash(star(ids[:-1]))
 
 
 def test_a_long_chain_hashes_without_hanging():

@@ -15,8 +15,12 @@ node labels and equal operand positions where operand order matters:
 (`graph_canon.py`: refinement, then individualisation of symmetric leftovers),
 so equal blocks hash equal and different blocks differently (short of a SHA-256
 collision), in near-linear time. `CanonicalStore` answers "seen before?" with a
-dict keyed by that hash and compares canonical forms exactly when it matches. `source_hash` is a cheaper, stricter fingerprint that keeps ids and
-line order but ignores comments, whitespace, the header and default spelling.
+dict keyed by that hash and compares canonical forms exactly when it matches.
+`source_hash` is a cheaper, stricter fingerprint that keeps ids and line order
+but ignores comments, whitespace, the header and default spelling.
+
+`HASH_VERSION` enters every hash: hashes stored by an older version (1 was a
+Weisfeiler-Lehman hash) differ from today's for the same block.
 
 Parameter values are compared in a canonical form: integer-valued numbers are
 integers (`0` == `0.0`), sums and products of sizes are normalised polynomials

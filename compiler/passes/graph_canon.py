@@ -14,9 +14,10 @@ quadratic. Here, as in nauty, bliss and Traces:
 2. **Individualisation.** Where refinement leaves a cell of several nodes (symmetric
    branches), each node of the first such cell is made a cell of its own in turn and
    refinement resumes; each discrete partition (a leaf) orders the nodes, and the
-   smallest graph under those orders is the canonical form. Automorphisms found when two
-   leaves give the same graph prune the search (orbits, and a jump back to where the
-   two paths part), so k identical branches cost O(k) leaves, not k!.
+   smallest graph under those orders is the canonical form. Automorphisms prune the
+   search (one child per orbit, and a jump back to where two paths part): those found
+   when two leaves give the same graph, and swaps of twins (same label, same edges to
+   the same nodes), so k identical branches cost O(k) leaves, not k!.
 
 Nodes are `0..n-1`; `labels[i]` and edge labels are strings; only their order matters.
 """
@@ -126,11 +127,21 @@ def _refine(p: _Partition, queue: Sequence[int], relations: List[List[Tuple[int,
 
 
 class _Search:
-    def __init__(self, n: int, edges: List[Tuple[int, int, int]], relations: List[List[Tuple[int, int]]]):
-        self.n, self.edges, self.relations = n, edges, relations
+    def __init__(self, labels: Sequence[str], edges: List[Tuple[int, int, int]],
+                 relations: List[List[Tuple[int, int]]]):
+        self.n, self.edges, self.relations = len(labels), edges, relations
         self.first: Optional[Tuple[List[Tuple[int, int, int]], List[int], List[int]]] = None
         self.best: Optional[Tuple[List[Tuple[int, int, int]], List[int], List[int]]] = None
         self.generators: List[List[int]] = []
+        self.twins = _twin_classes(labels, relations)
+        self.twin_of = [-1] * self.n
+        for k, members in enumerate(self.twins):
+            for u in members:
+                self.twin_of[u] = k
+
+    def _all_twins(self, p: _Partition, x: int) -> bool:
+        first = self.twin_of[p.order[x]]
+        return first >= 0 and all(self.twin_of[p.order[i]] == first for i in range(x + 1, x + p.size[x]))
 
     def leaf(self, p: _Partition, path: List[int]) -> Optional[int]:
         """Record a leaf; on an automorphism, the depth to jump back to."""
@@ -157,11 +168,19 @@ class _Search:
     def explore(self, p: _Partition, path: List[int]) -> Optional[int]:
         """Search below `p` (refined); returns a depth to jump back to, or None."""
         x = p.first_open_cell()
+        while x is not None and self._all_twins(p, x):
+            # Every order of mutual twins gives the same graph: make them all singletons, no branching.
+            cells = range(x, x + p.size[x])
+            for i in cells:
+                p.cell[p.order[i]], p.size[i] = i, 1
+            _refine(p, cells, self.relations)
+            x = p.first_open_cell()
         if x is None:
             return self.leaf(p, path)
         depth = len(path)
-        # Orbits of the automorphisms found so far that fix the path: one child per orbit suffices.
-        parent = list(range(self.n))
+        # Orbits of the automorphisms known so far that fix the path: one child per orbit suffices.
+        # Computed only once a second child is considered (most nodes have one child explored).
+        parent: List[int] = []
 
         def find(v: int) -> int:
             while parent[v] != v:
@@ -169,20 +188,31 @@ class _Search:
                 v = parent[v]
             return v
 
+        def union(a: int, b: int) -> None:
+            a, b = find(a), find(b)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+
         applied = 0
         done: List[int] = []
         for v in sorted(p.order[x:x + p.size[x]]):
-            while applied < len(self.generators):
-                g = self.generators[applied]
-                applied += 1
-                if all(g[u] == u for u in path):
-                    for u in range(self.n):
-                        a, b = find(u), find(g[u])
-                        if a != b:
-                            parent[max(a, b)] = min(a, b)
-            root = find(v)
-            if any(find(u) == root for u in done):
-                continue  # an automorphism fixing the path maps v to a node already explored
+            if done:
+                if not parent:
+                    parent.extend(range(self.n))
+                    fixed = set(path)
+                    for members in self.twins:  # swapping two twins off the path fixes the path
+                        free = [u for u in members if u not in fixed]
+                        for a, b in zip(free, free[1:]):
+                            union(a, b)
+                while applied < len(self.generators):
+                    g = self.generators[applied]
+                    applied += 1
+                    if all(g[u] == u for u in path):
+                        for u in range(self.n):
+                            union(u, g[u])
+                root = find(v)
+                if any(find(u) == root for u in done):
+                    continue  # an automorphism fixing the path maps v to a node already explored
             child = p.copy()
             _refine(child, [child.individualise(v)], self.relations)
             jump = self.explore(child, path + [v])
@@ -190,6 +220,20 @@ class _Search:
             if jump is not None and jump < depth:
                 return jump
         return None
+
+
+def _twin_classes(labels: Sequence[str], relations: List[List[Tuple[int, int]]]) -> List[List[int]]:
+    """Groups of nodes with the same label and the same edges to the same other nodes.
+
+    Swapping two such twins (a dead-end branch repeated, leaves of a star) is an automorphism
+    known without search; with them as generators, n twins cost one path of the search, not n.
+    Twins joined by an edge are left out (their edges differ: each has the other as neighbour).
+    """
+    groups: Dict[tuple, List[int]] = {}
+    for u, rel in enumerate(relations):
+        key = (labels[u], tuple(sorted((code, -1 if v == u else v) for code, v in rel)))
+        groups.setdefault(key, []).append(u)
+    return [members for members in groups.values() if len(members) > 1]
 
 
 def canonical_order(labels: Sequence[str], edges: Sequence[Edge]) -> Tuple[Certificate, List[int]]:
@@ -233,7 +277,7 @@ def _canonical_order(labels: Sequence[str], edges: Sequence[Edge]) -> Tuple[Cert
         size[starts[-1]] += 1
     partition = _Partition(order, pos, cell, size)
     _refine(partition, starts, relations)
-    search = _Search(n, coded, relations)
+    search = _Search(labels, coded, relations)
     search.explore(partition, [])
     graph, best_order, _ = search.best
     return (tuple(labels[v] for v in best_order), edge_labels, graph), best_order
