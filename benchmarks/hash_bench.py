@@ -88,6 +88,10 @@ def main(argv: list[str]) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        # The front end's input limits (NAD118, NAD122) refuse blocks this large unless the
+        # nearest pyproject.toml raises them; where there are no limits this file is ignored.
+        Path(tmp, "pyproject.toml").write_text(f"[tool.nadc.limits]\nnodes-per-block = {2 * max(sizes)}\n"
+                                               f"text-bytes = {64 << 20}\n")
         for shape, make in (("chain", chain), ("residual", residual)):
             for n in sizes:
                 path = Path(tmp) / f"{shape}-{n}.nad"

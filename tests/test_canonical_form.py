@@ -151,26 +151,25 @@ def test_symmetric_branches_hash_by_their_multiset():
 
 
 def test_many_identical_dead_ends_hash_by_their_count():
-    # 2,000 twins (same label, same single edge) under one node: a search over their orders
-    # would never end; the twins are ordered without branching.
+    # 1,900 twins (same label, same single edge) under one node (the default input limits allow
+    # 2,000 nodes): a search over their orders would never end; twins are ordered without branching.
     def star(relu_ids):
         lines = ["##Star##", "0:input", "1:output", "2:ReLU", "0->2", "2->1"]
         lines += [f"{i}:ReLU" for i in relu_ids] + [f"2->{i}" for i in relu_ids]
         return block("\n".join(lines))
-    ids = list(range(10, 2010))
+    ids = list(range(10, 1910))
     shuffled = ids[:]
     random.Random(5).shuffle(shuffled)
     assert canonical_hash(star(ids)) == canonical_hash(star([i + 5000 for i in shuffled]))
     assert canonical_hash(star(ids)) != canonical_hash(star(ids[:-1]))
 
 
-def test_a_long_chain_hashes_without_hanging():
+def test_a_long_chain_gets_its_canonical_form_without_hanging():
     # A guard against quadratic (or worse) behaviour coming back; not a performance target.
-    n = 10_000
-    text = "\n".join(["##Chain##", "0:input", "1:output"] + [f"{i}:ReLU" for i in range(2, n)]
-                     + ["0->2"] + [f"{i}->{i + 1}" for i in range(2, n - 1)] + [f"{n - 1}->1"])
-    code = ("import sys; from nader.dsl.parser import parse; from nader.compiler.passes.canonical import "
-            "canonical_hash; print(canonical_hash(parse(sys.stdin.read()).program.blocks[0]))")
-    done = subprocess.run([sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=120)
+    # The graph itself, not a block: the front end's input limits refuse blocks this large.
+    code = ("from nader.compiler.passes.graph_canon import canonical_order; n = 100_000; "
+            "cert, order = canonical_order(['ReLU'] * n, [(i, i + 1, '') for i in range(n - 1)]); "
+            "print(len(order), order[0] in (0, n - 1))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.strip()) == 64
+    assert done.stdout.split() == ["100000", "True"]
