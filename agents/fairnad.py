@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from nader.compiler.architecture import load_architecture
-from nader.compiler.diff_render import render_text
-from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.diff import block_diff, render_text
 from nader.dsl.ops import Group
 
 from .knowledge import ATTRIBUTE_TREE

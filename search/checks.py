@@ -17,13 +17,21 @@
 
 The outcome carries what the tree records: status, hash, diagnostics, widths, params, FLOPs and
 the budget that binds.
+
+No single reply may stall a search: the checks of one architecture run under a wall-time guard
+(`CHECK_TIME_LIMIT`), and one that takes longer is ``invalid`` (code ``checks-timeout``). The
+checks are pure-Python CPU work that a thread timer cannot interrupt, so the guard is a SIGALRM
+interval timer; where there is none (not the main thread, no `setitimer`) the checks run unguarded.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Iterator, List, Optional
 
 from nader.compiler.fit import fit
 from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
@@ -36,8 +44,35 @@ from nader.dsl.ir import Block
 
 from .tree import Tree
 
-ARCH_HASH_VERSION = "nader-search-arch-1"
+ARCH_HASH_VERSION = "nader-search-arch-2"  # 2: blocks' hashes are canonical forms (nadc-canonical-2)
 PARTS = ("base", "stem", "downsample")
+CHECK_TIME_LIMIT = 10.0  # seconds the checks of one architecture may take
+
+
+class ChecksTimedOut(Exception):
+    """Raised inside the checks when the wall-time guard fires."""
+
+
+@contextmanager
+def wall_time_guard(seconds: Optional[float]) -> Iterator[None]:
+    """Raise `ChecksTimedOut` in the guarded code after `seconds` of wall time (main thread only)."""
+    if not seconds or seconds <= 0 or not hasattr(signal, "setitimer") \
+            or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(signum, frame):
+        raise ChecksTimedOut()
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        finally:  # an alarm landing between the two must not leave our handler installed
+            signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass
@@ -96,9 +131,11 @@ def same_architecture(a: Architecture, b: Architecture) -> bool:
 class Checker:
     """Runs the checks for one search (skeleton, dataset, depths and budget fixed)."""
 
-    def __init__(self, skeleton: str, dataset: str, depths, budget, space=None):
+    def __init__(self, skeleton: str, dataset: str, depths, budget, space=None,
+                 time_limit: Optional[float] = CHECK_TIME_LIMIT):
         self.skeleton, self.dataset, self.depths, self.budget = skeleton, dataset, list(depths), budget
         self.space = space  # a cell space refuses what is outside it and fixes the widths
+        self.time_limit = time_limit  # None: no guard
         self._skeleton, self._data = skeleton_info(skeleton), dataset_info(dataset)
         self._archs: dict = {}  # arch_id -> Architecture, for exact duplicate checks
 
@@ -106,6 +143,16 @@ class Checker:
         return load_architecture(text, self.skeleton)
 
     def check(self, text: Optional[str], tree: Tree, error: Optional[str] = None) -> Checked:
+        """The checks' outcome; ``invalid`` (code ``checks-timeout``) when they outrun `time_limit`."""
+        try:
+            with wall_time_guard(self.time_limit):
+                return self._check(text, tree, error)
+        except ChecksTimedOut:
+            message = f"checks took longer than {self.time_limit:g} s"
+            return Checked("invalid", diagnostics={"message": message, "diagnostics": [
+                {"code": "checks-timeout", "block": None, "line": None, "col": None, "message": message}]})
+
+    def _check(self, text: Optional[str], tree: Tree, error: Optional[str] = None) -> Checked:
         if text is None:
             return Checked("invalid", diagnostics={"message": error or "nothing was proposed", "diagnostics": []})
         try:

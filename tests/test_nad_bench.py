@@ -54,7 +54,7 @@ def test_every_check_kind_is_used_and_unknown_kinds_are_refused():
     used = {c["kind"] for r in REQUESTS for c in r.checks}
     assert used == set(CHECKS)
     r = REQUESTS[0]
-    from nader.compiler.passes.canonical import block_diff
+    from nader.compiler.passes.diff import block_diff
 
     diff = block_diff(parse(r.base_text).program.blocks[0], parse(r.reference_text()).program.blocks[0])
     with pytest.raises(ValueError, match="unknown check kind"):

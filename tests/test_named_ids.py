@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 
 from strategies import sound_blocks, with_named_ids
 from nader.compiler.passes import verify_block
-from nader.compiler.passes.canonical import block_diff, canonical_hash
+from nader.compiler.passes.canonical import canonical_hash
+from nader.compiler.passes.diff import block_diff
 from nader.dsl import parse
 from nader.dsl.format import format_block, format_source, renumber
 

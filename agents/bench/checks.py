@@ -15,7 +15,8 @@ import functools
 from dataclasses import dataclass
 from typing import Callable, Hashable, Optional
 
-from nader.compiler.passes.canonical import BlockDiff, canonical_params
+from nader.compiler.passes.canonical import canonical_params
+from nader.compiler.passes.diff import BlockDiff
 from nader.dsl.ir import Block, Node
 from nader.dsl.parser import parse
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Optional
 
-from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.diff import block_diff
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse

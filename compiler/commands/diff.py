@@ -20,8 +20,7 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import load, report
-from nader.compiler.diff_render import diff_json, pair_blocks, render_text
-from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.diff import block_diff, diff_json, pair_blocks, render_text
 from nader.dsl.ir import Block
 
 

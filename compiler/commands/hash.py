@@ -3,8 +3,9 @@
 The hash ignores node numbering, the order of node and edge lines, comments,
 whitespace, the header name and defaults written or omitted; it changes with
 any operation, parameter or edge (and with operand order for `concat` and
-`multiply`). Equal hashes mean equal blocks except on a Weisfeiler-Lehman
-collision; `--duplicates` groups blocks with an exact check as well.
+`multiply`). The hash is that of the block's canonical form: equal hashes mean
+equal blocks (short of a SHA-256 collision); `--duplicates` compares canonical
+forms exactly as well.
 Files with errors are reported on stderr and skipped (exit 1).
 """
 from __future__ import annotations

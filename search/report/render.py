@@ -25,8 +25,7 @@ from typing import Iterable, Optional
 import jinja2
 
 from nader.compiler.backends.svg import block_svg
-from nader.compiler.diff_render import pair_blocks, render_text
-from nader.compiler.passes.canonical import block_diff
+from nader.compiler.passes.diff import block_diff, pair_blocks, render_text
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.parser import parse
 
