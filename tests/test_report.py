@@ -22,7 +22,8 @@ from nader.search.report.render import pareto_front
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "resnet_basic.nad").read_text()
 EVIL = "<script>window.__pwned=1</script>\"'><img src=x onerror=\"window.__pwned=1\">"
-render_module = importlib.import_module("nader.search.report.render")  # the package exports `render`, the function
+render_module = importlib.import_module("nader.search.report.render")
+compare_module = importlib.import_module("nader.search.report.compare")
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 
 
@@ -155,6 +156,7 @@ def _render_unescaped(monkeypatch, make_page) -> str:
     env = render_module._env()
     env.autoescape = False
     monkeypatch.setattr(render_module, "_env", lambda: env)
+    monkeypatch.setattr(compare_module, "_env", lambda: env)  # the compare page renders with the same environment
     html = make_page()
     assert "<script>window.__pwned=1</script>" in html and '<details open ontoggle="window.__pwned=2">' in html
     return html
