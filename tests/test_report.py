@@ -22,7 +22,7 @@ from nader.search.report.render import pareto_front
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "resnet_basic.nad").read_text()
 EVIL = "<script>window.__pwned=1</script>\"'><img src=x onerror=\"window.__pwned=1\">"
-render_module = importlib.import_module("nader.search.report.render")
+render_module = importlib.import_module("nader.search.report.render")  # the package exports `render`, the function
 compare_module = importlib.import_module("nader.search.report.compare")
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 
