@@ -60,6 +60,10 @@ LAZY_IMPORTS = {
     ("nader.compiler.backends.drawing", "nader.compiler.backends.svg"):
         "cycle: svg.py draws with drawing's labels and colours; emit_svg stays here because "
         "commands/compile.py (pending split) names it",
+    ("nader.compiler.architecture", "nader.compiler.datasets"): "cycle: datasets raises architecture's BuildError",
+    ("nader.compiler.architecture", "nader.compiler.network_cost"):
+        "cycle: network_cost models an Architecture and its Skeleton",
+    ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
     ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
     ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "cycle, and start-up: the reference parser imports lark. " + PENDING,
