@@ -71,6 +71,8 @@ LAZY_IMPORTS = {
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
         "optional extra (agents): the MiniLM embedder loads its model packages",
+    ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
+        "start-up: torch; lowering a block to ONNX does not build a PyTorch module",
     ("nader.compiler.backends.network_source", "nader.compiler.backends.torch_backend"):
         "start-up: torch; emitting network source text does not build modules",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
