@@ -55,6 +55,9 @@ DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM
 #: nader-search --help imports the config; instructions counted with `valgrind --tool=cachegrind`
 CONFIG_BUDGET = "start-up: at the top, the budget's compiler modules cost nader-search --help 10% more instructions"
 CONFIG_EVALUATORS = "start-up: at the top, the evaluators (with NB201's space) cost nader-search --help 13% more instructions"
+MUTATE = "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use"
+STRATEGY_ARCHITECTURE = ("start-up: nader-search --help imports every strategy; at the top the compiler's "
+                         "architecture modules cost it ~6% more instructions")
 DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the top when the file is next edited"
 
 #: (importing module, imported module or package) -> why the import is inside a function.
@@ -69,6 +72,8 @@ LAZY_IMPORTS = {
     ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
     ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
     ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
+    ("nader.search.evaluators.tabular", "nader.search.evaluators.table"):
+        "cycle: table.py builds on tabular's EvaluatorError and TrialRecord",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "cycle, and start-up: the reference parser imports lark. " + PENDING,
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
@@ -103,14 +108,24 @@ LAZY_IMPORTS = {
     ("nader.search.strategies.fairnad", "nader.agents.tokens"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.agents.tokens"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.search.spaces.nb201"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.knowledge"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.llm"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.llm.options"): DISCOVERED,
+    ("nader.search.strategies.llm", "nader.agents.knowledge"):
+        "start-up: the knowledge base's names load on first use (numpy); at the top they cost nader-search --help "
+        "20% more instructions",
     ("nader.search.strategies.nader", "nader.agents.modifier"): DISCOVERED,
     ("nader.search.strategies.nader", "nader.agents.proposer"): DISCOVERED,
     ("nader.search.strategies.nader", "nader.agents.tokens"): DISCOVERED,
-    ("nader.search.strategies.base", "nader.compiler.mutate"):
-        "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use",
+    ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate.engine"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate.table"): MUTATE,
+    ("nader.search.strategies.local", "nader.search.spaces.nb201"):
+        "start-up: nader-search --help imports every strategy; at the top NB201's space (it builds networks) "
+        "costs it ~5% more instructions",
+    ("nader.search.strategies.nader", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.compiler.plan"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.agents.fairnad"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.agents.genius"): DISCOVERED,
     ("nader.search.spaces.space", "nader.search.strategies.base"):
         "cycle: importing the strategies package discovers every strategy, and genius imports the spaces",
     # -- deferred ---------------------------------------------------------------------------------
