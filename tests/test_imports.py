@@ -49,7 +49,6 @@ LAZY_PACKAGES = {
     "tokenizers": "optional extra (agents): the embedding model's tokenizer",
 }
 
-PENDING = "pending split: the file is being reorganised in another change; its imports are sorted out there"
 DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
               "when it runs (the file is edited in another change)")
 #: nader-search --help imports the config; instructions counted with `valgrind --tool=cachegrind`
@@ -74,7 +73,7 @@ LAZY_IMPORTS = {
     ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
     ("nader.search.evaluators.tabular", "nader.search.evaluators.table"):
         "cycle: table.py builds on tabular's EvaluatorError and TrialRecord",
-    ("nader.dsl.parser", "nader.dsl.lark_parser"): "cycle, and start-up: the reference parser imports lark. " + PENDING,
+    ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
@@ -87,6 +86,8 @@ LAZY_IMPORTS = {
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
     ("nader.dsl.limits", "tomllib"):
         "start-up: read only where a pyproject.toml is found; at the top it cost nadc verify 0.8-2.8% more instructions",
+    ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
+    ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
     ("nader.search.config", "nader.compiler.architecture"): CONFIG_BUDGET,
     ("nader.search.config", "nader.compiler.datasets"): CONFIG_BUDGET,
@@ -98,11 +99,6 @@ LAZY_IMPORTS = {
     ("nader.search.prescreen", "nader.runtime.pipeline"): "start-up: torch",
     ("nader.search.session", "nader.runtime.data"): "start-up: torch",
     ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
-    # -- files being reorganised in other changes ------------------------------------------------
-    ("nader.compiler.network", "nader.compiler.backends.torch_backend"): PENDING,
-    ("nader.compiler.network", "nader.compiler.backends.torch_support"): PENDING,
-    ("nader.compiler.network", "nader.compiler.fit"): PENDING,
-    ("nader.compiler.backends.torch_backend", "nader.compiler.backends.network_source"): PENDING,
     # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
     ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,
     ("nader.search.strategies.fairnad", "nader.agents.tokens"): DISCOVERED,
