@@ -128,20 +128,11 @@ LAZY_IMPORTS = {
     ("nader.agents.bench.runner", "nader.agents.llm.errors"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.modifier"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.tokens"): DEFERRED,
-    ("nader.agents.modifier", "nader.compiler.passes.canonical"): DEFERRED,
-    ("nader.agents.modifier", "nader.dsl.ops"): DEFERRED,
-    ("nader.agents.modifier", "nader.dsl.parser"): DEFERRED,
     ("nader.search.config", "nader.runtime.presets"): DEFERRED,
     ("nader.search.config", "nader.search.checks"): DEFERRED,
     ("nader.search.config", "nader.search.spaces.nb201"): DEFERRED,
     ("nader.search.config", "nader.search.spaces.space"): DEFERRED,
     ("nader.search.config", "nader.search.strategies"): DEFERRED,
-    ("nader.search.session", "nader.runtime.executors"): DEFERRED,
-    ("nader.search.session", "nader.runtime.presets"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluator"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluators.lookup"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluators.tabular"): DEFERRED,
-    ("nader.search.session", "nader.search.prescreen"): DEFERRED,
 }
 
 #: Library modules that still import a command-line module, and why.
