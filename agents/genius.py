@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from nader.compiler.architecture import check_architecture, check_base_block, split_architecture, with_blocks_of
+from nader.dsl.ops import reference_text
 
 from .llm.jsonreply import reply_too_long
 from .prompts import render
@@ -58,8 +59,6 @@ class Genius:
             prompt = CELL_PROMPT
             messages = render(prompt, **common)
         else:
-            from nader.dsl.ops import reference_text
-
             prompt = BLOCK_PROMPT
             messages = render(prompt, reference=reference_text(), skeleton=self.skeleton, **common)
         progress = {} if progress is None else progress

@@ -25,7 +25,10 @@ from typing import Callable, List, Optional
 
 from nader.compiler.architecture import (Check, block_name, check_architecture, check_base_block, renamed,
                                         split_architecture)
+from nader.compiler.passes.canonical import canonical_hash
 from nader.dsl.extract import extract_blocks
+from nader.dsl.ops import reference_text
+from nader.dsl.parser import parse
 
 from .llm.jsonreply import reply_too_long
 from .prompts import render
@@ -107,8 +110,6 @@ class Modifier:
 
     @staticmethod
     def language_reference() -> str:
-        from nader.dsl.ops import reference_text
-
         return reference_text()
 
     def _converse(self, messages: list[dict], check: Callable[[str], Check], *, prompt: str,
@@ -129,9 +130,6 @@ class Modifier:
     def write_block(self, block_text: str, plan: str, experiences: List[str] = (), *,
                     arch_id: Optional[str] = None, reject_unchanged: bool = True) -> Modification:
         """The parent's base block rewritten to follow the plan (verified as a base block)."""
-        from nader.compiler.passes.canonical import canonical_hash
-        from nader.dsl.parser import parse
-
         parent = parse(block_text).program.blocks[0]
         parent_hash = canonical_hash(parent) if reject_unchanged else None
         messages = render(IMPLEMENT, reference=self.language_reference(), block=block_text.strip(), plan=plan,

@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.extract import extract_blocks
+from nader.dsl.format import format_block
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
 from nader.runtime.errors import ArchitectureError
@@ -432,10 +435,6 @@ def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
     is ignored); diagnostics quote the lines of the extracted text. With `parent_hash`, a block
     whose canonical hash is the parent's is refused (`unchanged`).
     """
-    from nader.compiler.passes.canonical import canonical_hash
-    from nader.dsl.extract import extract_blocks
-    from nader.dsl.format import format_block
-
     extraction = extract_blocks(reply)
     if extraction.problems:  # past an input limit (NAD118-NAD122): nothing of the reply was read
         return Check(False, None, render_feedback(extraction.problems, ""),
@@ -484,8 +483,6 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
 
 def split_architecture(arch_text: str) -> tuple[str, str, str]:
     """The base, stem and downsample blocks of an architecture's text (by their roles), formatted."""
-    from nader.dsl.format import format_block
-
     by_role = {}
     for block in parse(arch_text).program.blocks:
         by_role.setdefault(block.inferred_role(), format_block(block))

@@ -24,6 +24,7 @@ from typing import Optional
 
 from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
 from nader.compiler.datasets import dataset_info
+from nader.compiler.fit import Budget, FitError, fit, preset_budget
 from nader.compiler.network_cost import constraint_holds, network_model, peak_memory, plan_constraints, plan_cost
 from nader.compiler.passes.cost import CostError
 from nader.compiler.plan import BlockUnit, LayerUnit, Plan, make_plan, resolve_depths, resolve_widths, width_int
@@ -33,8 +34,6 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
             input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
             path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
     """Everything `build_network` reports, without building a module: fit (or check) widths and cost them."""
-    from nader.compiler.fit import Budget, FitError, fit, preset_budget
-
     skel = skeleton_info(skeleton)
     data = dataset_info(dataset)
     arch = arch or load_architecture(arch_text, skel, stem_stride=stem_stride, path=path)

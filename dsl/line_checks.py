@@ -7,6 +7,7 @@ their results are interned with it (nader.dsl.parser).
 """
 from __future__ import annotations
 
+import difflib
 import re
 from typing import NamedTuple, Optional
 
@@ -75,7 +76,6 @@ def check_header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine
 
 
 def _suggest(name: str, choices: list[str]) -> Optional[str]:
-    import difflib  # only for misspelt names
     lowered = {c.lower(): c for c in choices}
     if name.lower() in lowered:
         return lowered[name.lower()]

@@ -29,7 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from .errors import ArchitectureError
+from . import presets
+from .errors import ArchitectureError, BuilderUnavailable, ConfigError, DatasetError
+from .faults import E_INFRA, INTERRUPTED, infrastructure_reason
 
 DEFAULT_BUILDER = "nader.compiler.network:build_network"
 STATUSES = ("ok", "diverged", "failed", "interrupted")  # interrupted: by the machine (faults.py); reruns
@@ -155,8 +157,6 @@ _BUILDER_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 def resolve_builder(spec: str) -> Callable:
     """Import "module:function" (no evaluation of arbitrary text: a dotted name and an attribute)."""
-    from .errors import BuilderUnavailable
-
     if not isinstance(spec, str) or not _BUILDER_RE.match(spec):
         raise BuilderUnavailable(f"builder must be 'module:function', got {spec!r}")
     mod_name, fn_name = spec.split(":")
@@ -234,13 +234,9 @@ def run_job(job: Job, *, device: Optional[str] = None, callbacks: Sequence[Calla
 
 
 def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Result:
-    from .errors import BuilderUnavailable, ConfigError, DatasetError
-    from .faults import E_INFRA, INTERRUPTED, infrastructure_reason
-
     try:
         import torch
 
-        from . import presets
         from .data import canonical_name, dataset_spec, load_dataset
         from .trainer import Trainer, resolve_device
 

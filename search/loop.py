@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
+from nader.agents.llm.accounting import dollars as format_dollars
 from nader.compiler.architecture import skeleton_info
 from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
@@ -34,6 +35,7 @@ from nader.runtime.integrity import StoreError
 from .checks import Checked, Checker
 from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
+from .evaluators.lookup import simulated_seconds
 from .fidelity import scheduler_of
 from .spaces.space import get_space
 from .store import SearchStore
@@ -198,15 +200,11 @@ class SearchLoop:
         if c.time_limit is not None and self.clock() - self.t0 >= c.time_limit:
             return Stop("time-limit", f"reached the time limit of {c.time_limit:g} s")
         if c.sim_time_limit is not None:  # a tabular benchmark's simulated training time, all sessions
-            from .evaluators.lookup import simulated_seconds
-
             used = simulated_seconds(self.store.conn)
             if used >= c.sim_time_limit:
                 return Stop("sim-time-limit", f"used {used:,.0f} s of simulated training time "
                                               f"(budget {c.sim_time_limit:,.0f} s)")
         if c.max_cost is not None or c.max_tokens is not None:
-            from nader.agents.llm.accounting import dollars as format_dollars
-
             tokens, dollars = self.store.spent()
             # The client refuses any call once the spend reaches a cap; it also refuses calls
             # whose worst case could pass it, which only the call itself knows.

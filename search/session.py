@@ -17,14 +17,20 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.executors import make_executor
 from nader.runtime.faults import InfrastructureError
 from nader.runtime.integrity import StoreError
+from nader.runtime.presets import get_preset
 
 from . import records
 from .config import SearchConfig, differences, merge
+from .evaluator import TrainingEvaluator
+from .evaluators.lookup import TableEvaluator
+from .evaluators.tabular import EvaluatorError
 from .fidelity import schedule_of
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
+from .prescreen import Prescreener
 from .store import SearchStore
 from .strategies import get_strategy
 from .tree import Tree
@@ -79,11 +85,6 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
     """(executor, evaluator): training on the configured executor, or a tabular benchmark's
     table (`--evaluator nats-bench:PATH`; no executor)."""
     if config.evaluator:
-        from nader.runtime.presets import get_preset
-
-        from .evaluators.lookup import TableEvaluator
-        from .evaluators.tabular import EvaluatorError
-
         try:
             evaluator = TableEvaluator.open(config.evaluator, config.dataset,
                                             config.epochs or get_preset(config.preset).epochs, config.table_map)
@@ -91,9 +92,6 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
             raise ConfigError(str(exc)) from None
         _check_rungs(config, evaluator)
         return None, evaluator
-    from nader.runtime.executors import make_executor
-
-    from .evaluator import TrainingEvaluator
 
     kind = "inprocess" if config.executor == "local" else config.executor
     executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
@@ -190,8 +188,6 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
                warnings, t0):
     prescreener = None
     if config.prescreen > 1:
-        from .prescreen import Prescreener
-
         prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
                                   depths=config.depths, data_dir=config.data_dir, seed=config.seed)
     obs = observer or Observer()

@@ -49,9 +49,14 @@ LAZY_PACKAGES = {
     "tokenizers": "optional extra (agents): the embedding model's tokenizer",
 }
 
-PENDING = "pending split: the file is being reorganised in another change; its imports are sorted out there"
 DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
               "when it runs (the file is edited in another change)")
+#: nader-search --help imports the config; instructions counted with `valgrind --tool=cachegrind`
+CONFIG_BUDGET = "start-up: at the top, the budget's compiler modules cost nader-search --help 10% more instructions"
+CONFIG_EVALUATORS = "start-up: at the top, the evaluators (with NB201's space) cost nader-search --help 13% more instructions"
+MUTATE = "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use"
+STRATEGY_ARCHITECTURE = ("start-up: nader-search --help imports every strategy; at the top the compiler's "
+                         "architecture modules cost it ~6% more instructions")
 DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the top when the file is next edited"
 
 #: (importing module, imported module or package) -> why the import is inside a function.
@@ -60,106 +65,78 @@ LAZY_IMPORTS = {
     ("nader.compiler.backends.drawing", "nader.compiler.backends.svg"):
         "cycle: svg.py draws with drawing's labels and colours; emit_svg stays here because "
         "commands/compile.py (pending split) names it",
+    ("nader.compiler.architecture", "nader.compiler.datasets"): "cycle: datasets raises architecture's BuildError",
+    ("nader.compiler.architecture", "nader.compiler.network_cost"):
+        "cycle: network_cost models an Architecture and its Skeleton",
+    ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
     ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
     ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
-    ("nader.dsl.parser", "nader.dsl.lark_parser"): "cycle, and start-up: the reference parser imports lark. " + PENDING,
+    ("nader.search.evaluators.tabular", "nader.search.evaluators.table"):
+        "cycle: table.py builds on tabular's EvaluatorError and TrialRecord",
+    ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
         "optional extra (agents): the MiniLM embedder loads its model packages",
+    ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
+        "start-up: torch; lowering a block to ONNX does not build a PyTorch module",
     ("nader.compiler.backends.network_source", "nader.compiler.backends.torch_backend"):
         "start-up: torch; emitting network source text does not build modules",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
+    ("nader.dsl.limits", "tomllib"):
+        "start-up: read only where a pyproject.toml is found; at the top it cost nadc verify 0.8-2.8% more instructions",
+    ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
+    ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
+    ("nader.search.config", "nader.compiler.architecture"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.compiler.datasets"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.compiler.fit"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.compiler.plan"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.search.evaluators.table"): CONFIG_EVALUATORS,
+    ("nader.search.config", "nader.search.evaluators.tabular"): CONFIG_EVALUATORS,
     ("nader.search.prescreen", "nader.runtime.data"): "start-up: torch",
     ("nader.search.prescreen", "nader.runtime.pipeline"): "start-up: torch",
     ("nader.search.session", "nader.runtime.data"): "start-up: torch",
     ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
-    # -- files being reorganised in other changes ------------------------------------------------
-    ("nader.compiler.backends.onnx_backend", "nader"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.backends.torch_backend"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.common"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.compile"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.network"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.passes.verify"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "click"): PENDING,
-    ("nader.compiler.network", "nader.compiler.backends.torch_backend"): PENDING,
-    ("nader.compiler.network", "nader.compiler.backends.torch_support"): PENDING,
-    ("nader.compiler.network", "nader.compiler.fit"): PENDING,
-    ("nader.dsl.parser", "difflib"): PENDING,
-    ("nader.search.loop", "nader.agents.llm.errors"): PENDING,
-    ("nader.search.loop", "nader.compiler.network"): PENDING,
-    ("nader.search.loop", "nader.search.spaces.space"): PENDING,
-    ("nader.compiler.backends.network_source", "nader.compiler.commands.common"): PENDING,
-    ("nader.compiler.backends.network_source", "nader.compiler.commands.compile"): PENDING,
-    ("nader.compiler.backends.torch_backend", "nader.compiler.commands.compile"): PENDING,
-    ("nader.compiler.backends.torch_backend", "nader.compiler.backends.network_source"): PENDING,
     # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
-    ("nader.search.strategies.fairnad", "nader.agents.knowledge"): DISCOVERED,
     ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.agents.prompts"): DISCOVERED,
     ("nader.search.strategies.fairnad", "nader.agents.tokens"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.compiler.commands.diff"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.compiler.network"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.compiler.passes.canonical"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.dsl.ops"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.search.checks"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.search.config"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.agents.modifier"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.agents.prompts"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.agents.tokens"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.dsl.ops"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.search.loop"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.search.spaces.nb201"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.knowledge"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.llm"): DISCOVERED,
-    ("nader.search.strategies.llm", "nader.agents.llm.options"): DISCOVERED,
+    ("nader.search.strategies.llm", "nader.agents.knowledge"):
+        "start-up: the knowledge base's names load on first use (numpy); at the top they cost nader-search --help "
+        "20% more instructions",
     ("nader.search.strategies.nader", "nader.agents.modifier"): DISCOVERED,
     ("nader.search.strategies.nader", "nader.agents.proposer"): DISCOVERED,
     ("nader.search.strategies.nader", "nader.agents.tokens"): DISCOVERED,
-    ("nader.search.strategies.base", "nader.compiler.mutate"):
-        "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use",
+    ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate.engine"): MUTATE,
+    ("nader.search.strategies.local", "nader.compiler.mutate.table"): MUTATE,
+    ("nader.search.strategies.local", "nader.search.spaces.nb201"):
+        "start-up: nader-search --help imports every strategy; at the top NB201's space (it builds networks) "
+        "costs it ~5% more instructions",
+    ("nader.search.strategies.nader", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.compiler.plan"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.fairnad", "nader.agents.fairnad"): DISCOVERED,
+    ("nader.search.strategies.genius", "nader.agents.genius"): DISCOVERED,
     ("nader.search.spaces.space", "nader.search.strategies.base"):
         "cycle: importing the strategies package discovers every strategy, and genius imports the spaces",
     # -- deferred ---------------------------------------------------------------------------------
     ("nader.agents.bench.runner", "nader.agents.llm.errors"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.modifier"): DEFERRED,
     ("nader.agents.bench.runner", "nader.agents.tokens"): DEFERRED,
-    ("nader.agents.modifier", "nader.compiler.network"): DEFERRED,
-    ("nader.agents.modifier", "nader.compiler.passes.canonical"): DEFERRED,
-    ("nader.agents.modifier", "nader.compiler.passes.verify"): DEFERRED,
-    ("nader.agents.modifier", "nader.dsl.ops"): DEFERRED,
-    ("nader.agents.modifier", "nader.dsl.parser"): DEFERRED,
-    ("nader.runtime.jobs", "nader.runtime.errors"): DEFERRED,
-    ("nader.runtime.jobs", "nader.runtime.presets"): DEFERRED,
-    ("nader.search.config", "nader.compiler.fit"): DEFERRED,
-    ("nader.search.config", "nader.compiler.network"): DEFERRED,
     ("nader.search.config", "nader.runtime.presets"): DEFERRED,
     ("nader.search.config", "nader.search.checks"): DEFERRED,
-    ("nader.search.config", "nader.search.evaluators.tabular"): DEFERRED,
     ("nader.search.config", "nader.search.spaces.nb201"): DEFERRED,
     ("nader.search.config", "nader.search.spaces.space"): DEFERRED,
     ("nader.search.config", "nader.search.strategies"): DEFERRED,
-    ("nader.search.session", "nader.compiler.network"): DEFERRED,
-    ("nader.search.session", "nader.runtime.executors"): DEFERRED,
-    ("nader.search.session", "nader.runtime.presets"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluator"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluators.lookup"): DEFERRED,
-    ("nader.search.session", "nader.search.evaluators.tabular"): DEFERRED,
-    ("nader.search.session", "nader.search.prescreen"): DEFERRED,
 }
 
 #: Library modules that still import a command-line module, and why.
-CLI_IMPORTS = {
-    ("nader.compiler.backends.network_source", "nader.compiler.commands.common"): PENDING,
-    ("nader.compiler.backends.network_source", "nader.compiler.commands.compile"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.common"): PENDING,
-    ("nader.compiler.backends.onnx_backend", "nader.compiler.commands.compile"): PENDING,
-    ("nader.compiler.backends.torch_backend", "nader.compiler.commands.compile"): PENDING,
-    ("nader.search.strategies.fairnad", "nader.compiler.commands.diff"):
-        "the file is edited in another change; render_text is in nader.compiler.diff_render now",
-}
+CLI_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def is_cli(module: str) -> bool:

@@ -42,6 +42,8 @@ class BlockRuntimeError(RuntimeError):
 
 # The helpers the forward pass calls live in torch_support, which generated files copy.
 from nader.compiler.backends import torch_support
+from nader.compiler.backends.errors import EmitError  # noqa: E402
+from nader.compiler.backends.network_source import emit_network_source  # noqa: E402
 from nader.compiler.backends.torch_support import DropPath, crop_same, require_4d  # noqa: E402
 
 
@@ -498,10 +500,7 @@ def _pieces(op: Op, names: list[str], target: str) -> list[list[str]]:
 
 def emit(parsed, options) -> str:
     """`nadc FILE --emit torch`: standalone source, one class per block (or a whole network with --network)."""
-    from nader.compiler.backends.errors import EmitError
-
     if options.network:
-        from nader.compiler.backends.network_source import emit_network_source
         return emit_network_source(parsed, options)
     classes = []
     for block in parsed.program.blocks:

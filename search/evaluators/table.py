@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from nader.runtime.errors import ConfigError
 from nader.search.spaces import nb201
 
 from .tabular import EvaluatorError, TrialRecord, number
@@ -47,8 +48,6 @@ METRIC = re.compile(r"(valid_acc|test_acc)@([1-9][0-9]{0,3})|epoch_seconds|param
 
 def check_table_map(table_map: Optional[dict]) -> None:
     """Refuse a --table-map entry whose metric we do not know (the usage error names the known ones)."""
-    from nader.runtime.errors import ConfigError
-
     for metric, column in (table_map or {}).items():
         if not METRIC.fullmatch(metric):
             raise ConfigError(f"table-map: unknown metric {metric!r}; metrics are valid_acc@E, test_acc@E (E epochs), "

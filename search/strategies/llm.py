@@ -3,9 +3,12 @@ client opened from them (recorded in the run's `runs.sqlite`, replayable, capped
 `--llm-max-cost` / `--llm-max-tokens`), and what a proposal whose LLM work raised becomes."""
 from __future__ import annotations
 
+from nader.agents.llm import LLMClient, LLMError
+from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
+from nader.agents.llm.options import config_from_options
 from nader.runtime.errors import ConfigError
 
-from .base import Option
+from .base import Option, StopSearch
 
 LLM_OPTIONS = {
     "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
@@ -23,10 +26,7 @@ def proposal_failure(exc: Exception) -> str:
     the run) or a reply whose handling raised (the same recorded reply fails the same way on
     resume). A stop (a cap, the endpoint down, a replay miss) and a configuration error are
     raised again."""
-    from nader.agents.knowledge import KnowledgeBaseError
-    from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
-
-    from .base import StopSearch
+    from nader.agents.knowledge import KnowledgeBaseError  # start-up: the knowledge base imports numpy
 
     if isinstance(exc, (StopSearch, RunStopped, ReplayMiss, ConfigError)):
         raise exc
@@ -56,9 +56,6 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
 def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None):
     """The project's LLM client for a strategy's settings and the run's caps (`SearchContext.llm_caps`); a bad
     configuration is a ConfigError."""
-    from nader.agents.llm import LLMClient, LLMError
-    from nader.agents.llm.options import config_from_options
-
     flags = {k: v for k, v in (("base_url", settings["llm_base_url"]), ("model", settings["llm_model"])) if v}
     flags.update(caps or {})
     replay = settings["replay"] or None

@@ -32,8 +32,11 @@ import json
 import random
 from typing import Dict, List, Optional, Tuple
 
+from nader.dsl.ir import Role
+
+from ..selection.uniform import select_uniform
 from ..tree import PENDING, REJECTED, TRIALS, Node
-from .base import Candidate, Option, Strategy
+from .base import Candidate, Option, StopSearch, Strategy
 
 
 class LocalStrategy(Strategy):
@@ -66,8 +69,6 @@ class LocalStrategy(Strategy):
             return tree[self.anchor]
         if self.space.uniform:  # a uniform draw; it hangs under the root like random's
             return tree.root
-        from ..selection.uniform import select_uniform
-
         return select_uniform(tree, rng)
 
     def propose(self, parent, rng):
@@ -77,8 +78,6 @@ class LocalStrategy(Strategy):
             if self.space.uniform:
                 cand = self.space.sample(rng, {key for key in self.keys.values() if key})
                 if cand is None:
-                    from .base import StopSearch
-
                     raise StopSearch("every architecture of the space is in the tree", code="exhausted")
             else:
                 cand = self.space.mutate(parent, rng)
@@ -160,7 +159,6 @@ class LocalStrategy(Strategy):
         from nader.compiler.mutate import MutationError
         from nader.compiler.mutate.engine import load_parent
         from nader.compiler.mutate.table import OPERATORS
-        from nader.dsl.ir import Role
 
         if not anchor.text:
             return []

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
+
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
 from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure
@@ -101,8 +103,6 @@ class NaderStrategy(Strategy):
         m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
         change.update(rounds=m.rounds, first_ok=m.first_ok)
         if team.reflector is not None:
-            from nader.agents.llm.errors import CallFailed, RequestRejected
-
             try:
                 team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
             except (CallFailed, RequestRejected):
@@ -110,8 +110,6 @@ class NaderStrategy(Strategy):
         return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
 
     def tell(self, node, rng) -> None:
-        from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
-
         team = self._team()
         plan = (node.change or {}).get("plan")
         if team.reflector is None or not plan or team.reflector.experiences.has_training(node.arch_id):

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .base import Strategy
+from nader.runtime.errors import ConfigError
+
+from .base import StopSearch, Strategy
 
 
 class RandomStrategy(Strategy):
@@ -46,13 +48,9 @@ class RandomStrategy(Strategy):
     def ask(self, tree, rng):
         why = self.refuse_space(self.space)
         if why:
-            from nader.runtime.errors import ConfigError
-
             raise ConfigError(why)
         self.tree = tree
         if len(self.seen()) >= self.space.size:
-            from .base import StopSearch
-
             raise StopSearch("every architecture of the space is in the tree", code="exhausted")
         return tree.root
 

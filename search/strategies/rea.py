@@ -20,7 +20,7 @@ from __future__ import annotations
 import collections
 
 from ..selection.uniform import select_uniform
-from .base import Option, Strategy
+from .base import Option, StopSearch, Strategy
 
 
 class REAStrategy(Strategy):
@@ -64,7 +64,5 @@ class REAStrategy(Strategy):
                 self.keys[node.arch_id] = self.space.key(node)
         cand = self.space.sample(rng, {k for k in self.keys.values() if k})
         if cand is None:
-            from ..loop import StopSearch
-
             raise StopSearch("every architecture of the space is in the tree", code="exhausted")
         return cand

@@ -18,6 +18,7 @@ from nader.compiler.backends.onnx.graph import (DEFAULT_OPSET, INPUT_NAMES, OUTP
 from nader.compiler.backends.onnx.ops import LOWERINGS
 from nader.compiler.passes.shapes import ShapeResult, shape_str
 from nader.compiler.passes.symbolic import Poly
+from nader.compiler.passes.verify import verify_block
 from nader.dsl.ir import Block, Role, id_token
 from nader.dsl.ops import Group, Op
 
@@ -40,7 +41,6 @@ def _tensor_type(shape: Sequence[Poly], known: Mapping[str, int], name: str) -> 
 def _module_report(module, block: Block, role: Optional[Role], stem_stride: int):
     report = getattr(module, "report", None)
     if report is None or getattr(report, "shapes", None) is None:
-        from nader.compiler.passes.verify import verify_block
         report = verify_block(block, role=role, stem_stride=stem_stride)
     if not report.ok or report.shapes is None:
         raise OnnxLoweringError(f"block `{block.name}` does not verify; run `nadc verify` for the diagnostics")

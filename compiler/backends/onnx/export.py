@@ -18,6 +18,7 @@ from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError,
 from nader.compiler.backends.onnx.network import network_to_onnx
 from nader.compiler.network import analyze, assemble
 from nader.compiler.passes.contract import SQUARE, Domain
+from nader.compiler.passes.verify import verify_block
 from nader.compiler.plan import Plan
 from nader.compiler.reporting import print_notes
 from nader.dsl.ir import Block, Role
@@ -74,7 +75,6 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     import torch
 
     from nader.compiler.backends import torch_backend
-    from nader.compiler.passes.verify import verify_block
 
     report = verify_block(block, role=role, stem_stride=stem_stride, domain=domain)
     role = report.role

@@ -11,6 +11,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from nader import __version__
 from nader.dsl.ops import Op
 
 DEFAULT_OPSET = 17
@@ -173,7 +174,6 @@ def graph_name(name: str) -> str:
 
 
 def model_proto(graph: onnx.GraphProto, opset: int, metadata: Mapping[str, str]) -> onnx.ModelProto:
-    from nader import __version__
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name=PRODUCER,
                               producer_version=__version__)
     # The IR version of the opset, so older runtimes load the model.
