@@ -194,6 +194,14 @@ def _limits_in(folder: Path) -> InputLimits:
 def limits_for(path: str) -> InputLimits:
     """The limits of a file: `[tool.nadc.limits]` of the nearest pyproject.toml that has the table, at or
     above the file's folder (standard input, `-`: the working directory). Raises LimitsError."""
-    folder = Path.cwd() if path in ("-", "<stdin>") else Path(path).parent
-    return _limits_in(folder.resolve())
+    if path in ("-", "<stdin>"):
+        return _limits_in(Path.cwd().resolve())
+    return _limits_of_folder(os.path.dirname(path), os.getcwd())
+
+
+@lru_cache(maxsize=256)
+def _limits_of_folder(folder: str, cwd: str) -> InputLimits:
+    """`_limits_in` by the folder as written: resolving a path costs a system call per component,
+    and the files of one command mostly share a few folders."""
+    return _limits_in(Path(folder or ".").resolve())
 

@@ -90,6 +90,7 @@ def test_raising_the_node_limit_in_pyproject_lets_a_big_block_through(tmp_path):
     write(tmp_path / "pyproject.toml", "[tool.nadc.limits]\nnodes-per-block = 5000\n")
     from nader.dsl import limits as limits_module
     limits_module._limits_in.cache_clear()  # the folder's configuration was looked up above
+    limits_module._limits_of_folder.cache_clear()
     allowed = run_nadc(["fmt", "--check", str(path)])
     assert "NAD118" not in allowed.stderr and allowed.code in (0, 1), allowed.stderr
     assert parse(text, limits=InputLimits(nodes_per_block=5000)).program.blocks[0].name == "Big"
