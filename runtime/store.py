@@ -179,14 +179,15 @@ class RunStore:
                   (r.status, int(r.epochs or 0), now, r.job_id))
 
     # ------------------------------------------------------------------ reads
-    def _record(self, table: str, row: str, value, cls):
-        data = json_cell(value, table, row, "record", self.problems, expect=(dict,))
+    def _record(self, table: str, row: str, value, cls, column: str = "record"):
+        """A JSON cell read as `cls`; a damaged one is described in `problems` and left out (None)."""
+        data = json_cell(value, table, row, column, self.problems, expect=(dict,))
         if data is None:
             return None
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as exc:
-            self.problems.append(f"{DB_NAME}: table {table}, row {row}, column record: not a {cls.__name__} "
+            self.problems.append(f"{DB_NAME}: table {table}, row {row}, column {column}: not a {cls.__name__} "
                                  f"({exc}); left out")
             return None
 
@@ -227,16 +228,5 @@ class RunStore:
         """(Job, state, epochs_done) for every job of the run (damaged specs left out, with a warning)."""
         with self._lock:
             rows = self.conn.execute("SELECT job_id, spec, state, epochs_done FROM jobs ORDER BY created").fetchall()
-        out = ((self._record_spec(j, s), st, e) for j, s, st, e in rows)
+        out = ((self._record("jobs", f"job_id={j}", s, Job, "spec"), st, e) for j, s, st, e in rows)
         return [x for x in out if x[0] is not None]
-
-    def _record_spec(self, job_id: str, spec) -> Optional[Job]:
-        data = json_cell(spec, "jobs", f"job_id={job_id}", "spec", self.problems, expect=(dict,))
-        if data is None:
-            return None
-        try:
-            return Job.from_dict(data)
-        except (TypeError, ValueError) as exc:
-            self.problems.append(f"{DB_NAME}: table jobs, row job_id={job_id}, column spec: not a job ({exc}); "
-                                 f"left out")
-            return None

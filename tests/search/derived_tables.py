@@ -60,3 +60,9 @@ def write(path, layout: str = "csv", cells=None, absent=(), blank=(), columns=No
         for key, values in data.items():
             w.writerow([key, *("" if values[n] is None else values[n] for n in names)])
     return path
+
+
+def table_settings(run, table, **extra) -> dict:
+    """A NAS-Bench-201 search of `table` (a derived table) under the benchmarks' 12-epoch signal."""
+    return {"space": "nb201", "dataset": "cifar10", "evaluator": f"table:{table}", "preset": "nb201-12",
+            "seeds": [777], "run_dir": str(run), **extra}

@@ -165,3 +165,16 @@ class TableEvaluator:
 
     def close(self, abort=False):
         self.closed = True
+
+
+def run_records(run_dir) -> list:
+    """Every record of a run's tree, read as `nader-search export` reads them."""
+    import sqlite3
+
+    from nader.search import records
+
+    conn = sqlite3.connect(Path(run_dir) / "runs.sqlite")
+    try:
+        return records.records(conn)
+    finally:
+        conn.close()

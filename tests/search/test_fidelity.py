@@ -29,6 +29,7 @@ from nader.search.report.render import promotions, render
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
 from search_helpers import EXAMPLE
+from search_helpers import run_records as _records
 
 FAST = ["--dataset", "digits", "--depths", "1,1,1", "--threads", "1"]
 
@@ -86,12 +87,6 @@ def _rows(run, sql):
         conn.close()
 
 
-def _records(run):
-    conn = sqlite3.connect(run / "runs.sqlite")
-    try:
-        return records.records(conn)
-    finally:
-        conn.close()
 
 
 def _state(run):

@@ -9,6 +9,8 @@ import sqlite3
 import pytest
 
 import derived_tables as D
+from derived_tables import table_settings as _settings
+from search_helpers import run_records as _records
 from nader.search import records
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
@@ -38,17 +40,8 @@ def rugged(tmp_path_factory):
     return path
 
 
-def _records(run):
-    conn = sqlite3.connect(run / "runs.sqlite")
-    try:
-        return records.records(conn)
-    finally:
-        conn.close()
 
 
-def _settings(run, table, **extra):
-    return {"space": "nb201", "dataset": "cifar10", "evaluator": f"table:{table}", "preset": "nb201-12",
-            "seeds": [777], "run_dir": str(run), **extra}
 
 
 def _local_optima() -> int:

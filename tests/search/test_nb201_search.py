@@ -21,6 +21,7 @@ from nader.search.spaces import nb201 as S  # noqa: E402
 from nader.search.spaces.space import NB201Space, mutate_cell  # noqa: E402
 from nader.search.tree import Tree  # noqa: E402
 from search_helpers import EXAMPLE, ROOT_TEXT  # noqa: E402
+from search_helpers import run_records as _records  # noqa: E402
 
 
 @pytest.fixture
@@ -33,16 +34,6 @@ def _settings(run, table, **extra):
             "seeds": [777], "run_dir": str(run), **extra}
 
 
-def _records(run):
-    import sqlite3
-
-    from nader.search import records
-
-    conn = sqlite3.connect(run / "runs.sqlite")
-    try:
-        return records.records(conn)
-    finally:
-        conn.close()
 
 
 def _check_answers(recs):

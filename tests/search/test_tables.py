@@ -17,23 +17,16 @@ from nader.search.evaluators.tabular import EvaluatorError
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
 from nader.search.spaces.space import NB201Space
+from derived_tables import table_settings as _settings
+from search_helpers import run_records as _records
 from search_helpers import settings as digits_settings
 
 ROOT = S.Cell.parse(S.RESNET)
 NEIGHBOURS = [c for c, _ in NB201Space().neighbours(ROOT)]
 
 
-def _records(run):
-    conn = sqlite3.connect(run / "runs.sqlite")
-    try:
-        return records.records(conn)
-    finally:
-        conn.close()
 
 
-def _settings(run, table, **extra):
-    return {"space": "nb201", "dataset": "cifar10", "evaluator": f"table:{table}", "preset": "nb201-12",
-            "seeds": [777], "run_dir": str(run), **extra}
 
 
 def _local_start(tmp_path, seed: int = 0) -> S.Cell:
