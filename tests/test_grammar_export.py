@@ -106,6 +106,15 @@ def test_every_sample_of_the_grammar_parses_without_front_end_diagnostics():
         assert sum(len(b.nodes) for b in blocks) == sum(1 for line in lines if NODE.match(line)), text
 
 
+def test_every_sample_is_a_program_of_the_compilers_own_grammar():
+    """The line forms agree with grammar/nad.lark, not only with the front end's fast path."""
+    from nader.dsl.parser import grammar_parser
+
+    program = grammar_parser()
+    for text in SAMPLES + NODE_BLOCKS:
+        program.parse(text, start="program")
+
+
 def test_samples_reach_every_operation_and_parameter():
     """The walk is not stuck in a corner: every operation and every keyword parameter shows up."""
     seen_ops, seen_params = set(), set()
