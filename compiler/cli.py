@@ -24,6 +24,7 @@ COMMANDS = {
     "cost": ("nader.compiler.commands.cost", "cost_cmd", "Fit networks to a budget; print widths, parameters and FLOPs."),
     "hash": ("nader.compiler.commands.hash", "hash_cmd", "Print the canonical hash of each block."),
     "diff": ("nader.compiler.commands.diff", "diff_cmd", "Show nodes and edges added, removed or changed between two blocks."),
+    "grammar": ("nader.compiler.commands.grammar", "grammar_cmd", "Print the language's grammar (GBNF, Lark or EBNF) for constrained decoding."),
     "explain": ("nader.compiler.commands.explain", "explain_cmd", "Print the documentation of a diagnostic code, the operations or a mutation operator."),
 }
 

@@ -1,0 +1,317 @@
+"""The block language's grammar for constrained decoding (`nadc grammar`).
+
+An LLM sampler that follows a grammar can only write text that parses: llama.cpp takes GBNF
+in its `grammar` field, vLLM's structured outputs take a grammar too. The line forms here are
+those of grammar/nad.lark (header, node, edge, comment, blank line); what the Lark grammar
+leaves open and the front end checks after parsing is narrowed from the operation registry
+(nader.dsl.ops): an operation is one of the registry's names, each keyword is one of that
+operation's parameters (declared order, each at most once, required ones present), each value
+has its parameter kind's form and expressions use only size symbols. The text is therefore a
+subset of what the compiler accepts, written the way `nadc fmt` writes it (no spaces inside a
+line). The input limits (line length, digits, nodes per block) stay the compiler's to check.
+
+All three formats are rendered from one rule set (`rules()`), so they cannot drift apart;
+tests/test_grammar_export.py samples it and parses every sample with the front end.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Optional, Union
+
+from nader.dsl.expr import SIZE_SYMBOLS
+from nader.dsl.ops import REGISTRY, OpDef, Param, ParamKind
+
+# -- the rule model: enough of EBNF for the three formats ---------------------------
+
+@dataclass(frozen=True)
+class Lit:
+    text: str
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character from `ranges` (pairs of first and last character), or not from them when `negated`."""
+
+    ranges: tuple[tuple[str, str], ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Rep:
+    """`item` repeated: `?` (0, 1), `*` (0, None) or `+` (1, None)."""
+
+    item: "Expr"
+    min: int
+    max: Optional[int]
+
+
+Expr = Union[Lit, Chars, Ref, Seq, Alt, Rep]
+
+
+def seq(*items: Union[Expr, str]) -> Expr:
+    parts = tuple(Lit(i) if isinstance(i, str) else i for i in items)
+    return parts[0] if len(parts) == 1 else Seq(parts)
+
+
+def alt(*items: Union[Expr, str]) -> Expr:
+    parts = tuple(Lit(i) if isinstance(i, str) else i for i in items)
+    return parts[0] if len(parts) == 1 else Alt(parts)
+
+
+def opt(*items) -> Expr:
+    return Rep(seq(*items), 0, 1)
+
+
+def star(*items) -> Expr:
+    return Rep(seq(*items), 0, None)
+
+
+def plus(*items) -> Expr:
+    return Rep(seq(*items), 1, None)
+
+
+def chars(spec: str, negated: bool = False) -> Chars:
+    """A class from a spec such as `A-Za-z0-9_` (a `-` between two characters makes a range)."""
+    ranges, i = [], 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            ranges.append((spec[i], spec[i + 2]))
+            i += 3
+        else:
+            ranges.append((spec[i], spec[i]))
+            i += 1
+    return Chars(tuple(ranges), negated)
+
+
+# -- the language ---------------------------------------------------------------
+
+ROOT = "root"
+
+# Expression symbols by parameter kind: channel counts use C and dim (not H, W), shapes all of them.
+_SIZE_SYMBOLS = ("C", "dim")
+_VALUE_RULES = {
+    ParamKind.SIZE: "size-value",
+    ParamKind.SPATIAL: "spatial-value",
+    ParamKind.AXIS: "axis-value",
+    ParamKind.AXES: "axes-value",
+    ParamKind.SHAPE: "shape-value",
+    ParamKind.PROBABILITY: "probability-value",
+    ParamKind.FLAG: "flag-value",
+}
+
+
+def rules() -> dict[str, Expr]:
+    """The grammar as rules by name, `root` first; rule names are dashed lowercase words."""
+    g: dict[str, Expr] = {}
+    g[ROOT] = seq(star(Ref("free-line")), plus(Ref("block")))
+    g["block"] = seq(Ref("header-line"), star(Ref("body-line")))
+    g["free-line"] = seq(alt(Ref("comment"), star(chars(" \t"))), "\n")
+    g["body-line"] = alt(seq(alt(Ref("node-line"), Ref("edge-line")), opt(Ref("trailing-comment")), "\n"),
+                         Ref("free-line"))
+    g["header-line"] = seq("##", Ref("header-name"), "##", opt(Ref("trailing-comment")), "\n")
+    g["header-name"] = seq(Ref("name-word"), star(" ", Ref("name-word")))
+    g["name-word"] = plus(chars("A-Za-z0-9_.-"))
+    # A space first: a comment right after a header's `##` would make it `###...`.
+    g["trailing-comment"] = seq(plus(chars(" \t")), Ref("comment"))
+    # One '#': a line starting with '##' is a header.
+    g["comment"] = seq("#", opt(chars("#\r\n", negated=True), star(chars("\r\n", negated=True))))
+    g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"))
+    g["node-id"] = plus(chars("A-Za-z0-9_"))
+    g["node-line"] = seq(Ref("node-id"), ":", Ref("operation"))
+    g["operation"] = alt(*(Ref(op_rule(d)) for d in REGISTRY.values()))
+    used_kinds: list[ParamKind] = []
+    for d in REGISTRY.values():
+        g[op_rule(d)] = _operation(d)
+        used_kinds += [p.kind for p in d.params if p.kind not in used_kinds]
+    for kind in ParamKind:
+        if kind in used_kinds:
+            g[_VALUE_RULES[kind]] = _value(kind)
+    g.update(_expressions("size", _SIZE_SYMBOLS))
+    g.update(_expressions("shape", SIZE_SYMBOLS))
+    g["int"] = alt("0", Ref("positive-int"))
+    g["positive-int"] = seq(chars("1-9"), star(chars("0-9")))
+    return g
+
+
+_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def op_rule(d: OpDef) -> str:
+    """The name of `d`'s rule: `op-conv-two-d` for Conv2d (some GBNF readers take no digits in names)."""
+    name = "".join(f"-{_DIGITS[int(ch)]}-" if ch.isdigit() else ch for ch in d.name.lower())
+    return "op-" + name.replace("_", "-").strip("-").replace("--", "-")
+
+
+def _operation(d: OpDef) -> Expr:
+    if not d.params:
+        return Lit(d.name)
+    variadic = [p for p in d.params if p.variadic]
+    if variadic:  # `permute(0,2,3,1)`: positional values only
+        value = Ref(_VALUE_RULES[variadic[0].kind])
+        return seq(d.name, "(", value, star(",", value), ")")
+    args = _keywords(d.params)
+    if any(p.required for p in d.params):
+        return seq(d.name, "(", args, ")")
+    return seq(d.name, opt("(", args, ")"))
+
+
+def _keywords(params: tuple[Param, ...]) -> Expr:
+    """`name=value` pairs in declared order, each at most once, the required ones present: one
+    alternative per parameter that can come first (those up to the first required one)."""
+    def pair(p: Param) -> Expr:
+        return seq(p.name, "=", Ref(_VALUE_RULES[p.kind]))
+
+    def rest(after: int) -> list[Expr]:
+        return [seq(",", pair(p)) if p.required else opt(",", pair(p)) for p in params[after:]]
+
+    firsts = []
+    for i, p in enumerate(params):
+        firsts.append(seq(pair(p), *rest(i + 1)))
+        if p.required:
+            break
+    return alt(*firsts)
+
+
+def _value(kind: ParamKind) -> Expr:
+    if kind is ParamKind.SIZE:
+        return Ref("size-expr")
+    if kind is ParamKind.SPATIAL:
+        return alt(Ref("positive-int"), seq("(", Ref("positive-int"), ",", Ref("positive-int"), ")"))
+    if kind is ParamKind.AXIS:
+        return seq(opt("-"), Ref("int"))
+    if kind is ParamKind.AXES:
+        axis = Ref(_VALUE_RULES[ParamKind.AXIS])
+        return alt(axis, seq("(", axis, plus(",", axis), ")"))
+    if kind is ParamKind.SHAPE:
+        return alt("-1", Ref("shape-expr"))
+    if kind is ParamKind.PROBABILITY:
+        return seq("0", opt(".", plus(chars("0-9"))))
+    if kind is ParamKind.FLAG:
+        return alt("0", "1")
+    raise ValueError(f"no value form for parameter kind {kind}")  # a new kind must get one here
+
+
+def _expressions(prefix: str, symbols) -> dict[str, Expr]:
+    """Sums of products over integers and `symbols`, with parentheses (no unary minus)."""
+    expr, term, factor = f"{prefix}-expr", f"{prefix}-term", f"{prefix}-factor"
+    return {
+        expr: seq(Ref(term), star(alt("+", "-"), Ref(term))),
+        term: seq(Ref(factor), star(alt("*", "//", "/"), Ref(factor))),
+        factor: alt(Ref("int"), *symbols, seq("(", Ref(expr), ")")),
+    }
+
+
+# -- rendering --------------------------------------------------------------------
+
+_HEADER = ("NADER block language, generated by `nadc grammar`: the line forms of grammar/nad.lark, "
+           "the operations and parameters of the registry.")
+
+
+class _Style(NamedTuple):
+    """How a format writes comments, definitions, rule names and terminals."""
+
+    comment: str  # "{}" stands for the text
+    defines: str
+    name: Callable[[str], str]
+    atom: Callable[[Union[Lit, Chars]], str]
+
+
+def render(fmt: str) -> str:
+    """The grammar in `fmt` (one of FORMATS)."""
+    if fmt not in _STYLES:
+        raise ValueError(f"unknown grammar format {fmt!r}; one of {', '.join(FORMATS)}")
+    style = _STYLES[fmt]
+    g = rules()
+    width = max(len(style.name(n)) for n in g)
+    lines = [style.comment.format(_HEADER)]
+    lines += [f"{style.name(rule).ljust(width)} {style.defines} {_expr(body, style)}" for rule, body in g.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _expr(e: Expr, style: _Style, where: str = "rule") -> str:
+    """`e` as text, standing alone (`rule`), in a sequence (`seq`) or under a repetition (`rep`):
+    an alternative needs parentheses in both, a sequence or a repetition under a repetition."""
+    if isinstance(e, Ref):
+        return style.name(e.name)
+    if isinstance(e, (Lit, Chars)):
+        return style.atom(e)
+    if isinstance(e, Alt):
+        text = " | ".join(_expr(i, style) for i in e.items)
+        return f"({text})" if where != "rule" else text
+    if isinstance(e, Seq):
+        text = " ".join(_expr(i, style, "seq") for i in e.items)
+        return f"({text})" if where == "rep" else text
+    suffix = {(0, 1): "?", (0, None): "*", (1, None): "+"}[(e.min, e.max)]
+    item = _expr(e.item, style, "rep")
+    return (f"({item})" if isinstance(e.item, Rep) else item) + suffix
+
+
+def _lark_name(rule: str) -> str:
+    return "start" if rule == ROOT else rule.replace("-", "_")
+
+
+_CONTROL = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(text: str, special: str) -> str:
+    """`text` with a backslash before `special` characters and `\\n`, `\\r`, `\\t` for controls: the
+    escapes GBNF, Lark and Python's `re` all read (GBNF has no `\\-`, so a class puts `-` last)."""
+    return "".join(_CONTROL.get(ch) or ("\\" + ch if ch in special else ch) for ch in text)
+
+
+def _class_text(c: Chars) -> str:
+    def one(ch: str) -> str:
+        return _escaped(ch, "\\[]")
+
+    body = "".join(one(a) if a == b else f"{one(a)}-{one(b)}" for a, b in c.ranges)
+    return f"[{'^' if c.negated else ''}{body}]"
+
+
+def _literal(e: Lit) -> str:
+    return '"' + _escaped(e.text, '"\\') + '"'
+
+
+def _gbnf(e: Union[Lit, Chars]) -> str:
+    return _literal(e) if isinstance(e, Lit) else _class_text(e)
+
+
+def _lark(e: Union[Lit, Chars]) -> str:
+    return _literal(e) if isinstance(e, Lit) else f"/{_class_text(e)}/"
+
+
+def _ebnf_char(ch: str) -> str:
+    """A class member as W3C writes it: letters, digits, `_` and `.` as they are, others as `#xN`."""
+    return ch if ch.isalnum() or ch in "_." else f"#x{ord(ch):X}"
+
+
+def _ebnf(e: Union[Lit, Chars]) -> str:
+    """W3C notation: quoted strings, `#xN` for a character a string cannot show, `[...]` classes."""
+    if isinstance(e, Lit):
+        if all(ch.isprintable() for ch in e.text) and '"' not in e.text:
+            return f'"{e.text}"'
+        return " ".join(f'"{ch}"' if ch.isprintable() and ch != '"' else f"#x{ord(ch):X}" for ch in e.text)
+    body = "".join(_ebnf_char(a) if a == b else f"{_ebnf_char(a)}-{_ebnf_char(b)}" for a, b in e.ranges)
+    return f"[{'^' if e.negated else ''}{body}]"
+
+
+_STYLES = {
+    "gbnf": _Style("# {}", "::=", str, _gbnf),
+    "lark": _Style("// {}", ":", _lark_name, _lark),
+    "ebnf": _Style("/* {} */", "::=", str, _ebnf),
+}
+FORMATS = tuple(_STYLES)
