@@ -160,8 +160,9 @@ class LLMClient:
 
         reply, row = await self._call(request, role or self.role, arch_id, prompt, attempt,
                                       worst_tokens=(prompt_estimate, max_tokens))
-        # A recorded row holds the server's figure or the estimate, which is never below the bound.
-        counted = row["prompt_tokens"] if usage_reported[0] or row["source"] != "endpoint" else None
+        # Judged on the server's own figure: a row of this run's record holds it or the estimate
+        # (never below the bound); a replay reproduces what the recorded run did, switch or not.
+        counted = row["prompt_tokens"] if row["source"] == "cache" or usage_reported[0] else None
         if system_text and not merging and self._system_dropped(model, system_text, counted, row["call_id"]):
             # The reply was written without its instructions: set it aside and ask again, merged.
             return await self.chat(asked, role=role, arch_id=arch_id, prompt=prompt, json=json, schema=schema,

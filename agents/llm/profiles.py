@@ -37,7 +37,7 @@ class ModelProfile:
 # Gemma's chat templates have no system role: Google's own template and llama.cpp's put the
 # system text before the first user turn (llama.cpp PR #5665), llama-cpp-python's `gemma` format
 # drops it (measured, issue 23). Mistral-7B-Instruct v0.1/v0.2 and Mixtral-8x7B-Instruct v0.1
-# templates refuse a system message (vLLM issue #2080). A .gguf model name is a llama.cpp server,
+# templates refuse a system message (vLLM issue #2080, autogen issue #1037). A .gguf model name is a llama.cpp server,
 # where json_object made generation 21 times slower (measured with Gemma 3 270M, issue 23):
 # replies are parsed strictly with one retry whatever the mode, so the prompt alone asks for JSON.
 BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
