@@ -3,6 +3,7 @@ profile key, the client noticing a dropped system message from the usage, and JS
 profile setting. Loopback server only (the guard)."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import sqlite3
@@ -72,6 +73,22 @@ def test_server_dropping_the_system_message_is_noticed_once_and_merged_from_then
     assert "local-model" in client.system_merged
 
 
+def test_concurrent_calls_each_end_merged_with_one_warning(tmp_path, caplog):
+    async def three(client):
+        try:
+            return await asyncio.gather(*(client.chat(asking(f"call {i}")) for i in range(3)))
+        finally:
+            await client.aclose()
+
+    with LoopbackServer(usage="no_system") as srv, closing(make_client(srv, tmp_path, max_concurrency=3)) as client:
+        with caplog.at_level(logging.WARNING, logger="nader.llm"):
+            replies = asyncio.run(three(client))
+        merged = [b for b in srv.chat_requests if roles(b) == ["user"]]
+    assert sorted(b["messages"][0]["content"].rsplit("\n\n", 1)[1] for b in merged) == ["call 0", "call 1", "call 2"]
+    assert all(r.call_id is not None for r in replies)
+    assert len([r for r in caplog.records if "dropped the system message" in r.getMessage()]) == 1
+
+
 def test_a_resumed_run_merges_from_its_first_call(tmp_path):
     with LoopbackServer(usage="no_system") as srv:
         with closing(make_client(srv, tmp_path)) as client:
@@ -127,6 +144,13 @@ def test_gemma_is_merged_and_asked_for_json_by_the_prompt_alone(server, tmp_path
         client.chat_sync(asking("first"), json=True)
     (body,) = server.chat_requests
     assert roles(body) == ["user"] and "response_format" not in body
+
+
+def test_a_gguf_model_is_asked_for_json_by_the_prompt_alone(server, tmp_path):
+    with closing(make_client(server, tmp_path, model="Qwen2.5-Coder-7B-Q4_K_M.gguf")) as client:
+        client.chat_sync(asking("first"), json=True)
+    (body,) = server.chat_requests
+    assert roles(body) == ["system", "user"] and "response_format" not in body
 
 
 def test_bad_system_mode_is_a_configuration_error(tmp_path):
