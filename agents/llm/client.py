@@ -10,11 +10,17 @@ A call is answered, in this order, by: the recorded run being replayed (replay m
 raises ReplayMiss), the run's own record (an identical earlier request: free), or the endpoint
 (at most `max_concurrency` at once, `request_timeout` per attempt, `deadline` per call, retries
 with jittered exponential back-off, the circuit breaker, the caps). Every call is recorded.
+
+A server that silently drops the system message (a chat template without a system role) is
+noticed from its usage: fewer prompt tokens than the system text alone must take. The client
+then warns once, asks again with the system text merged into the first user message, and does
+so for the rest of the run (recorded in the run's `meta` table as `system_merge`).
 """
 from __future__ import annotations
 
 import asyncio
 import json as jsonlib
+import logging
 import random
 import threading
 import time
@@ -28,11 +34,13 @@ from .breaker import CircuitBreaker
 from .config import LLMConfig
 from .errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected
 from .prices import find_price
-from .profiles import match_profile, request_params
+from .profiles import match_profile, merge_system, request_params, system_tokens_at_least
 from .record import CallStore, canonical_json, decode_vectors, encode_vectors, request_key
 from .transport import OpenAITransport, Transient
 
 EMBED_BATCH = 128  # inputs per embeddings request
+SYSTEM_MERGE_META = "system_merge"  # meta key: {model: why the client merges its system text}
+log = logging.getLogger("nader.llm")
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,18 @@ class LLMClient:
         self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
         self._thread_lock = threading.Lock()
+        # Models whose server was seen dropping the system message, in this run or the replayed
+        # one: their calls merge it from the start, so a resumed or replayed run asks as the
+        # original did after its switch.
+        self._merged: dict[str, dict] = {}
+        for record in (replay, store):
+            if record is not None:
+                self._merged.update(_read_merged(record))
+        self._merge_lock = threading.Lock()
         if store is not None:
             store.set_meta("llm_config", canonical_json(describe_config(config)))
+            if self._merged:
+                store.set_meta(SYSTEM_MERGE_META, canonical_json(self._merged))
 
     @classmethod
     def from_config(cls, config: LLMConfig, *, store: Union[None, str, Path, CallStore] = None,
@@ -119,17 +137,22 @@ class LLMClient:
         model = model or self.config.model
         if model is None:
             raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
-        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        asked = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         profile = match_profile(model, self._profiles)
+        system_text = "\n\n".join(m["content"] for m in asked if m["role"] == "system")
+        merging = bool(system_text) and (profile.system == "merge" or model in self._merged)
+        messages = merge_system(asked) if merging else asked
         max_tokens = max_tokens or self.config.max_tokens
         params = request_params(profile, max_tokens=max_tokens,
                                 temperature=self.config.temperature if temperature is None else temperature,
                                 reasoning_effort=self.config.reasoning_effort, json_schema=schema, want_json=json)
         request = {"kind": "chat", "model": model, "messages": messages, "params": params}
         prompt_estimate = sum(estimate_tokens(m["content"]) + 4 for m in messages)
+        usage_reported = [False]
 
         async def attempt(timeout: float):
             raw = await self._transport.chat(model, messages, params, timeout)
+            usage_reported[0] = raw.prompt_tokens is not None
             reply = {"text": raw.text, "finish_reason": raw.finish_reason}
             prompt_tokens = raw.prompt_tokens if raw.prompt_tokens is not None else prompt_estimate
             completion = raw.completion_tokens if raw.completion_tokens is not None else estimate_tokens(raw.text)
@@ -137,8 +160,42 @@ class LLMClient:
 
         reply, row = await self._call(request, role or self.role, arch_id, prompt, attempt,
                                       worst_tokens=(prompt_estimate, max_tokens))
+        # Judged on the server's own figure: a row of this run's record holds it or the estimate
+        # (never below the bound); a replay reproduces what the recorded run did, switch or not.
+        counted = row["prompt_tokens"] if row["source"] == "cache" or usage_reported[0] else None
+        if system_text and not merging and self._system_dropped(model, system_text, counted, row["call_id"]):
+            # The reply was written without its instructions: set it aside and ask again, merged.
+            return await self.chat(asked, role=role, arch_id=arch_id, prompt=prompt, json=json, schema=schema,
+                                   max_tokens=max_tokens, temperature=temperature, model=model)
         return ChatReply(reply["text"], reply.get("finish_reason"), row["prompt_tokens"], row["completion_tokens"],
                          row["cost_usd"], row["latency_s"], row["source"], row["call_id"], model)
+
+    def _system_dropped(self, model: str, system_text: str, prompt_tokens: Optional[int],
+                        call_id: Optional[int]) -> bool:
+        """Whether the server's prompt tokens show it dropped the system message; the first time
+        for a model, warn, and record the switch to merging in the run."""
+        at_least = system_tokens_at_least(system_text)
+        if prompt_tokens is None or prompt_tokens >= at_least:
+            return False
+        if call_id is not None and self.store is not None:
+            self.store.reject(call_id, f"the server dropped the system message (prompt_tokens {prompt_tokens});"
+                                       " asked again with it merged into the first user message")
+        with self._merge_lock:
+            if model in self._merged:
+                return True  # a call in flight at the switch
+            message = (f"the server dropped the system message (prompt_tokens {prompt_tokens} for a system text of"
+                       f" about {at_least} tokens); switching to system=merge for model {model!r}")
+            self._merged[model] = {"prompt_tokens": prompt_tokens, "system_tokens_at_least": at_least,
+                                   "call_id": call_id, "message": message}
+            if self.store is not None:
+                self.store.set_meta(SYSTEM_MERGE_META, canonical_json(self._merged))
+        log.warning("warning: %s", message)
+        return True
+
+    @property
+    def system_merged(self) -> dict[str, dict]:
+        """Models switched to system=merge in this run, with why (what the run records)."""
+        return dict(self._merged)
 
     def reject(self, reply: ChatReply, reason: str) -> None:
         """Mark `reply` as unusable (e.g. not the JSON asked for): this run asks again rather than
@@ -343,6 +400,14 @@ class LLMClient:
         for record in (self.store, self.replay):
             if record is not None:
                 record.close()
+
+
+def _read_merged(record: CallStore) -> dict:
+    try:
+        value = jsonlib.loads(record.get_meta(SYSTEM_MERGE_META) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _differences(a: dict, b: dict, path: str = "") -> list[str]:

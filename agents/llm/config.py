@@ -14,6 +14,8 @@
     [llm.profiles."my-reasoner*"]           # model quirks (overrides the built-in profiles)
     token_param = "max_completion_tokens"
     temperature = false
+    json = "none"                           # the prompt alone asks for JSON (a server slow in JSON mode)
+    system = "merge"                        # system text folded into the first user message
 
 See docs/llm.md for every key. There is no default endpoint: nothing leaves the machine unless
 a base_url is configured.

@@ -1,19 +1,24 @@
 """Model profiles: the request quirks of model families, matched by model name.
 
 A profile says which token-limit parameter the model takes, whether it accepts a temperature,
-whether it takes `reasoning_effort`, and which JSON output mode it supports. The first pattern
+whether it takes `reasoning_effort`, which JSON output mode it supports, and whether its chat
+template has a system role (`system = "native"`) or needs the system text folded into the first
+user message (`"merge"`: Gemma's templates have none, and some servers drop it). The first pattern
 (a shell-style glob, case-insensitive) that matches the model name wins; the user's profiles
 (`[llm.profiles."PATTERN"]`) are tried before the built-in ones, and `*` matches anything.
 """
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, replace
 
 from .errors import LLMConfigError
 
+_RUNS = re.compile(r"(.)\1+", re.S)
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 JSON_MODES = ("json_schema", "json_object", "none")
+SYSTEM_MODES = ("native", "merge")
 
 
 @dataclass(frozen=True)
@@ -23,11 +28,18 @@ class ModelProfile:
     temperature: bool = True
     reasoning_effort: bool = False
     json: str = "json_object"  # json_schema | json_object | none
+    system: str = "native"     # native | merge
 
 
 # OpenAI's reasoning models take max_completion_tokens and reject temperature; its current chat
 # models accept both names, max_tokens being deprecated. Servers such as vLLM, Ollama and
 # llama.cpp take max_tokens and json_object (the `*` profile).
+# Gemma's chat templates have no system role: Google's own template and llama.cpp's put the
+# system text before the first user turn (llama.cpp PR #5665), llama-cpp-python's `gemma` format
+# drops it (measured, issue 23). Mistral-7B-Instruct v0.1/v0.2 and Mixtral-8x7B-Instruct v0.1
+# templates refuse a system message (vLLM issue #2080, autogen issue #1037). A .gguf model name is a llama.cpp server,
+# where json_object made generation 21 times slower (measured with Gemma 3 270M, issue 23):
+# replies are parsed strictly with one retry whatever the mode, so the prompt alone asks for JSON.
 BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
     ModelProfile("o1-mini*", "max_completion_tokens", temperature=False, reasoning_effort=False, json="none"),
     ModelProfile("o1-preview*", "max_completion_tokens", temperature=False, reasoning_effort=False, json="none"),
@@ -35,6 +47,10 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
     ModelProfile("gpt-5*", "max_completion_tokens", temperature=False, reasoning_effort=True, json="json_schema"),
     ModelProfile("gpt-4o*", "max_completion_tokens", json="json_schema"),
     ModelProfile("gpt-4.1*", "max_completion_tokens", json="json_schema"),
+    ModelProfile("*gemma*", json="none", system="merge"),
+    ModelProfile("*mistral-7b-instruct-v0.[12]*", system="merge"),
+    ModelProfile("*mixtral-8x7b-instruct-v0.1*", system="merge"),
+    ModelProfile("*.gguf", json="none"),
     ModelProfile("*"),
 )
 
@@ -42,7 +58,7 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
 def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     """A profile from a TOML table; unknown keys and bad values are configuration errors."""
     where = f'[llm.profiles."{pattern}"]'
-    known = {"token_param", "temperature", "reasoning_effort", "json"}
+    known = {"token_param", "temperature", "reasoning_effort", "json", "system"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise LLMConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -60,6 +76,10 @@ def profile_from_table(pattern: str, table: dict) -> ModelProfile:
         if table["json"] not in JSON_MODES:
             raise LLMConfigError(f"{where}: json must be one of {', '.join(JSON_MODES)}")
         profile = replace(profile, json=table["json"])
+    if "system" in table:
+        if table["system"] not in SYSTEM_MODES:
+            raise LLMConfigError(f"{where}: system must be one of {', '.join(SYSTEM_MODES)}")
+        profile = replace(profile, system=table["system"])
     return profile
 
 
@@ -88,3 +108,25 @@ def request_params(profile: ModelProfile, *, max_tokens: int | None, temperature
         elif profile.json in ("json_schema", "json_object"):
             params["response_format"] = {"type": "json_object"}
     return params
+
+
+def merge_system(messages: list[dict]) -> list[dict]:
+    """The messages with every system text folded into the first user message, as Gemma's own
+    template does: the system text, a blank line, then the user's text. Without a user message
+    the system text becomes one."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [m for m in messages if m["role"] != "system"]
+    if not system:
+        return rest
+    for i, message in enumerate(rest):
+        if message["role"] == "user":
+            return [*rest[:i], {"role": "user", "content": f"{system}\n\n{message['content']}"}, *rest[i + 1:]]
+    return [{"role": "user", "content": system}, *rest]
+
+
+def system_tokens_at_least(text: str) -> int:
+    """A lower bound on the tokens any chat model's tokenizer gives `text`: one per 6 characters
+    once runs of one repeated character (indentation, rules of dashes, which a tokenizer may
+    take as one token) count as one character. BPE and SentencePiece vocabularies average about
+    4 characters a token on English prose and fewer on code; 6 leaves room for long words."""
+    return len(_RUNS.sub(r"\1", text)) // 6

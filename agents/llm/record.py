@@ -122,6 +122,14 @@ class CallStore:
             self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     # ---------------------------------------------------------------- reads
+    def get_meta(self, key: str) -> Optional[str]:
+        with self._lock:
+            try:
+                row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            except sqlite3.OperationalError:  # a record older than the meta table
+                return None
+        return None if row is None else row[0]
+
     def reject(self, call_id: int, reason: str) -> None:
         """Mark a reply its caller could not use (a malformed JSON reply), with the reason."""
         with self._lock:

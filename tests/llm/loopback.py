@@ -6,7 +6,9 @@ script is used up, `responder(body)` (chat) or deterministic vectors (embeddings
 Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
 connection (no reply until the server closes), a reply trickled a byte at a time, a malformed
 JSON body, a body cut short, and a completion truncated at the token limit. Every request body
-is kept in `requests`.
+is kept in `requests`. `usage` says what a chat reply's usage counts when no action sets it:
+`full` (every message), `no_system` (a server whose chat template drops the system message) or
+`none` (no usage reported).
 """
 from __future__ import annotations
 
@@ -80,6 +82,7 @@ class LoopbackServer:
     embed_script: list = field(default_factory=list)
     requests: list = field(default_factory=list)      # (path, body) of every request
     dim: int = 8
+    usage: str = "full"             # full | no_system | none
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -189,10 +192,10 @@ class LoopbackServer:
             pass  # the client gave up
         handler.close_connection = True
 
-    @staticmethod
-    def _completion(action: Action, body: dict) -> bytes:
+    def _completion(self, action: Action, body: dict) -> bytes:
+        counted = [m for m in body.get("messages", []) if self.usage != "no_system" or m.get("role") != "system"]
         prompt_tokens, completion_tokens = action.usage or (
-            sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", [])), len(action.text) // 4 + 1)
+            sum(len(str(m.get("content", ""))) // 4 + 1 for m in counted), len(action.text) // 4 + 1)
         payload = {
             "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model"),
@@ -201,6 +204,8 @@ class LoopbackServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
+        if self.usage == "none":
+            del payload["usage"]
         return json.dumps(payload).encode()
 
 
