@@ -201,7 +201,7 @@ def test_genius_needs_an_endpoint_or_a_replay_before_anything_trains(tmp_path, m
     monkeypatch.chdir(tmp_path)  # no ./nader.toml
     with pytest.raises(ConfigError, match="no LLM endpoint configured"):
         run_search(settings(tmp_path / "run", strategy="genius"))
-    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM archs") == [(0,)]
+    assert not (tmp_path / "run" / "runs.sqlite").exists()  # a refused start leaves no run behind
     with pytest.raises(ConfigError, match="cannot read"):
         run_search(settings(tmp_path / "run", strategy="genius", strategy_options={"llm_config": "none.toml"}))
 
