@@ -4,11 +4,12 @@ architecture from every one tried and its accuracy, at temperature 0.
 This module holds what the LLM sees and what is made of its replies: the prompts (`genius_cell.v2`
 for a NAS-Bench-201 cell, `genius_block.v2` for a base block in our language), the wording of each
 tried architecture's outcome (a proposal that gave nothing usable shows with the reason, so no
-prompt is ever sent twice: at temperature 0 the same prompt gets the same unusable reply), the block-language check of a reply (`block_check`), and the repair
-conversation: an unusable reply goes back with the reason (`genius_repair.v1`) for at most
-`repairs` more replies. A reply too long to read or one the check raises on is unusable like any
-other, never a run's failure. The search strategy (`nader.search.strategies.genius`) decides when
-to ask, builds the history from the tree and supplies the cell check, which the cell space owns.
+prompt is ever sent twice: at temperature 0 the same prompt gets the same unusable reply), the
+block-language check of a reply (`block_check`), and the repair conversation: an unusable reply
+goes back with the reason (`genius_repair.v1`) for at most `repairs` more replies. A reply too
+long to read or one the check raises on is unusable like any other, never a run's failure. The
+search strategy (`nader.search.strategies.genius`) decides when to ask, builds the history from
+the tree and supplies the cell check, which the cell space owns.
 """
 from __future__ import annotations
 

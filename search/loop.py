@@ -14,7 +14,8 @@ after it; running ones finish), the dollar and token caps (LLM strategies; see
 no valid architecture (`--max-invalid` invalid proposals in a row, counted from the tree so a
 resume counts on: a model that cannot write the language would otherwise spend hours of calls)
 or rejected candidates of any kind (in this session), and a strategy that raises StopSearch or
-lets through an exception that says it is a clean stop (the LLM client's caps, its endpoint down: `strategies.base.stop_code`).
+lets through an exception that says it is a clean stop (the LLM client's caps, its endpoint
+down: `strategies.base.stop_code`).
 Ctrl-C stops at once: running trials keep their checkpoints and the next run resumes them.
 """
 from __future__ import annotations

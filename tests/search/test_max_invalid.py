@@ -87,8 +87,9 @@ def invoke(*args):
 def test_the_flag_overrides_the_toml_key_and_bad_values_are_usage_errors(tmp_path, scripted):
     (tmp_path / "arch.nad").write_text(EXAMPLE.read_text())
     toml = tmp_path / "search.toml"
+    texts = json.dumps(script(tmp_path, [None] * 8))
     toml.write_text(f'from = "arch.nad"\nstrategy = "scripted"\nmax-invalid = 5\ndepths = [1, 1, 1]\nepochs = 1\n'
-                    f'run-dir = "out"\nthreads = 1\n[strategy-options]\nscript = {json.dumps(script(tmp_path, [None] * 8))}\n'
+                    f'run-dir = "out"\nthreads = 1\n[strategy-options]\nscript = {texts}\n'
                     f'[train]\ntrain_limit = 256\neval_limit = 128\n')
     r = invoke("run", toml, "--max-invalid", "2", "--format", "json")
     assert r.exit_code == 0, r.output
