@@ -25,22 +25,23 @@ def test_a_block_that_never_verifies_gets_distinct_prompts_with_the_reason(serve
     server.responder = lambda body: reply(f"```\n{BROKEN}```")  # the same unusable reply, always
     run = tmp_path / "run"
     options = {"llm_base_url": server.base_url, "llm_model": "local-model", "repairs": 0}
-    s = run_search(settings(run, strategy="genius", strategy_options=options, trials=5, max_invalid=4))
+    s = run_search(settings(run, strategy="genius", strategy_options=options, trials=5, max_invalid=9))
+    # past GENIUS's own stop after 8 rejects in a row, which needs a repeat among them
     assert s.stop.code == "invalid" and s.trials == 1
     requests = server.chat_requests
-    assert len(requests) == 4  # one reply per proposal, no repairs
+    assert len(requests) == 9  # one reply per proposal, no repairs
     sent = _sent(requests)
     assert len(set(sent)) == len(sent)  # never a byte-identical prompt
     for before, after in zip(requests, requests[1:]):
         assert after["messages"] != before["messages"]
     last = requests[-1]["messages"][-1]["content"]
-    # the 3 earlier proposals show, each with the compiler's reason
-    assert last.count("No usable block: invalid, not evaluated: no usable answer after 1 replies") == 3
+    # the 8 earlier proposals show, each with the compiler's reason
+    assert last.count("No usable block: invalid, not evaluated: no usable answer after 1 replies") == 8
     assert "Conv3d" in last and "Conv3d" not in requests[0]["messages"][-1]["content"]
     conn = sqlite3.connect(run / "runs.sqlite")
     changes = [json.loads(c) for (c,) in conn.execute("SELECT change FROM archs WHERE arch_id > 0 ORDER BY arch_id")]
     conn.close()
-    assert len(changes) == 4 and all("Conv3d" in c["failure"] for c in changes)
+    assert len(changes) == 9 and all("Conv3d" in c["failure"] for c in changes)
 
 
 def test_a_cell_reply_that_never_parses_gets_distinct_prompts_and_resumes_them(server, tmp_path, request):
