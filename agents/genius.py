@@ -1,13 +1,15 @@
 """GENIUS's role (Zheng et al., 2023): the LLM as a black-box optimiser, asked for the next
 architecture from every one tried and its accuracy, at temperature 0.
 
-This module holds what the LLM sees and what is made of its replies: the prompts (`genius_cell.v1`
-for a NAS-Bench-201 cell, `genius_block.v1` for a base block in our language), the wording of each
-tried architecture's outcome, the block-language check of a reply (`block_check`), and the repair
-conversation: an unusable reply goes back with the reason (`genius_repair.v1`) for at most
-`repairs` more replies. A reply too long to read or one the check raises on is unusable like any
-other, never a run's failure. The search strategy (`nader.search.strategies.genius`) decides when
-to ask, builds the history from the tree and supplies the cell check, which the cell space owns.
+This module holds what the LLM sees and what is made of its replies: the prompts (`genius_cell.v2`
+for a NAS-Bench-201 cell, `genius_block.v2` for a base block in our language), the wording of each
+tried architecture's outcome (a proposal that gave nothing usable shows with the reason, so no
+prompt is ever sent twice: at temperature 0 the same prompt gets the same unusable reply), the
+block-language check of a reply (`block_check`), and the repair conversation: an unusable reply
+goes back with the reason (`genius_repair.v1`) for at most `repairs` more replies. A reply too
+long to read or one the check raises on is unusable like any other, never a run's failure. The
+search strategy (`nader.search.strategies.genius`) decides when to ask, builds the history from
+the tree and supplies the cell check, which the cell space owns.
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from .llm.jsonreply import reply_too_long
 from .prompts import render
 
 ROLE = "genius"
-CELL_PROMPT = "genius_cell.v1"
-BLOCK_PROMPT = "genius_block.v1"
+CELL_PROMPT = "genius_cell.v2"
+BLOCK_PROMPT = "genius_block.v2"
+MAX_FAILURE_CHARS = 600  # of a failed proposal's reason, as the next prompts quote it
 REPAIR_PROMPT = "genius_repair.v1"
 
 # A check reads one reply: (the architecture's text, "") or (None, the reason it is unusable).
@@ -103,13 +106,16 @@ def checked(check: ReplyCheck, reply: str) -> Tuple[Optional[str], str]:
 
 
 def outcome(status: str, valid_acc: Optional[float], duplicate_of: Optional[int] = None,
-            duplicate_acc: Optional[float] = None) -> str:
-    """What became of a tried architecture, as the history shows it to the LLM."""
+            duplicate_acc: Optional[float] = None, failure: Optional[str] = None) -> str:
+    """What became of a tried architecture, as the history shows it to the LLM (`failure`: why a
+    proposal gave nothing usable)."""
     if status == "ok" and valid_acc is not None:
         return f"validation accuracy {valid_acc:.2f}%"
     if status == "duplicate":
         acc = f" (validation accuracy {duplicate_acc:.2f}%)" if duplicate_acc is not None else ""
         return f"already tried as experiment #{duplicate_of}{acc}; not evaluated again"
+    if status == "invalid" and failure:
+        return f"invalid, not evaluated: {failure_text(failure)}"
     if status in ("invalid", "over-budget"):
         return f"{status}, not evaluated"
     if status == "diverged":
@@ -117,6 +123,12 @@ def outcome(status: str, valid_acc: Optional[float], duplicate_of: Optional[int]
     if status == "failed":
         return "could not be evaluated"
     return status
+
+
+def failure_text(reason: str) -> str:
+    """A failed proposal's reason, bounded, as a proposal's record keeps it and the prompts quote it."""
+    reason = reason.strip()
+    return reason if len(reason) <= MAX_FAILURE_CHARS else reason[:MAX_FAILURE_CHARS - 3] + "..."
 
 
 def base_block(arch_text: str) -> str:

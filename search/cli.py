@@ -128,6 +128,9 @@ def _strategy_epilog() -> str:
 @click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Architectures to train, the root included [default: 30].")
+@click.option("--max-invalid", type=click.IntRange(min=1), default=None,
+              help="Stop after this many invalid proposals in a row (the strategy wrote no valid "
+                   "architecture) [default: 10].")
 @click.option("--time-limit", callback=_time_limit, default=None,
               help="Start no trial after this long (600, 10m, 2h); running ones finish. With a tabular "
                    "evaluator, sim:20000 counts the table's simulated training time instead.")

@@ -14,9 +14,9 @@ names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 The *identity* of a search (what a resume must not change) is everything that shapes the tree
 or its numbers: the root, strategy and options, dataset, preset, seeds, skeleton, depths,
 budget, prescreening, training options, the seed, and the search space, tabular evaluator and
-multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit,
-dollar and token caps), the executor, workers, threads and the data directory's location may
-change between runs.
+multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit, invalid
+proposals in a row, dollar and token caps), the executor, workers, threads and the data
+directory's location may change between runs.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ class SearchConfig:
     skeleton: str = "nb201"
     depths: Optional[List[int]] = None  # default: the skeleton's
     trials: int = 30  # architectures sent to training, the root included
+    max_invalid: int = 10  # invalid proposals in a row (no valid architecture) before the search stops
     time_limit: Optional[float] = None  # seconds of this invocation; no new trial starts after it
     sim_time_limit: Optional[float] = None  # simulated training seconds of the run (a table's times)
     executor: str = "local"
@@ -189,7 +190,7 @@ class SearchConfig:
         refuse_space = getattr(get_strategy(self.strategy), "refuse_space", None)
         if refuse_space is not None and refuse_space(space):
             raise ConfigError(refuse_space(space))
-        for name in ("trials", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
+        for name in ("trials", "max_invalid", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
                      "trials_per_gpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -259,6 +260,7 @@ KEYS = {
     "skeleton": ("skeleton", _typed("skeleton", str)),
     "depths": ("depths", _int_list("depths")),
     "trials": ("trials", _typed("trials", int)),
+    "max-invalid": ("max_invalid", _typed("max-invalid", int)),
     "time-limit": ("time_limit", lambda v: parse_time_limit(v)),
     "table-map": ("table_map", lambda v: parse_table_map(v)),
     "executor": ("executor", _typed("executor", str)),

@@ -11,8 +11,11 @@ Stop conditions, checked before each proposal (whichever comes first): the numbe
 (architectures sent to training, the root included), the time limit (no new trial starts
 after it; running ones finish), the dollar and token caps (LLM strategies; see
 `SearchStore.spent`), any extra check given by the caller, a strategy that keeps producing
-rejected candidates, and a strategy that raises StopSearch or lets through an exception that
-says it is a clean stop (the LLM client's caps, its endpoint down: `strategies.base.stop_code`).
+no valid architecture (`--max-invalid` invalid proposals in a row, counted from the tree so a
+resume counts on: a model that cannot write the language would otherwise spend hours of calls)
+or rejected candidates of any kind (in this session), and a strategy that raises StopSearch or
+lets through an exception that says it is a clean stop (the LLM client's caps, its endpoint
+down: `strategies.base.stop_code`).
 Ctrl-C stops at once: running trials keep their checkpoints and the next run resumes them.
 """
 from __future__ import annotations
@@ -43,7 +46,7 @@ from .strategies.base import Candidate, SearchContext, StopSearch, Strategy, sto
 from .tree import FINAL, PENDING, Node, Tree
 
 ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again
-MAX_REJECTS_IN_ROW = 100  # rejected proposals in a row before the loop gives up
+MAX_REJECTS_IN_ROW = 100  # rejected proposals of any kind in a row (this session) before the loop gives up
 MAX_ATTEMPTS = 2  # evaluations of an architecture that crashed (killed, out of memory, timeout)
 RETRYABLE = frozenset({"killed", "oom", "timeout"})
 RUN_AGAIN = "run the same command again to resume"
@@ -53,7 +56,7 @@ ADVICE = {"raise-cap": RAISE_THE_CAP, "run-again": RUN_AGAIN}  # a clean stop's 
 
 @dataclass(frozen=True)
 class Stop:
-    code: str  # trials | time-limit | cost-limit | token-limit | rejects | stalled | interrupted | <extra>
+    code: str  # trials | time-limit | cost-limit | token-limit | invalid | rejects | stalled | interrupted | <extra>
     message: str
 
 
@@ -214,6 +217,10 @@ class SearchLoop:
             if c.max_tokens is not None and tokens >= c.max_tokens:
                 return Stop("token-limit", f"token cap reached: {tokens:,} tokens spent of the {c.max_tokens:,} cap; "
                                            f"{RAISE_THE_CAP}")
+        invalid = self.in_row({"invalid"}, c.max_invalid)
+        if invalid >= c.max_invalid:
+            return Stop("invalid", f"the last {invalid} proposals were all invalid: the strategy produced no valid "
+                                   f"architecture (see their diagnostics); raise --max-invalid to let it try longer")
         if self.rejects_in_row >= MAX_REJECTS_IN_ROW:
             return Stop("rejects", f"the last {self.rejects_in_row} proposals were all invalid, duplicates or "
                                    f"over budget")
@@ -222,6 +229,16 @@ class SearchLoop:
             if stop is not None:
                 return stop
         return None
+
+    def in_row(self, statuses, most: int) -> int:
+        """How many of the tree's last proposals (by id, up to `most`) have one of `statuses`: read
+        from the tree, so a resumed run counts the ones its previous session ended with."""
+        last = self.tree.next_id - 1
+        for count in range(most):
+            node = self.tree.nodes.get(last - count)
+            if node is None or node.status not in statuses:
+                return count
+        return most
 
     def rng(self, purpose: str, arch_id: int) -> random.Random:
         """The random source of one decision: a function of the run's seed and the architecture id

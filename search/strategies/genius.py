@@ -4,23 +4,26 @@ Each iteration shows the LLM every architecture tried so far with its validation
 asks for one that outperforms them (temperature 0, as in the paper). It works in two spaces:
 
 * `--space nb201`: the LLM answers with the six operations of a NAS-Bench-201 cell as
-  `op_list = [a, b, c, d, e, f]` (ids 0-4, the paper's encoding; prompt `genius_cell.v1`) or a
+  `op_list = [a, b, c, d, e, f]` (ids 0-4, the paper's encoding; prompt `genius_cell.v2`) or a
   NAS-Bench-201 string. The reply is parsed strictly (never evaluated).
-* the block language (default): the LLM writes a whole base block (prompt `genius_block.v1`),
+* the block language (default): the LLM writes a whole base block (prompt `genius_block.v2`),
   verified by the compiler and built with the root's stem and reduction blocks.
 
 A reply that cannot be used goes back with the reason (the parse error, or the compiler's
 diagnostics with fix hints) for at most `repairs` more replies (`genius_repair.v1`); then the
-proposal is recorded as invalid, and that, like a proposal that repeats an architecture, shows in
-the next prompt's history. A reply the checks raise on is unusable the same way, and a call that
-fails after its retries makes an invalid proposal (the client's breaker stops the run after
-repeated failures).
+proposal is recorded as invalid with the reason (in `change["failure"]`), and that, like a
+proposal that repeats an architecture, shows in the next prompt's history: no prompt is sent
+twice, so a deterministic server does not answer the same unusable reply until a cap stops it.
+A reply the checks raise on is unusable the same way, and a call that fails after its retries
+makes an invalid proposal with its reason (the client's breaker stops the run after repeated
+failures).
 
 * `ask`: waits while an architecture is being evaluated (each proposal sees every result
   before it); the parent is the last architecture evaluated, so the tree is the chain of
   iterations. After `iterations` evaluated proposals it stops the search (code `iterations`);
   `--trials` counts the root as well, so the default 30 never binds before the default 10.
-  After 8 proposals in a row that were invalid or repeats, it stops too (code `rejects`).
+  After 8 proposals in a row that were invalid or repeats, at least one a repeat, it stops too
+  (code `rejects`); invalid ones only are the loop's `--max-invalid` stop (code `invalid`).
 * `propose`: one conversation with the LLM; its tokens and cost go on the candidate.
 * `tell`: nothing: the history is rebuilt from the tree, so a resumed search continues it.
 
@@ -43,7 +46,7 @@ from .base import Candidate, Option, StopSearch, Strategy
 from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client, proposal_failure
 
 ROLE = "genius"
-MAX_REJECTED_IN_ROW = 8  # proposals in a row that were invalid or repeated before GENIUS gives up
+MAX_REJECTED_IN_ROW = 8  # proposals in a row that were repeated (or invalid) before GENIUS gives up
 _OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
 _NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|[^\s|]+~\d\|")
 
@@ -101,7 +104,8 @@ class GeniusStrategy(Strategy):
             raise StopSearch(f"GENIUS made its {done} iterations", code="iterations")
         ours = [n for n in tree if n.operator == ROLE]
         last = ours[-MAX_REJECTED_IN_ROW:]
-        if len(last) == MAX_REJECTED_IN_ROW and all(n.status in REJECTED for n in last):
+        if len(last) == MAX_REJECTED_IN_ROW and all(n.status in REJECTED for n in last) \
+                and any(n.status != "invalid" for n in last):  # only invalid ones: the loop's --max-invalid
             raise StopSearch(f"GENIUS's last {MAX_REJECTED_IN_ROW} proposals were all invalid or already tried",
                              code="rejects")
         evaluated = [n for n in tree if n.status in FINAL]
@@ -124,7 +128,11 @@ class GeniusStrategy(Strategy):
             return self._candidate(None, change, proposal_failure(exc))
 
     def _candidate(self, text: Optional[str], change: dict, error: Optional[str]) -> Candidate:
+        from nader.agents.genius import failure_text
+
         spent = self._counting.take()
+        if text is None and error:
+            change = {**change, "failure": failure_text(error)}  # the next prompts show it
         return Candidate(text, origin="llm", operator=ROLE, change={**change, "tokens": spent.by_role}, error=error,
                          tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
 
@@ -139,7 +147,8 @@ class GeniusStrategy(Strategy):
                 continue
             same = self.tree.nodes.get(node.duplicate_of) if node.status == "duplicate" else None
             entry = {"id": node.arch_id, "result": outcome(node.status, node.valid_acc, node.duplicate_of,
-                                                           same.valid_acc if same is not None else None)}
+                                                           same.valid_acc if same is not None else None,
+                                                           node.change.get("failure"))}
             if self.cells:
                 from ..spaces import nb201
 
@@ -147,12 +156,9 @@ class GeniusStrategy(Strategy):
                     cell = nb201.cell_of_text(node.text) if node.text else None
                 except nb201.NotInSpace:
                     cell = None
-                if cell is None:
-                    continue  # nothing usable was proposed: no cell to show
-                entry.update(cell=str(cell), op_list=op_list_text(cell))
-            else:
-                if not node.text:
-                    continue
+                if cell is not None:  # else nothing usable was proposed: the result says why
+                    entry.update(cell=str(cell), op_list=op_list_text(cell))
+            elif node.text:
                 entry["block"] = base_block(node.text)
             out.append(entry)
         return out

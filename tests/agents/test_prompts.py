@@ -22,7 +22,7 @@ def test_each_prompt_is_a_documented_template(name):
     assert doc.startswith(name) and "Inputs:" in doc and "Output:" in doc
 
 
-@pytest.mark.parametrize("name", ["modifier_implement.v1", "modifier_interface.v1", "genius_block.v1"])
+@pytest.mark.parametrize("name", ["modifier_implement.v1", "modifier_interface.v1", "genius_block.v2"])
 def test_every_registered_operation_is_in_the_language_reference(name):
     variables = dict(reference=Modifier.language_reference(), block="##B##\n0:input\n1:output\n0->1", plan="p",
                      experiences=[], block_name="B", stem="", downsample="", error="", dataset="digits",
