@@ -11,9 +11,10 @@ from nader.runtime.errors import ConfigError
 from .base import Option, StopSearch
 
 # The shared LLM flags as strategy options, less the run's caps (the loop holds those: SearchContext.llm_caps).
-_TYPES = {"--llm-timeout": (float, 0.0), "--llm-deadline": (float, 0.0), "--llm-concurrency": (int, 1)}
-LLM_OPTIONS = {f.name: Option(_TYPES[f.flag][0], None, f.help.rstrip("."), minimum=_TYPES[f.flag][1])
-               if f.flag in _TYPES else Option(str, "", f.help.rstrip("."))
+# "" and 0 leave the setting to the configuration.
+_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
+LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
+               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
                for f in LLM_FLAGS if not f.run_cap}
 # Where the endpoint is may change between the sessions of one run.
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
@@ -57,7 +58,7 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
 def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None):
     """The project's LLM client for a strategy's settings and the run's caps (`SearchContext.llm_caps`); a bad
     configuration is a ConfigError."""
-    options = {name: settings[name] for name in LLM_OPTIONS}
+    options = {name: settings[name] or None for name in LLM_OPTIONS}
     options.update({NAME_OF_FIELD[field]: value for field, value in (caps or {}).items()})
     replay = settings["replay"] or None
     try:
