@@ -85,7 +85,7 @@ _BY_NAME = {f.name: f for f in LLM_FLAGS}
 NAME_OF_FIELD = {f.field: f.name for f in LLM_FLAGS}
 
 
-def _old_dest(flag: LLMFlag, old: str) -> str:
+def _old_dest(old: str) -> str:
     return "old_" + old[2:].replace("-", "_")
 
 
@@ -97,7 +97,7 @@ def llm_options(command):
     def with_new_names(*args, **kwargs):
         for flag in LLM_FLAGS:
             for old in flag.old:
-                value = kwargs.pop(_old_dest(flag, old), None)
+                value = kwargs.pop(_old_dest(old), None)
                 if value is None:
                     continue
                 if kwargs.get(flag.name) is not None:
@@ -108,7 +108,7 @@ def llm_options(command):
 
     for flag in reversed(LLM_FLAGS):
         for old in reversed(flag.old):
-            with_new_names = click.option(old, _old_dest(flag, old), type=flag.type, hidden=True)(with_new_names)
+            with_new_names = click.option(old, _old_dest(old), type=flag.type, hidden=True)(with_new_names)
         with_new_names = click.option(flag.flag, flag.name, type=flag.type, help=flag.help,
                                       envvar=flag.envvar)(with_new_names)
     return with_new_names

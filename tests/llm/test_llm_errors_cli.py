@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
-from loopback import status
+from loopback import LoopbackServer, status
 from nader.cli import main
 
 # Fail fast: no retry waits, and a breaker that opens on the second failed call.
@@ -62,22 +62,11 @@ def _command(name, tmp_path, base_url):
     if name == "kb import":
         return ["kb", "import", str(pool), "--kb", str(tmp_path / "kb"), *llm, "--embedding-model", "e"]
     # kb search: a knowledge base built through a healthy endpoint first.
-    with LoopbackHealthy() as healthy:
+    with LoopbackServer() as healthy:
         built = CliRunner().invoke(main, ["kb", "import", str(pool), "--kb", str(tmp_path / "kb"),
                                           "--llm-base-url", healthy.base_url, "--embedding-model", "e"])
         assert built.exit_code == 0, built.output
     return ["kb", "search", "squeeze", "--kb", str(tmp_path / "kb"), *llm, "--embedding-model", "e"]
-
-
-class LoopbackHealthy:
-    def __enter__(self):
-        from loopback import LoopbackServer
-
-        self.server = LoopbackServer().__enter__()
-        return self.server
-
-    def __exit__(self, *exc):
-        self.server.__exit__(*exc)
 
 
 # (command, fault) -> exit status: 2 a rejected request (every one would be), except `read`'s 400,
