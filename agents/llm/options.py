@@ -3,7 +3,7 @@
 same settings as options (`llm_base_url`...), and docs/llm.md's flag table is tested against them.
 
 Precedence, lowest first: built-in defaults, the config file's `[llm]` section (`--llm-config`,
-else `nader.toml` in the current directory when present), in replay mode the request settings the
+else `$NADER_CONFIG`, else `nader.toml` in the current directory when present), in replay mode the request settings the
 recorded run used (model, parameters, profiles), then the flags.
 """
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -51,7 +52,6 @@ class LLMFlag:
     help: str
     old: tuple[str, ...] = ()  # hidden old spellings, kept for one release with a warning
     run_cap: bool = False      # a cap on the whole run: `nader-search run` hands it to its loop, not its strategy
-    envvar: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -63,7 +63,7 @@ _POSITIVE = click.FloatRange(min=0, min_open=True)
 LLM_FLAGS = (
     LLMFlag("--llm-config", "config_path", click.Path(dir_okay=False),
             f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present].",
-            old=("--config",), envvar="NADER_CONFIG"),
+            old=("--config",)),
     LLMFlag("--llm-base-url", "base_url", str, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
     LLMFlag("--llm-model", "model", str, "Chat model name as the endpoint knows it."),
     LLMFlag("--llm-api-key-env", "api_key_env", str,
@@ -109,8 +109,7 @@ def llm_options(command):
     for flag in reversed(LLM_FLAGS):
         for old in reversed(flag.old):
             with_new_names = click.option(old, _old_dest(old), type=flag.type, hidden=True)(with_new_names)
-        with_new_names = click.option(flag.flag, flag.name, type=flag.type, help=flag.help,
-                                      envvar=flag.envvar)(with_new_names)
+        with_new_names = click.option(flag.flag, flag.name, type=flag.type, help=flag.help)(with_new_names)
     return with_new_names
 
 
@@ -137,7 +136,9 @@ def config_from_options(**options) -> LLMConfig:
     if unknown:
         raise LLMConfigError(f"unknown LLM option(s): {', '.join(sorted(unknown))}")
     given = {name: value for name, value in options.items() if value not in (None, "")}
-    config_path, replay = given.pop("llm_config", None), given.pop("replay", None)
+    # $NADER_CONFIG is read here, not by click: `run` hands its flags to any strategy, LLM or not.
+    config_path = given.pop("llm_config", None) or os.environ.get("NADER_CONFIG") or None
+    replay = given.pop("replay", None)
     path = Path(config_path) if config_path else (Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).is_file() else None)
     config = load_config(path)
     if replay:

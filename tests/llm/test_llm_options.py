@@ -75,3 +75,24 @@ def test_old_spellings_still_work_with_a_warning(old, new, value, field, expecte
     both = CliRunner().invoke(command, [old, value, new, value])
     assert both.exit_code == 2 and f"{old} is the old name of {new}" in both.output
     assert old not in CliRunner().invoke(command, ["--help"]).output.replace(new, "")
+
+
+def test_nader_config_names_the_file_without_becoming_a_flag(tmp_path, monkeypatch):
+    """$NADER_CONFIG is the config file of every LLM command, read with the configuration, not by
+    click: `run` hands the flags given to its strategy, and one that takes no LLM options would
+    refuse an llm_config it was never given."""
+    env, flag = tmp_path / "env.toml", tmp_path / "flag.toml"
+    env.write_text('[llm]\nmodel = "from-env"\n')
+    flag.write_text('[llm]\nmodel = "from-flag"\n')
+    monkeypatch.setenv("NADER_CONFIG", str(env))
+    assert config_from_options().model == "from-env"
+    assert config_from_options(llm_config=str(flag)).model == "from-flag"
+    seen = {}
+
+    @click.command()
+    @llm_options
+    def command(**kwargs):
+        seen.update(kwargs)
+
+    assert CliRunner().invoke(command, []).exit_code == 0
+    assert seen["llm_config"] is None
