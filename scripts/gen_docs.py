@@ -29,7 +29,7 @@ def strategy_table() -> str:
     for name, cls in STRATEGIES.items():
         options = [_option(key, option) for key, option in cls.options.items() if key not in LLM_OPTIONS]
         if set(LLM_OPTIONS) <= set(cls.options):
-            options.append("the LLM's (`llm_*`, `replay`)")
+            options.append("the LLM's (`llm_*`, `embedding_model`, `replay`; docs/llm.md)")
         default = " (default)" if name == SearchConfig.strategy else ""
         rows.append(f"| `{name}`{default} | {', '.join(options) or 'none'} | {cls.summary} |")
     return "\n".join(rows)

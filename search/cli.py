@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from nader.agents.llm.options import LLM_FLAGS, llm_options
 from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
 from nader.runtime.options import executor_option, trial_timeout_option
 
@@ -145,13 +146,6 @@ def _strategy_epilog() -> str:
 @click.option("--proxy", type=click.Choice(PROXIES), default=None, help="Prescreening proxy [default: naswot].")
 @click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
 @click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
-@click.option("--llm-max-cost", "max_cost", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="LLM strategies: cap in US dollars on the run's LLM calls; no call whose worst case could "
-                   "pass it is sent (overrides [llm] max_cost_usd).")
-@click.option("--llm-max-tokens", "max_tokens", callback=_count, default=None,
-              help="LLM strategies: cap on the run's LLM tokens in + out, e.g. 2M (overrides [llm] max_total_tokens).")
-@click.option("--max-cost", "old_max_cost", type=click.FloatRange(min=0, min_open=True), default=None, hidden=True)
-@click.option("--max-tokens", "old_max_tokens", callback=_count, default=None, hidden=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
 @click.option("--fidelity", type=click.Choice(("successive-halving", "hyperband")), default=None,
               help="Train new architectures briefly and promote the best 1/eta to longer budgets, up to the "
@@ -166,12 +160,7 @@ def _strategy_epilog() -> str:
               help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
 @click.option("--kb", default=None, type=click.Path(file_okay=False),
               help="nader, fairnad: the knowledge base directory (filled by `nader-search read`).")
-@click.option("--llm-config", default=None, type=click.Path(dir_okay=False),
-              help="LLM strategies: TOML file with the [llm] section [default: ./nader.toml if present].")
-@click.option("--llm-base-url", default=None, help="LLM strategies: OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
-@click.option("--llm-model", default=None, help="LLM strategies: chat model name as the endpoint knows it.")
-@click.option("--replay", default=None, type=click.Path(file_okay=False),
-              help="LLM strategies: answer every LLM call from this recorded run (no endpoint).")
+@llm_options
 @click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
 @click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
               help="nader ablation: take the most similar idea, no LLM ranking.")
@@ -191,7 +180,7 @@ def run_command(config_file, fmt, force, **flags):
     from nader.runtime.cli import _terminate_like_interrupt
 
     _terminate_like_interrupt()
-    _old_names(flags)
+    _run_caps(flags)
     progress = None
     code = 1
     try:
@@ -205,20 +194,13 @@ def run_command(config_file, fmt, force, **flags):
     sys.exit(code)
 
 
-# Old names of flags, kept working (hidden) for one release.
-_RENAMED = {"old_max_cost": ("--max-cost", "--llm-max-cost", "max_cost"),
-            "old_max_tokens": ("--max-tokens", "--llm-max-tokens", "max_tokens")}
+# The LLM flags that cap the whole run: the loop's own stops (cost-limit, token-limit) and the client's caps.
+_RUN_CAPS = {"llm_max_cost": "max_cost", "llm_max_tokens": "max_tokens"}
 
 
-def _old_names(flags: dict) -> None:
-    for key, (old, new, field) in _RENAMED.items():
-        value = flags.pop(key, None)
-        if value is None:
-            continue
-        if flags.get(field) is not None:
-            raise click.UsageError(f"{old} is the old name of {new}: give {new} alone")
-        click.echo(f"warning: {old} is now {new}; the old name goes in the next release", err=True)
-        flags[field] = value
+def _run_caps(flags: dict) -> None:
+    for flag, field in _RUN_CAPS.items():
+        flags[field] = flags.pop(flag, None)
 
 
 def _run(config_file, fmt, force, flags):
@@ -300,19 +282,20 @@ def _llm_stop(exc: Exception):
     return None if stop is None else (f"stopped: {stop.message}", 3)
 
 
-# Flags of `run` that are options of the `nader` strategy (--option KEY=VALUE says the same).
-_AGENT_FLAGS = {"kb": "kb", "llm_config": "llm_config", "llm_base_url": "llm_base_url", "llm_model": "llm_model",
-                "replay": "replay"}
+# Flags of `run` that are options of the LLM strategies (--option KEY=VALUE says the same): the
+# shared LLM flags other than the run's caps, under their own names.
+_AGENT_FLAGS = ("kb", *(f.name for f in LLM_FLAGS if not f.run_cap))
+_PATHS = ("kb", "llm_config", "replay")
 _ABLATIONS = {"no_reader": "reader", "no_ranking": "ranking", "no_feedback": "feedback",
               "no_experience": "experience"}
 
 
 def _agent_flags(flags: dict) -> dict:
     options = dict(flags.get("strategy_options") or {})
-    for flag, option in _AGENT_FLAGS.items():
+    for flag in _AGENT_FLAGS:
         value = flags.pop(flag, None)
         if value is not None:
-            options[option] = str(Path(value).expanduser()) if flag in ("kb", "llm_config", "replay") else value
+            options[flag] = str(Path(value).expanduser()) if flag in _PATHS else value
     for flag, option in _ABLATIONS.items():
         if flags.pop(flag, False):
             options[option] = False

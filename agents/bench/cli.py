@@ -2,7 +2,8 @@
 
 Exit status: 0 the table was printed, 1 a setting stopped early (a cap, the endpoint down, a
 replay miss: run again with the same --run-dir to resume from the record), 2 usage or
-configuration error (one line, no traceback; NADER_DEBUG=1 shows it).
+configuration error, or a request the endpoint rejected (a wrong URL, key or model, a prompt
+too long): one line, no traceback (NADER_DEBUG=1 shows it).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .runner import SETTINGS
 
 
 def _fail(message: str) -> None:
-    click.echo(f"nader-search bench-nad: {message}", err=True)
+    click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
 
@@ -63,6 +64,10 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         sys.exit(130)
+    except (LLMError, EmbedderUnavailable, OSError) as exc:  # a rejected request: the next would be too
+        if os.environ.get("NADER_DEBUG"):
+            raise
+        _fail(str(exc))
     finally:
         client.close()
     if fmt == "json":

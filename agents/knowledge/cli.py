@@ -27,7 +27,7 @@ _BATCH = 512
 
 
 def _fail(message: str) -> None:
-    click.echo(f"nader-search kb: {message}", err=True)
+    click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
 

@@ -37,6 +37,12 @@ class RequestRejected(LLMError):
         super().__init__(message)
         self.status = status
 
+    @property
+    def setup_error(self) -> bool:
+        """A wrong URL, key or model (401, 403, 404): every call of the run fails alike, so a
+        command ends on it as on a configuration error (exit 2)."""
+        return self.status in (401, 403, 404)
+
 
 class CallFailed(LLMError):
     """One call failed after its retries or its deadline (429, 5xx, timeouts, broken replies)."""

@@ -1,15 +1,21 @@
-"""The command-line options every LLM-using command shares, and the configuration they build.
+"""The command-line options every LLM-using command shares, declared once: `read`, `kb`,
+`bench-nad` and `nader-search run` take them with the same names, the search strategies take the
+same settings as options (`llm_base_url`...), and docs/llm.md's flag table is tested against them.
 
-Precedence, lowest first: built-in defaults, the config file's `[llm]` section (`--config`, else
-`nader.toml` in the current directory when present), in replay mode the request settings the
+Precedence, lowest first: built-in defaults, the config file's `[llm]` section (`--llm-config`,
+else `$NADER_CONFIG`, else `nader.toml` in the current directory when present), in replay mode the request settings the
 recorded run used (model, parameters, profiles), then the flags.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
 import click
 
@@ -20,36 +26,91 @@ from .record import CallStore
 DEFAULT_CONFIG = "nader.toml"
 # What shapes a request, so what a replay must take from the recorded run to ask the same.
 _REQUEST_FIELDS = ("model", "embedding_model", "temperature", "max_tokens", "reasoning_effort", "profiles")
+_SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
-_OPTIONS = [
-    click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="NADER_CONFIG",
-                 help=f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present]."),
-    click.option("--llm-base-url", "base_url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
-    click.option("--llm-model", "model", help="Chat model name as the endpoint knows it."),
-    click.option("--embedding-model", "embedding_model", help="Embedding model of the endpoint's embeddings API."),
-    click.option("--max-cost", "max_cost_usd", type=click.FloatRange(min=0), help="Cap in US dollars for the run."),
-    click.option("--max-tokens-total", "max_total_tokens", type=click.IntRange(min=1),
-                 help="Cap on tokens (in + out) for the run."),
-    click.option("--llm-timeout", "request_timeout", type=click.FloatRange(min=0, min_open=True),
-                 help="Seconds per HTTP attempt."),
-    click.option("--llm-deadline", "deadline", type=click.FloatRange(min=0, min_open=True),
-                 help="Seconds per call, retries included."),
-    click.option("--llm-concurrency", "max_concurrency", type=click.IntRange(min=1), help="Calls in flight at once."),
-    click.option("--replay", "replay", type=click.Path(file_okay=False),
-                 help="Answer every LLM call from this recorded run; no endpoint is used, a call it did not make is an error."),
-]
-_FLAGS = {"base_url": "--llm-base-url", "model": "--llm-model", "embedding_model": "--embedding-model",
-          "max_cost_usd": "--max-cost", "max_total_tokens": "--max-tokens-total", "request_timeout": "--llm-timeout",
-          "deadline": "--llm-deadline", "max_concurrency": "--llm-concurrency"}
-OPTION_NAMES = ("config_path", "base_url", "model", "embedding_model", "max_cost_usd", "max_total_tokens",
-                "request_timeout", "deadline", "max_concurrency", "replay")
+
+class _Count(click.ParamType):
+    """A positive integer with an optional K/M/G suffix (2M, 1.5k)."""
+
+    name = "COUNT"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*", str(value))
+        count = int(round(float(m.group(1)) * _SI[m.group(2).lower()])) if m else 0
+        if count < 1:
+            self.fail("expected a positive count such as 2000000 or 2M", param, ctx)
+        return count
+
+
+@dataclass(frozen=True)
+class LLMFlag:
+    flag: str                  # the spelling on every command
+    field: str                 # the LLMConfig field it sets ("config_path", "replay": not a field)
+    type: Any                  # click type
+    help: str
+    old: tuple[str, ...] = ()  # hidden old spellings, kept for one release with a warning
+    run_cap: bool = False      # a cap on the whole run: `nader-search run` hands it to its loop, not its strategy
+
+    @property
+    def name(self) -> str:
+        """The keyword argument a command receives, and the search strategies' option name."""
+        return self.flag[2:].replace("-", "_")
+
+
+_POSITIVE = click.FloatRange(min=0, min_open=True)
+LLM_FLAGS = (
+    LLMFlag("--llm-config", "config_path", click.Path(dir_okay=False),
+            f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present].",
+            old=("--config",)),
+    LLMFlag("--llm-base-url", "base_url", str, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    LLMFlag("--llm-model", "model", str, "Chat model name as the endpoint knows it."),
+    LLMFlag("--llm-api-key-env", "api_key_env", str,
+            "Environment variable holding the API key [default: NADER_LLM_API_KEY, then OPENAI_API_KEY]."),
+    LLMFlag("--llm-timeout", "request_timeout", _POSITIVE, "Seconds per HTTP attempt."),
+    LLMFlag("--llm-deadline", "deadline", _POSITIVE, "Seconds per call, retries included."),
+    LLMFlag("--llm-concurrency", "max_concurrency", click.IntRange(min=1), "Calls in flight at once."),
+    LLMFlag("--llm-max-cost", "max_cost_usd", _POSITIVE,
+            "Cap in US dollars on the run's LLM calls; no call whose worst case could pass it is sent.",
+            old=("--max-cost",), run_cap=True),
+    LLMFlag("--llm-max-tokens", "max_total_tokens", _Count(), "Cap on the run's LLM tokens in + out, e.g. 2M.",
+            old=("--max-tokens-total", "--max-tokens"), run_cap=True),
+    LLMFlag("--embedding-model", "embedding_model", str, "Embedding model of the endpoint's embeddings API."),
+    LLMFlag("--replay", "replay", click.Path(file_okay=False),
+            "Answer every LLM call from this recorded run; no endpoint is used, a call it did not make is an error."),
+)
+OPTION_NAMES = tuple(f.name for f in LLM_FLAGS)
+_BY_NAME = {f.name: f for f in LLM_FLAGS}
+NAME_OF_FIELD = {f.field: f.name for f in LLM_FLAGS}
+
+
+def _old_dest(old: str) -> str:
+    return "old_" + old[2:].replace("-", "_")
 
 
 def llm_options(command):
-    """Decorate a click command with the LLM options (they arrive as keyword arguments: OPTION_NAMES)."""
-    for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
+    """Decorate a click command with the LLM options; they arrive as keyword arguments named as in
+    OPTION_NAMES (an old spelling given arrives under the new name, after a warning)."""
+
+    @functools.wraps(command)
+    def with_new_names(*args, **kwargs):
+        for flag in LLM_FLAGS:
+            for old in flag.old:
+                value = kwargs.pop(_old_dest(old), None)
+                if value is None:
+                    continue
+                if kwargs.get(flag.name) is not None:
+                    raise click.UsageError(f"{old} is the old name of {flag.flag}: give {flag.flag} alone")
+                click.echo(f"warning: {old} is now {flag.flag}; the old name goes in the next release", err=True)
+                kwargs[flag.name] = value
+        return command(*args, **kwargs)
+
+    for flag in reversed(LLM_FLAGS):
+        for old in reversed(flag.old):
+            with_new_names = click.option(old, _old_dest(old), type=flag.type, hidden=True)(with_new_names)
+        with_new_names = click.option(flag.flag, flag.name, type=flag.type, help=flag.help)(with_new_names)
+    return with_new_names
 
 
 def recorded_config(replay_dir) -> dict:
@@ -68,20 +129,21 @@ def recorded_config(replay_dir) -> dict:
     return values
 
 
-def config_from_options(config_path: Optional[str] = None, replay: Optional[str] = None, **flags) -> LLMConfig:
-    """The configuration from the shared options (keyword arguments named as in OPTION_NAMES)."""
-    unknown = set(flags) - set(OPTION_NAMES)
+def config_from_options(**options) -> LLMConfig:
+    """The configuration from the shared options (keyword arguments named as in OPTION_NAMES;
+    None or "" is not given)."""
+    unknown = set(options) - set(OPTION_NAMES)
     if unknown:
         raise LLMConfigError(f"unknown LLM option(s): {', '.join(sorted(unknown))}")
+    given = {name: value for name, value in options.items() if value not in (None, "")}
+    # $NADER_CONFIG is read here, not by click: `run` hands its flags to any strategy, LLM or not.
+    config_path = given.pop("llm_config", None) or os.environ.get("NADER_CONFIG") or None
+    replay = given.pop("replay", None)
     path = Path(config_path) if config_path else (Path(DEFAULT_CONFIG) if Path(DEFAULT_CONFIG).is_file() else None)
     config = load_config(path)
     if replay:
         recorded = config_from_mapping(recorded_config(replay), where=f"recorded run {replay}")
         config = dataclasses.replace(config, **{k: getattr(recorded, k) for k in _REQUEST_FIELDS
                                                 if getattr(recorded, k) != getattr(LLMConfig(), k)})
-    return _with_flags(config, flags)
-
-
-def _with_flags(config: LLMConfig, flags: dict) -> LLMConfig:
-    return dataclasses.replace(config, **{k: check_value(k, v, _FLAGS.get(k, k)) for k, v in flags.items()
-                                          if v is not None})
+    flags = [_BY_NAME[name] for name in given]
+    return dataclasses.replace(config, **{f.field: check_value(f.field, given[f.name], f.flag) for f in flags})

@@ -119,12 +119,15 @@ class OpenAITransport:
             if status in RETRYABLE_STATUS or status >= 500:
                 raise Transient(f"HTTP {status}: {_brief(exc.message)}", _retry_after(exc)) from None
             hint = {401: "; check the API key (api_key_env)", 403: "; check the key's permissions",
-                    404: "; check base_url (it usually ends in /v1) and the model name"}.get(status, "")
+                    404: "; check base_url (it usually ends in /v1) and the model name",
+                    400: "; check the prompt against the model's context length, and max_tokens and the"
+                         " model's profile ([llm.profiles], docs/llm.md)"}.get(status, "")
             raise RequestRejected(f"the endpoint rejected the request: HTTP {status}: {_brief(exc.message)}{hint}",
                                   status) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            raise Transient(f"connection failed: {_brief(cause) or type(cause).__name__}") from None
+            raise Transient(f"connection failed: {_brief(cause) or type(cause).__name__}; check that the server"
+                            " is running and base_url is right") from None
         except openai.APIResponseValidationError as exc:
             raise Transient(f"malformed reply: {_brief(exc)}") from None
         except ValueError as exc:  # a body that is not JSON

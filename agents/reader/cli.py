@@ -2,7 +2,7 @@
 
 Exit status: 0 every paper read (added, known, irrelevant or without ideas), 1 some paper failed
 or the run stopped (a cap, the endpoint down, a replay miss; run again to resume), 2 usage or
-configuration error. One line per problem on stderr, no traceback (NADER_DEBUG=1 shows them).
+configuration error (a wrong URL, key or model included: the endpoint's 401, 403, 404). One line per problem on stderr, no traceback (NADER_DEBUG=1 shows them).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ..llm.options import llm_options
 
 
 def _fail(message: str) -> None:
-    click.echo(f"nader-search read: {message}", err=True)
+    click.echo(f"error: {message}", err=True)
     sys.exit(2)
 
 
@@ -104,6 +104,9 @@ def _run(paths, kb_path, run_dir, fmt, llm) -> int:
     for o in outcomes:
         if o.status == "failed":
             click.echo(f"failed: {o.source}: {o.reason}", err=True)
+    if getattr(stopped, "setup_error", False):  # a wrong URL, key or model
+        click.echo(f"error: {stopped}", err=True)
+        return 2
     if stopped is not None:
         click.echo(f"stopped: {stopped}", err=True)
     return 1 if stopped is not None or any(o.status == "failed" for o in outcomes) else 0

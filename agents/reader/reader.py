@@ -178,7 +178,12 @@ class Reader:
                 except (RunStopped, ReplayMiss) as exc:
                     stopped.append(exc)
                     return PaperOutcome(paper.paper_id, paper.title, paper.source, "stopped", reason=str(exc))
-                except (CallFailed, RequestRejected) as exc:
+                except RequestRejected as exc:
+                    if exc.setup_error:  # a wrong URL, key or model: no paper can be read
+                        stopped.append(exc)
+                        return PaperOutcome(paper.paper_id, paper.title, paper.source, "stopped", reason=str(exc))
+                    return PaperOutcome(paper.paper_id, paper.title, paper.source, "failed", reason=str(exc))
+                except CallFailed as exc:
                     return PaperOutcome(paper.paper_id, paper.title, paper.source, "failed", reason=str(exc))
 
         outcomes = list(await asyncio.gather(*(one(p) for p in papers)))

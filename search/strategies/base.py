@@ -106,7 +106,7 @@ class Candidate:
     ``text`` is None when nothing could be produced (no mutation applies, an LLM reply held no
     block); ``error`` then says why and the loop records an invalid architecture. ``tokens_in``,
     ``tokens_out`` and ``cost_usd`` are what producing it cost (LLM strategies), recorded on the
-    architecture and counted against ``--max-cost`` / ``--max-tokens``.
+    architecture and counted against ``--llm-max-cost`` / ``--llm-max-tokens``.
     """
 
     text: Optional[str]

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from nader.agents.llm import LLMClient, LLMError
 from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
-from nader.agents.llm.options import config_from_options
+from nader.agents.llm.options import LLM_FLAGS, NAME_OF_FIELD, config_from_options
 from nader.runtime.errors import ConfigError
 
 from .base import Option, StopSearch
 
-LLM_OPTIONS = {
-    "llm_config": Option(str, "", "file with the [llm] section [default: ./nader.toml]"),
-    "llm_base_url": Option(str, "", "the endpoint (overrides the configuration)"),
-    "llm_model": Option(str, "", "the chat model (overrides the configuration)"),
-    "replay": Option(str, "", "a recorded run directory that answers every LLM call"),
-}
+# The shared LLM flags as strategy options, less the run's caps (the loop holds those: SearchContext.llm_caps).
+# "" and 0 leave the setting to the configuration.
+_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
+LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
+               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
+               for f in LLM_FLAGS if not f.run_cap}
 # Where the endpoint is may change between the sessions of one run.
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
@@ -39,7 +39,7 @@ def proposal_failure(exc: Exception) -> str:
 
 def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: dict | None = None):
     """The LLM client (recorded in `run_dir`) and the knowledge base of a strategy that draws ideas."""
-    from nader.agents.knowledge import KnowledgeBase, KnowledgeBaseError
+    from nader.agents.knowledge import EndpointEmbedder, KnowledgeBase, KnowledgeBaseError
 
     if run_dir is None:
         raise ConfigError(f"the {role} strategy needs the run directory (bind a SearchContext with run_dir)")
@@ -47,7 +47,9 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
         raise ConfigError(f"the {role} strategy needs a knowledge base: {kb_help}")
     client = open_llm_client(settings, run_dir, role, caps)
     try:
-        return client, KnowledgeBase.open(settings["kb"])
+        # A configured embedding model embeds through the endpoint, as `nader-search kb` does.
+        embedder = EndpointEmbedder(client) if client.config.embedding_model else None
+        return client, KnowledgeBase.open(settings["kb"], embedder=embedder)
     except (KnowledgeBaseError, OSError) as exc:
         client.close()
         raise ConfigError(str(exc)) from None
@@ -56,11 +58,11 @@ def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: d
 def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None):
     """The project's LLM client for a strategy's settings and the run's caps (`SearchContext.llm_caps`); a bad
     configuration is a ConfigError."""
-    flags = {k: v for k, v in (("base_url", settings["llm_base_url"]), ("model", settings["llm_model"])) if v}
-    flags.update(caps or {})
+    options = {name: settings[name] or None for name in LLM_OPTIONS}
+    options.update({NAME_OF_FIELD[field]: value for field, value in (caps or {}).items()})
     replay = settings["replay"] or None
     try:
-        config = config_from_options(config_path=settings["llm_config"] or None, replay=replay, **flags)
+        config = config_from_options(**options)
         return LLMClient.from_config(config, store=run_dir, replay=replay, role=role)
     except (LLMError, OSError) as exc:
         raise ConfigError(str(exc)) from None

@@ -42,7 +42,7 @@ def _rows(output: str) -> dict:
 
 def test_bench_nad_recorded_then_replayed(scripted_bench, tmp_path):
     run = tmp_path / "run"
-    llm = ["--llm-base-url", scripted_bench.base_url, "--llm-model", "local-model", "--max-tokens-total", "10000000"]
+    llm = ["--llm-base-url", scripted_bench.base_url, "--llm-model", "local-model", "--llm-max-tokens", "10000000"]
     recorded = CliRunner().invoke(main, ["bench-nad", "--run-dir", str(run), "--only", ONLY, *llm])
     assert recorded.exit_code == 0, recorded.output
     print("\n" + recorded.output)

@@ -77,13 +77,13 @@ def test_token_cap_stops_and_a_higher_cap_resumes(server, tmp_path):
     server.responder = scripted_reader
     server.dim = 32
     papers = papers_file(tmp_path, count=3)
-    cap = ["--max-tokens-total", "6000", "--llm-concurrency", "1"]
+    cap = ["--llm-max-tokens", "6000", "--llm-concurrency", "1"]
     stopped = read(papers, "--kb", tmp_path / "kb", *endpoint(server), *cap)
     assert stopped.exit_code == 1
     assert "stopped: token cap reached" in stopped.output and "run again to resume" in stopped.output
     first = [line.split()[0] for line in stopped.output.splitlines()[:4]]
     assert "stopped" in first and "added" in first
-    resumed = read(papers, "--kb", tmp_path / "kb", *endpoint(server), "--max-tokens-total", "100000")
+    resumed = read(papers, "--kb", tmp_path / "kb", *endpoint(server), "--llm-max-tokens", "100000")
     assert resumed.exit_code == 0, resumed.output
     statuses = [line.split()[0] for line in resumed.output.splitlines()[:4]]
     assert all(s == "known" for s, f in zip(statuses, first) if f in ("added", "irrelevant"))
@@ -112,7 +112,7 @@ def test_configuration_errors_are_one_line(tmp_path, monkeypatch, args, message)
     done = read(papers, *args)
     assert done.exit_code == 2
     (line,) = done.output.strip().splitlines()
-    assert line.startswith(f"nader-search read: {message}")
+    assert line.startswith(f"error: {message}")
     assert "Traceback" not in done.output
 
 
