@@ -15,6 +15,7 @@ LAZY_COMMANDS = {
     "bench-nad": "nader.agents.bench.cli:bench_nad_command",
     "eval": "nader.runtime.cli:eval_command",
     "kb": "nader.agents.knowledge.cli:kb_group",
+    "llm": "nader.agents.llm.cli:llm_group",
     "read": "nader.agents.reader.cli:read_command",
     "run": "nader.search.cli:run_command",
     "status": "nader.search.cli:status_command",

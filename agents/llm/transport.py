@@ -9,6 +9,7 @@ seconds to import, and replay needs no endpoint.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Optional
@@ -87,6 +88,38 @@ class OpenAITransport:
         usage = getattr(reply, "usage", None)
         return RawReply(text or "", getattr(choices[0], "finish_reason", None),
                         getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+
+    async def get_json(self, path: str, timeout: float):
+        """The parsed JSON body of a GET under the base URL (`models`: what `llm check` reads)."""
+        client = self._client()
+
+        async def fetch():
+            return await client.get(path, cast_to=object, options={"timeout": timeout})
+        return await self._attempt(fetch, timeout)
+
+    async def chat_streamed(self, model: str, messages: list[dict], params: dict,
+                            timeout: float) -> tuple[Optional[float], RawReply]:
+        """One streamed chat completion: the seconds to its first text, and the whole reply."""
+        client = self._client()
+        first: list[float] = []
+
+        async def stream():
+            started = time.monotonic()
+            chunks = await client.chat.completions.create(model=model, messages=messages, timeout=timeout, stream=True,
+                                                          stream_options={"include_usage": True}, **params)
+            parts, finish, usage = [], None, None
+            async for chunk in chunks:
+                for choice in getattr(chunk, "choices", None) or ():
+                    text = getattr(getattr(choice, "delta", None), "content", None)
+                    if text:
+                        first or first.append(time.monotonic() - started)
+                        parts.append(text)
+                    finish = getattr(choice, "finish_reason", None) or finish
+                usage = getattr(chunk, "usage", None) or usage
+            return RawReply("".join(parts), finish, getattr(usage, "prompt_tokens", None),
+                            getattr(usage, "completion_tokens", None))
+        reply = await self._attempt(stream, timeout)
+        return (first[0] if first else None), reply
 
     async def embed(self, model: str, texts: list[str], timeout: float) -> tuple[list[list[float]], Optional[int]]:
         client = self._client()

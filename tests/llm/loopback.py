@@ -1,14 +1,14 @@
 """A loopback test double of an OpenAI-compatible server (tests only; never part of the product).
 
 `LoopbackServer` listens on 127.0.0.1 on a free port and speaks `POST /v1/chat/completions` and
-`POST /v1/embeddings`. Each request takes the next scripted action of its endpoint; when the
+`POST /v1/embeddings` (and `GET /v1/models`: `models`, None for a 404). Each request takes the next scripted action of its endpoint; when the
 script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
 Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
 connection (no reply until the server closes), a reply trickled a byte at a time, a malformed
 JSON body, a body cut short, and a completion truncated at the token limit. Every request body
 is kept in `requests`. `usage` says what a chat reply's usage counts when no action sets it:
 `full` (every message), `no_system` (a server whose chat template drops the system message) or
-`none` (no usage reported).
+`none` (no usage reported). A chat request asking `stream` is answered as server-sent events.
 """
 from __future__ import annotations
 
@@ -83,6 +83,7 @@ class LoopbackServer:
     requests: list = field(default_factory=list)      # (path, body) of every request
     dim: int = 8
     usage: str = "full"             # full | no_system | none
+    models: Optional[list] = field(default_factory=lambda: [{"id": "local-model", "object": "model"}])
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -97,6 +98,13 @@ class LoopbackServer:
 
             def log_message(self, *args):  # quiet
                 pass
+
+            def do_GET(self):
+                with server._lock:
+                    server.requests.append((self.path, None))
+                if self.path.endswith("/models") and server.models is not None:
+                    return _send(self, 200, json.dumps({"object": "list", "data": server.models}).encode())
+                _send(self, 404, json.dumps({"error": {"message": "not found"}}).encode())
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
@@ -174,6 +182,8 @@ class LoopbackServer:
             payload = {"object": "list", "data": data, "model": body.get("model"),
                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
             return _send(handler, 200, json.dumps(payload).encode())
+        if body.get("stream"):
+            return _send(handler, 200, self._events(action, body), {"Content-Type": "text/event-stream"})
         _send(handler, 200, self._completion(action, body))
 
     def _trickle(self, handler, action: Action, body: dict) -> None:
@@ -209,6 +219,19 @@ class LoopbackServer:
         return json.dumps(payload).encode()
 
 
+    def _events(self, action: Action, body: dict) -> bytes:
+        """The completion as server-sent events: a chunk a word, then usage if asked and kept."""
+        whole = json.loads(self._completion(action, body))
+        base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": whole["model"]}
+        words = action.text.split(" ")
+        chunks = [{**base, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
+                                        "finish_reason": None}]} for i, w in enumerate(words)]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": action.finish_reason}]})
+        if "usage" in whole and (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": whole["usage"]})
+        return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
 def _inputs(body: dict) -> list[str]:
     value = body.get("input", [])
     return [value] if isinstance(value, str) else list(value)
@@ -217,9 +240,9 @@ def _inputs(body: dict) -> list[str]:
 def _send(handler, code: int, payload: bytes, headers: Optional[dict] = None) -> None:
     try:
         handler.send_response(code)
-        handler.send_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json", **(headers or {})}
         handler.send_header("Content-Length", str(len(payload)))
-        for k, v in (headers or {}).items():
+        for k, v in headers.items():
             handler.send_header(k, v)
         handler.end_headers()
         handler.wfile.write(payload)

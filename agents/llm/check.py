@@ -1,0 +1,298 @@
+"""`nader-search llm check`'s measurements: what an OpenAI-compatible endpoint does with the
+requests the product sends, whatever the model's quality, in about a minute.
+
+Servers differ in ways that fail quietly: a chat template that drops the system message, a JSON
+mode that is refused or makes generation many times slower, no usage counts (no token caps), a
+model name any single-model server answers to. Each is measured here with a few short requests
+through the product's own transport, and the findings end in the profile the product should use
+for the model (`[llm.profiles."MODEL"]`, profiles.py).
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from .config import LLMConfig
+from .errors import LLMConfigError, LLMError, RequestRejected
+from .profiles import ModelProfile, match_profile, system_tokens_at_least
+from .transport import OpenAITransport, Transient
+
+GENERATE = 32  # completion tokens per timed request
+# About 2,000 characters of instructions, like a short version of the Modifier's.
+SYSTEM_TEXT = "You review blocks written in the NADER language. " + " ".join(
+    f"Rule {i}: every layer states its input and output shape." for i in range(36))
+COUNT_PROMPT = "Write the numbers from 1 to 100 as a JSON object {\"n\": [1, 2, ...]}. Nothing else."
+SCHEMA = {"title": "numbers", "type": "object", "properties": {"n": {"type": "array", "items": {"type": "integer"}}},
+          "required": ["n"]}
+GBNF = 'root ::= "[" num ("," num)* "]"\nnum ::= [0-9] [0-9]?'
+_GRAMMAR_REPLY = re.compile(r"\[[0-9]{0,2}(,[0-9]{0,2})*\]?")
+# llama.cpp's server takes `grammar`; vLLM `guided_grammar` (before 0.10.2) or `structured_outputs`.
+GRAMMAR_FIELDS = {"grammar": {"grammar": GBNF}, "guided_grammar": {"guided_grammar": GBNF},
+                  "structured_outputs": {"structured_outputs": {"grammar": GBNF}}}
+CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length", "n_ctx")
+# A constrained mode this many times slower per token than none, and by this many seconds a
+# request at least (so that the jitter of a fast server decides nothing), is not worth it.
+SLOWER, SLOWER_BY_S = 3.0, 0.25
+
+
+class Unreachable(LLMError):
+    """The endpoint answered no request (exit 2)."""
+
+
+@dataclass
+class Probe:
+    """One timed request: whether the server took it and what it cost."""
+    accepted: bool
+    seconds: Optional[float] = None
+    tokens: Optional[int] = None        # completion tokens, reported or estimated from the text
+    obeyed: Optional[bool] = None       # the reply has the asked-for form (JSON, the grammar)
+    note: str = ""                      # why it was not accepted
+
+    @property
+    def per_token(self) -> Optional[float]:
+        return self.seconds / self.tokens if self.seconds is not None and self.tokens else None
+
+    def relative_to(self, base: "Probe") -> Optional[float]:
+        mine, theirs = self.per_token, base.per_token
+        return mine / theirs if mine is not None and theirs else None
+
+
+@dataclass
+class CheckReport:
+    base_url: str
+    model: str
+    listed: list[str] = field(default_factory=list)      # model names GET /models gave
+    models_note: str = ""                                  # why there is no list
+    context_length: Optional[int] = None
+    token_param: Optional[str] = None
+    token_params: dict[str, bool] = field(default_factory=dict)
+    usage_reported: bool = False
+    system: str = "unknown"                                # native | dropped | unknown
+    system_detail: str = ""
+    json_modes: dict[str, Probe] = field(default_factory=dict)
+    grammar: dict[str, Probe] = field(default_factory=dict)
+    first_token_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    stream_note: str = ""
+    degradations: list[str] = field(default_factory=list)
+    profile: Optional[ModelProfile] = None
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.degradations else 0
+
+    @property
+    def grammar_field(self) -> Optional[str]:
+        """The grammar field the server obeys, if any."""
+        return next((name for name, p in self.grammar.items() if p.accepted and p.obeyed), None)
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        for key in ("json_modes", "grammar"):
+            for name, probe in getattr(self, key).items():
+                data[key][name].update(per_token_s=probe.per_token, relative=probe.relative_to(self.json_modes["none"]))
+        data["profile"] = {k: v for k, v in asdict(self.profile).items()} if self.profile else None
+        data["grammar_field"] = self.grammar_field
+        data["exit_code"] = self.exit_code
+        return data
+
+
+def check_endpoint(config: LLMConfig, *, generate: int = GENERATE) -> CheckReport:
+    """Measure the endpoint of `config` (raises Unreachable or LLMConfigError)."""
+    if not config.base_url:
+        raise LLMConfigError("no LLM endpoint configured: set base_url in [llm] or pass --llm-base-url")
+    return asyncio.run(_Checker(config, generate).run())
+
+
+class _Checker:
+    def __init__(self, config: LLMConfig, generate: int):
+        self.config = config
+        self.generate = generate
+        self.timeout = min(config.request_timeout, 60.0)
+        self.transport = OpenAITransport(config.base_url, config.resolved_key())
+
+    async def run(self) -> CheckReport:
+        try:
+            return await self._run()
+        finally:
+            await self.transport.aclose()
+
+    async def _run(self) -> CheckReport:
+        entries, note = await self._models()
+        model = self.config.model or (entries[0]["id"] if entries else None)
+        if not model:
+            raise LLMConfigError("no model configured and the server lists none: pass --llm-model")
+        report = CheckReport(self.config.base_url, model, [e["id"] for e in entries], note)
+        report.context_length = _context_length(entries, model)
+        if report.listed and model not in report.listed:
+            report.degradations.append(
+                f"model {model!r} is not among the models the server lists ({', '.join(report.listed[:5])}):"
+                " a single-model server answers under any name, so check that this is the model you mean")
+        self.model = model
+        await self._token_param(report)
+        await self._system(report)
+        await self._json_modes(report)
+        await self._grammar(report)
+        await self._stream(report)
+        report.profile = _recommend(report, match_profile(model, self.config.profiles))
+        return report
+
+    async def _models(self) -> tuple[list[dict], str]:
+        try:
+            body = await self.transport.get_json("models", self.timeout)
+        except Transient as exc:
+            if str(exc).startswith(("connection failed", "no reply within")):
+                raise Unreachable(f"{self.config.base_url}: {exc}") from None
+            return [], f"GET /models failed: {exc}"
+        except RequestRejected as exc:
+            return [], f"GET /models failed: {exc}"
+        data = body.get("data") if isinstance(body, dict) else None
+        entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)] if isinstance(data, list) else []
+        return entries, "" if entries else "GET /models listed no model"
+
+    async def _ask(self, messages: list[dict], params: dict) -> tuple[float, Any]:
+        started = time.monotonic()
+        raw = await self.transport.chat(self.model, messages, params, self.timeout)
+        return time.monotonic() - started, raw
+
+    async def _probe(self, messages: list[dict], params: dict, obeyed=None) -> Probe:
+        try:
+            seconds, raw = await self._ask(messages, params)
+        except RequestRejected as exc:
+            return Probe(False, note=str(exc))
+        except Transient as exc:
+            return Probe(False, note=f"failed: {exc}")
+        tokens = raw.completion_tokens if raw.completion_tokens is not None else max(1, len(raw.text) // 4)
+        return Probe(True, seconds, tokens, obeyed(raw.text) if obeyed else None)
+
+    def _limit(self, report: CheckReport, tokens: int) -> dict:
+        return {report.token_param or "max_tokens": tokens}
+
+    async def _token_param(self, report: CheckReport) -> None:
+        """The first request of the check: a failure other than a refused parameter ends it."""
+        for name in ("max_tokens", "max_completion_tokens"):
+            try:
+                _, raw = await self._ask(_user("Say OK."), {name: 4})
+            except RequestRejected as exc:
+                if exc.setup_error:
+                    raise Unreachable(f"the endpoint refused the model: {exc}") from None
+                report.token_params[name] = False
+                continue
+            except Transient as exc:
+                raise Unreachable(f"the endpoint answers no chat request: {exc}") from None
+            report.token_params[name] = True
+            report.usage_reported = report.usage_reported or raw.prompt_tokens is not None
+            report.token_param = report.token_param or name
+        if report.token_param is None:
+            raise Unreachable("the endpoint refused both max_tokens and max_completion_tokens")
+        if not report.usage_reported:
+            report.degradations.append("the server reports no usage: token caps count estimates, and a dropped"
+                                       " system message cannot be noticed")
+
+    async def _system(self, report: CheckReport) -> None:
+        question = _user("Say OK.")
+        try:
+            _, alone = await self._ask(question, self._limit(report, 1))
+            _, with_system = await self._ask([{"role": "system", "content": SYSTEM_TEXT}, *question],
+                                             self._limit(report, 1))
+        except RequestRejected as exc:
+            report.system, report.system_detail = "dropped", f"a request with a system message was refused: {exc}"
+            report.degradations.append(f"the system message: {report.system_detail}; system = merge")
+            return
+        except Transient as exc:
+            report.system_detail = f"not measured: {exc}"
+            return
+        if alone.prompt_tokens is None or with_system.prompt_tokens is None:
+            report.system_detail = "not measured: the server reports no usage"
+            return
+        added, at_least = with_system.prompt_tokens - alone.prompt_tokens, system_tokens_at_least(SYSTEM_TEXT)
+        report.system = "dropped" if added < at_least else "native"
+        report.system_detail = (f"a system text of {len(SYSTEM_TEXT)} characters (at least {at_least} tokens)"
+                                f" added {added} prompt tokens")
+        if report.system == "dropped":
+            report.degradations.append(f"the server drops the system message: {report.system_detail}; system = merge")
+
+    async def _json_modes(self, report: CheckReport) -> None:
+        formats = {"json_schema": {"type": "json_schema", "json_schema": {"name": "numbers", "schema": SCHEMA}},
+                   "json_object": {"type": "json_object"}, "none": None}
+        for mode in ("none", "json_schema", "json_object"):  # none first: the server warms up on it
+            params = self._limit(report, self.generate)
+            if formats[mode]:
+                params["response_format"] = formats[mode]
+            report.json_modes[mode] = await self._probe(_user(COUNT_PROMPT), params, _json_start)
+        if not report.json_modes["none"].accepted:
+            raise Unreachable(f"the endpoint failed a plain request: {report.json_modes['none'].note}")
+        for mode in ("json_schema", "json_object"):
+            probe = report.json_modes[mode]
+            if not probe.accepted:
+                report.degradations.append(f"JSON mode {mode} not accepted: {probe.note}")
+            elif _too_slow(probe, report.json_modes["none"]):
+                report.degradations.append(f"JSON mode {mode} is {probe.relative_to(report.json_modes['none']):.1f}"
+                                           " times slower per token than unconstrained generation")
+
+    async def _grammar(self, report: CheckReport) -> None:
+        for name, extra in GRAMMAR_FIELDS.items():
+            params = {**self._limit(report, self.generate), "extra_body": extra}
+            report.grammar[name] = await self._probe(_user("List some numbers."), params,
+                                                     lambda text: bool(_GRAMMAR_REPLY.fullmatch(text.strip())))
+
+    async def _stream(self, report: CheckReport) -> None:
+        started = time.monotonic()
+        try:
+            first, raw = await self.transport.chat_streamed(self.model, _user(COUNT_PROMPT),
+                                                            self._limit(report, self.generate), self.timeout)
+        except (RequestRejected, Transient) as exc:
+            report.stream_note = f"streaming failed: {exc}"
+            return
+        total = time.monotonic() - started
+        report.first_token_s = first
+        tokens = raw.completion_tokens if raw.completion_tokens is not None else max(1, len(raw.text) // 4)
+        if first is not None and total > first and tokens > 1:
+            report.tokens_per_s = (tokens - 1) / (total - first)
+        if raw.completion_tokens is None:
+            report.stream_note = "no usage in the stream (tokens estimated from the text)"
+
+
+def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
+    """The profile for the model: the current one's temperature and reasoning settings, the rest
+    from the measurements."""
+    base = report.json_modes["none"]
+
+    def worth(mode: str) -> bool:
+        probe = report.json_modes.get(mode)
+        return bool(probe and probe.accepted and not _too_slow(probe, base))
+
+    json = next((mode for mode in ("json_schema", "json_object") if worth(mode)), "none")
+    system = "merge" if report.system == "dropped" else ("native" if report.system == "native" else current.system)
+    return ModelProfile(report.model, token_param=report.token_param or current.token_param,
+                        temperature=current.temperature, reasoning_effort=current.reasoning_effort,
+                        json=json, system=system)
+
+
+def _too_slow(probe: Probe, base: Probe) -> bool:
+    relative = probe.relative_to(base)
+    return bool(relative and relative > SLOWER and probe.seconds - base.seconds > SLOWER_BY_S)
+
+
+def _context_length(entries: list[dict], model: str) -> Optional[int]:
+    entry = next((e for e in entries if e["id"] == model), entries[0] if len(entries) == 1 else None)
+    if entry is None:
+        return None
+    places = [entry, entry.get("meta") if isinstance(entry.get("meta"), dict) else {}]
+    for place in places:
+        for key in (*CONTEXT_KEYS, "n_ctx_train"):
+            value = place.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+def _json_start(text: str) -> bool:
+    return text.lstrip().startswith("{")
+
+
+def _user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]

@@ -1,0 +1,158 @@
+"""`nader-search llm check` against the loopback server: a healthy server, one dropping the system
+message, one refusing json_schema, one without usage, a closed port; `--write` and `--format
+json`. Timings are printed by the command, never asserted."""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from click.testing import CliRunner
+
+from llm_fixtures import no_outside_network  # noqa: F401 (fixture)
+from loopback import LoopbackServer, reply, status
+from nader.agents.llm.config import load_config
+from nader.agents.llm.profiles import match_profile
+from nader.cli import main
+
+
+def numbers(body: dict):
+    """A reply that obeys whatever the request constrains: JSON when asked, the grammar's list."""
+    extra = {k for k in ("grammar", "guided_grammar", "structured_outputs") if k in body}
+    return reply("[1,2,3]" if extra else '{"n": [1, 2, 3]}')
+
+
+def check(server, *args, model="local-model"):
+    flags = ["--llm-base-url", server.base_url] + (["--llm-model", model] if model else [])
+    result = CliRunner().invoke(main, ["llm", "check", *flags, *args], catch_exceptions=False)
+    return result
+
+
+def test_a_healthy_server_is_usable_as_is_and_gets_a_native_profile(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, models=[{"id": "local-model", "max_model_len": 8192}]) as srv:
+        result = check(srv)
+        bodies = srv.chat_requests
+    assert result.exit_code == 0, result.output
+    assert "usable as is" in result.output and "degradations" not in result.output
+    assert "context       8192" in result.output
+    assert "system        native" in result.output
+    assert 'token_param = "max_tokens", json = "json_schema", system = "native"' in result.output
+    assert "grammar on (grammar)" in result.output
+    assert any(b.get("stream") for b in bodies)  # time to first token is measured on a stream
+    assert {b.get("response_format", {}).get("type") for b in bodies} >= {"json_schema", "json_object"}
+
+
+def test_a_server_dropping_the_system_message_is_reported_and_gets_merge(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, usage="no_system") as srv:
+        result = check(srv)
+    assert result.exit_code == 1
+    assert "system        dropped" in result.output
+    assert 'system = "merge"' in result.output
+    assert "drops the system message" in result.output.split("degradations")[1]
+
+
+def test_a_server_refusing_json_schema_lists_it_and_recommends_json_object(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def no_schema(body):
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return status(400)
+        return numbers(body)
+
+    with LoopbackServer(responder=no_schema) as srv:
+        result = check(srv, "--format", "json")
+    data = json.loads(result.output)
+    assert result.exit_code == 1 and data["exit_code"] == 1
+    assert data["json_modes"]["json_schema"]["accepted"] is False
+    assert data["json_modes"]["json_object"]["accepted"] is True
+    assert any("json_schema not accepted" in d for d in data["degradations"])
+    assert data["profile"]["json"] == "json_object"
+
+
+def test_a_server_without_usage_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, usage="none") as srv:
+        result = check(srv)
+    assert result.exit_code == 1
+    assert "usage         not reported by the server" in result.output
+    assert "system        unknown: not measured: the server reports no usage" in result.output
+
+
+def test_a_model_name_the_server_does_not_list_is_warned_about(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, models=[{"id": "gemma-3-270m.gguf", "meta": {"n_ctx_train": 32768}}]) as srv:
+        named = check(srv, model="gpt-4o")
+        unnamed = check(srv, model=None)
+    assert named.exit_code == 1 and "'gpt-4o' is not among the models the server lists" in named.output
+    assert unnamed.exit_code == 0 and "model         gemma-3-270m.gguf" in unnamed.output
+    assert "context       32768" in unnamed.output
+
+
+def test_a_server_taking_only_max_completion_tokens(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def new_param(body):
+        return status(400) if "max_tokens" in body else numbers(body)
+
+    with LoopbackServer(responder=new_param) as srv:
+        result = check(srv, "--format", "json")
+    data = json.loads(result.output)
+    assert data["token_params"] == {"max_tokens": False, "max_completion_tokens": True}
+    assert data["profile"]["token_param"] == "max_completion_tokens"
+
+
+def test_a_closed_port_is_one_error_line_and_exit_2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = CliRunner().invoke(main, ["llm", "check", "--llm-base-url", f"http://127.0.0.1:{port}/v1",
+                                       "--llm-model", "m", "--llm-timeout", "5"])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "connection failed" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_write_adds_a_profile_that_loads_and_keeps_the_rest_of_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "nader.toml"
+    config.write_text('# my settings\n[llm]\nmodel = "other"\nmax_tokens = 1000\n\n'
+                      '[llm.profiles."other*"]\njson = "none"\n\n[search]\nbudget = 3\n', encoding="utf-8")
+    with LoopbackServer(responder=numbers, usage="no_system") as srv:
+        first = check(srv, "--write", str(config))
+        second = check(srv, "--write", str(config))  # replaces its own table, adds none
+    assert first.exit_code == 1 and second.exit_code == 1
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith('# my settings\n[llm]\nmodel = "other"') and "[search]\nbudget = 3" in text
+    assert text.count('[llm.profiles."local-model"]') == 1
+    loaded = load_config(config)
+    assert loaded.model == "other" and loaded.max_tokens == 1000
+    profile = match_profile("local-model", loaded.profiles)
+    assert (profile.pattern, profile.system, profile.json) == ("local-model", "merge", "json_schema")
+    assert match_profile("other-7b", loaded.profiles).json == "none"
+
+
+def test_write_refuses_a_file_it_cannot_merge_into_and_leaves_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "bad.toml"
+    config.write_text("[llm\n", encoding="utf-8")
+    with LoopbackServer(responder=numbers) as srv:
+        result = check(srv, "--write", str(config))
+    assert result.exit_code == 2 and result.output.startswith("error: ")
+    assert config.read_text(encoding="utf-8") == "[llm\n"
+
+
+@pytest.mark.parametrize("usage", ["full", "none"])
+def test_json_format_parses_with_every_field(tmp_path, monkeypatch, usage):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, usage=usage) as srv:
+        result = check(srv, "--format", "json")
+    data = json.loads(result.output)
+    assert data["model"] == "local-model" and data["listed"] == ["local-model"]
+    assert set(data["json_modes"]) == {"none", "json_schema", "json_object"}
+    assert set(data["grammar"]) == {"grammar", "guided_grammar", "structured_outputs"}
+    assert data["usage_reported"] is (usage == "full")
+    assert data["exit_code"] == result.exit_code
