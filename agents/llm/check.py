@@ -111,7 +111,7 @@ class _Checker:
     def __init__(self, config: LLMConfig, generate: int):
         self.config = config
         self.generate = generate
-        self.timeout = min(config.request_timeout, 60.0)
+        self.timeout = min(config.request_timeout, 30.0)  # a dozen requests: a hung one must not take minutes
         self.transport = OpenAITransport(config.base_url, config.resolved_key())
 
     async def run(self) -> CheckReport:
@@ -150,7 +150,8 @@ class _Checker:
         except RequestRejected as exc:
             return [], f"GET /models failed: {exc}"
         data = body.get("data") if isinstance(body, dict) else None
-        entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)] if isinstance(data, list) else []
+        data = data if isinstance(data, list) else []
+        entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)]
         return entries, "" if entries else "GET /models listed no model"
 
     async def _ask(self, messages: list[dict], params: dict) -> tuple[float, Any]:
@@ -267,7 +268,8 @@ def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
 
     json = next((mode for mode in ("json_schema", "json_object") if worth(mode)), "none")
     system = "merge" if report.system == "dropped" else ("native" if report.system == "native" else current.system)
-    return ModelProfile(report.model, token_param=report.token_param or current.token_param,
+    pattern = re.sub(r"([*?\[])", r"[\1]", report.model)  # the model's name alone, glob characters escaped
+    return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
                         json=json, system=system)
 

@@ -1,8 +1,8 @@
 """A loopback test double of an OpenAI-compatible server (tests only; never part of the product).
 
-`LoopbackServer` listens on 127.0.0.1 on a free port and speaks `POST /v1/chat/completions` and
-`POST /v1/embeddings` (and `GET /v1/models`: `models`, None for a 404). Each request takes the next scripted action of its endpoint; when the
-script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
+`LoopbackServer` listens on 127.0.0.1 on a free port and speaks `POST /v1/chat/completions`,
+`POST /v1/embeddings` and `GET /v1/models` (the list `models`; None: 404). Each request takes
+the next scripted action of its endpoint; when the script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
 Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
 connection (no reply until the server closes), a reply trickled a byte at a time, a malformed
 JSON body, a body cut short, and a completion truncated at the token limit. Every request body
@@ -222,7 +222,8 @@ class LoopbackServer:
     def _events(self, action: Action, body: dict) -> bytes:
         """The completion as server-sent events: a chunk a word, then usage if asked and kept."""
         whole = json.loads(self._completion(action, body))
-        base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"], "model": whole["model"]}
+        base = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
+                "model": whole["model"]}
         words = action.text.split(" ")
         chunks = [{**base, "choices": [{"index": 0, "delta": {"content": (" " if i else "") + w},
                                         "finish_reason": None}]} for i, w in enumerate(words)]

@@ -156,3 +156,25 @@ def test_json_format_parses_with_every_field(tmp_path, monkeypatch, usage):
     assert set(data["grammar"]) == {"grammar", "guided_grammar", "structured_outputs"}
     assert data["usage_reported"] is (usage == "full")
     assert data["exit_code"] == result.exit_code
+
+
+def test_a_constrained_mode_much_slower_per_token_is_not_recommended():
+    from nader.agents.llm.check import CheckReport, Probe, _recommend
+    from nader.agents.llm.profiles import ModelProfile
+
+    report = CheckReport("http://x/v1", "m[1]*.gguf", token_param="max_tokens", system="native")
+    report.json_modes = {"none": Probe(True, 0.5, 32), "json_schema": Probe(False, note="HTTP 400"),
+                         "json_object": Probe(True, 10.0, 32)}
+    profile = _recommend(report, ModelProfile("*"))
+    assert profile.json == "none" and profile.system == "native"
+    assert match_profile("m[1]*.gguf", (profile,)) is profile and match_profile("m1x.gguf", (profile,)) is not profile
+    report.json_modes["json_object"] = Probe(True, 0.6, 32)
+    assert _recommend(report, ModelProfile("*")).json == "json_object"
+
+
+def test_no_endpoint_configured_is_one_error_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NADER_CONFIG", raising=False)
+    result = CliRunner().invoke(main, ["llm", "check"])
+    assert result.exit_code == 2 and result.output.startswith("error: no LLM endpoint configured")
+    assert len(result.output.strip().splitlines()) == 1
