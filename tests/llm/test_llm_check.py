@@ -178,3 +178,19 @@ def test_no_endpoint_configured_is_one_error_line(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["llm", "check"])
     assert result.exit_code == 2 and result.output.startswith("error: no LLM endpoint configured")
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_server_without_a_model_list_is_still_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=numbers, models=None) as srv:
+        result = check(srv)
+    assert result.exit_code == 0, result.output
+    assert "listed        (none: GET /models failed: the endpoint rejected the request: HTTP 404" in result.output
+
+
+def test_a_server_refusing_the_model_is_exit_2(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=lambda body: status(404)) as srv:
+        result = check(srv)
+    assert result.exit_code == 2
+    assert result.output.startswith("error: the endpoint refused the model") and len(result.output.splitlines()) == 1
