@@ -155,3 +155,18 @@ def test_progress_counts_units_for_the_eta():
     assert re.search(r"eta=\d+:\d\d$", line)
     progress.close()
     assert stream.getvalue().splitlines()[-1].startswith("llm done calls=1 in=100 out=20 cost=$0.5000")
+
+
+def test_kb_import_through_an_endpoint_prints_a_line_per_embeddings_call(server, tmp_path):
+    from test_kb_endpoint_cli import POOL
+
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps(POOL))
+    done = CliRunner().invoke(main, ["kb", "import", str(pool), "--kb", str(tmp_path / "kb"), "--llm-base-url",
+                                     server.base_url, "--embedding-model", "embedder"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    calls = [LINE.match(line) for line in done.stderr.splitlines() if line.startswith("llm call=")]
+    assert len(calls) == len(server.requests) == 1
+    words = sum(len(item["inspiration"].split()) for item in POOL)  # the loopback server's token count
+    assert (calls[0].group(4), calls[0].group(5), calls[0].group(7)) == (str(words), "0", str(len(POOL)))
+    assert done.stderr.splitlines()[-1].startswith("llm done calls=1 ")
