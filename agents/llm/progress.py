@@ -27,19 +27,21 @@ def _clock(seconds: float) -> str:
 
 
 class CallProgress:
-    def __init__(self, stream=None, enabled: Optional[bool] = None, unit: str = "requests"):
+    def __init__(self, stream=None, enabled: Optional[bool] = None, unit: str = "requests", draw: bool = True):
+        """`draw=False` on a terminal: another display (the search's) shows `status()` instead."""
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
             enabled = bool(isatty and isatty())
         self.live = enabled  # a terminal: redraw one status line; else plain lines
+        self.draw = draw
         self.unit = unit
         self.calls = self.prompt_tokens = self.completion_tokens = 0
         self.cost_usd = 0.0
         self.priced = False  # some call had a price: else the cost is unknown, not $0
         self.total: Optional[int] = None
         self.done = 0
-        self._done_here = 0  # units finished in this session: the ETA's sample
+        self._done_before = 0  # units finished before this session: not the ETA's sample
         self.t0 = time.monotonic()
         self._last = "starting"
         self._lock = threading.Lock()
@@ -49,17 +51,25 @@ class CallProgress:
     def set_total(self, total: int, done: int = 0) -> None:
         """`total` units in all, `done` of them already finished (read back from a record)."""
         with self._lock:
-            self.total, self.done = total, done
+            self.total, self.done, self._done_before = total, done, done
 
     def unit_done(self, count: int = 1) -> None:
         with self._lock:
             self.done += count
-            self._done_here += count
+
+    def set_done(self, done: int) -> None:
+        with self._lock:
+            self.done = done
 
     def eta(self) -> Optional[float]:
-        if self.total is None or not self._done_here:
+        done_here = self.done - self._done_before
+        if self.total is None or done_here <= 0:
             return None
-        return (time.monotonic() - self.t0) / self._done_here * max(0, self.total - self.done)
+        return (time.monotonic() - self.t0) / done_here * max(0, self.total - self.done)
+
+    def status(self) -> str:
+        """The last call's line, for a display that draws it (empty before the first call)."""
+        return self._last if self.calls else ""
 
     # ------------------------------------------------------------------ the observer
     def __call__(self, event: CallEvent) -> None:
@@ -71,7 +81,8 @@ class CallProgress:
             self.priced = self.priced or event.cost_usd is not None
             self._last = self.line(event)
             if self.live:
-                self._start_display()
+                if self.draw:
+                    self._start_display()
             else:
                 self.stream.write(self._last + "\n")
                 self.stream.flush()
@@ -97,11 +108,13 @@ class CallProgress:
                 f" cost={self.cost()}{done} elapsed={_clock(time.monotonic() - self.t0)}")
 
     def close(self) -> None:
-        """Stop the live line and write the summary line."""
+        """Stop the live line and write the summary line (none when no call was made)."""
         with self._lock:
             if self._display is not None:
                 self._display.stop()
                 self._display = None
+            if not self.calls:
+                return
             self.stream.write(self.summary() + "\n")
             self.stream.flush()
 
