@@ -170,3 +170,19 @@ def test_kb_import_through_an_endpoint_prints_a_line_per_embeddings_call(server,
     words = sum(len(item["inspiration"].split()) for item in POOL)  # the loopback server's token count
     assert (calls[0].group(4), calls[0].group(5), calls[0].group(7)) == (str(words), "0", str(len(POOL)))
     assert done.stderr.splitlines()[-1].startswith("llm done calls=1 ")
+
+
+def test_run_with_an_llm_strategy_prints_a_line_per_call(server, tmp_path):
+    from test_llm_faults import SEARCH_TOML, WIDE
+
+    server.responder = lambda body: reply(f"```\n{WIDE}```", usage=(300, 40))
+    (tmp_path / "search.toml").write_text(SEARCH_TOML)
+    done = CliRunner().invoke(main, ["run", str(tmp_path / "search.toml"), "--strategy", "genius", "--llm-base-url",
+                                     server.base_url, "--llm-model", "m", "--run-dir", str(tmp_path / "run"),
+                                     "--format", "json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["trials"] == 2
+    calls = [LINE.match(line) for line in done.stderr.splitlines() if line.startswith("llm call=")]
+    assert len(calls) == len(server.chat_requests) > 0
+    assert all(m and (m.group(2), m.group(4), m.group(5), m.group(7)) == ("genius", "300", "40", "2") for m in calls)
+    assert done.stderr.splitlines()[-1].startswith(f"llm done calls={len(calls)} in={300 * len(calls)}")
