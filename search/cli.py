@@ -208,6 +208,8 @@ def _run(config_file, fmt, force, flags):
     from nader.runtime.integrity import StoreError
 
     from .config import read_toml
+    from nader.agents.llm.client import observe_new_clients
+
     from .progress import LiveProgress
     from .session import run_search
 
@@ -232,7 +234,11 @@ def _run(config_file, fmt, force, flags):
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
         _table_summary({**toml, **given})
         progress = LiveProgress(stream=sys.stderr)
-        summary = run_search(toml, given, force=force, observer=progress)
+        unwatch = observe_new_clients(progress.llm)  # the LLM strategies' clients report each call
+        try:
+            summary = run_search(toml, given, force=force, observer=progress)
+        finally:
+            unwatch()
         progress.close()
         for w in summary.warnings:
             click.echo(f"warning: {w}", err=True)

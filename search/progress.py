@@ -4,7 +4,9 @@
       #6 <- #2 insert-se        seed 777  epoch 2/3  loss 0.621
       #7 <- #4 add-residual     seed 777  starting
 
-Drawn with rich's Live display; nothing at all is written when stderr is not a terminal.
+Drawn with rich's Live display. The LLM strategies' calls (`llm`, watching every client the run
+makes) add their last call's line there, or write one plain line per call when stderr is not a
+terminal (nothing else is written then).
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import sys
 import threading
 import time
 from typing import Dict, Optional
+
+from nader.agents.llm.progress import CallProgress
 
 from .loop import Observer, SearchLoop
 from .tree import REJECTED
@@ -31,12 +35,14 @@ class LiveProgress(Observer):
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
         self._live = None
+        self.llm = CallProgress(stream=self.stream, enabled=enabled, unit="trials", draw=False)
 
     # ------------------------------------------------------------------ observer hooks
     def started(self, loop):
         self.loop = loop
         self.t0 = time.monotonic()
         self.rejected = sum(1 for n in loop.tree if n.status in REJECTED)
+        self.llm.set_total(loop.config.trials, done=loop.tree.trials())
         if self.enabled and self._live is None:
             from rich.console import Console
             from rich.live import Live
@@ -49,6 +55,14 @@ class LiveProgress(Observer):
     def recorded(self, node):
         if node.status in REJECTED:
             self.rejected += 1
+        self._count_trials()
+
+    def finished(self, node):
+        self._count_trials()
+
+    def _count_trials(self):
+        if self.loop is not None:
+            self.llm.set_done(self.loop.tree.trials())
 
     def submitted(self, node):
         change = "root" if node.parent_id is None else f"<- #{node.parent_id} {node.operator or node.origin}"
@@ -76,6 +90,7 @@ class LiveProgress(Observer):
         if self._live is not None:
             self._live.stop()
             self._live = None
+        self.llm.close()
 
     # ------------------------------------------------------------------ drawing
     def header(self) -> str:
@@ -92,6 +107,8 @@ class LiveProgress(Observer):
     def lines(self) -> list:
         loop = self.loop
         out = [self.header()]
+        if self.llm.status():
+            out.append("  " + self.llm.status())
         if loop is None:
             return out
         jobs = getattr(loop.evaluator, "jobs", {})

@@ -1,5 +1,9 @@
 """`nader-search bench-nad`: the NAD benchmark's table, against an endpoint or in replay.
 
+Progress goes to stderr, one line per LLM call (role, tokens, tokens/s, cost, requests done and
+ETA; redrawn in place on a terminal). Each request's result is appended to RUN/bench-nad.jsonl as
+it completes; run again with the same --run-dir and the requests done are read back, not sent.
+
 Exit status: 0 the table was printed, 1 a setting stopped early (a cap, the endpoint down, a
 replay miss: run again with the same --run-dir to resume from the record), 2 usage or
 configuration error, or a request the endpoint rejected (a wrong URL, key or model, a prompt
@@ -24,7 +28,8 @@ def _fail(message: str) -> None:
 
 @click.command("bench-nad", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--run-dir", type=click.Path(file_okay=False), required=True,
-              help="Where LLM calls and experiences are recorded (RUN/runs.sqlite).")
+              help="Where LLM calls, experiences (RUN/runs.sqlite) and each request's result (RUN/bench-nad.jsonl)"
+                   " are recorded; the same --run-dir resumes, reading back the requests done.")
 @click.option("--setting", "settings", multiple=True, type=click.Choice(tuple(SETTINGS)),
               help="Settings to run (repeatable) [default: all].")
 @click.option("--rounds", type=click.IntRange(1, 10), default=3, show_default=True,
@@ -40,8 +45,9 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
     from ..knowledge.embedders import EmbedderUnavailable, default_embedder
     from ..llm import LLMClient, LLMError
     from ..llm.options import config_from_options
-    from . import nad
-    from .runner import format_table, run_setting
+    from ..llm.progress import CallProgress
+    from . import nad, results
+    from .runner import format_table, run_setting, setting_rounds
 
     try:
         config = config_from_options(**llm)
@@ -55,9 +61,21 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
     if not requests:
         _fail(f"no request id starts with {only!r}")
     rows = []
+    settings = settings or tuple(SETTINGS)
+    done = {s: results.load_done(run_dir, s, setting_rounds(s, rounds)) for s in settings}
+    progress = CallProgress(unit="requests")
+    progress.set_total(len(settings) * len(requests),
+                       done=sum(r.id in done[s] for s in settings for r in requests))
+    client.add_observer(progress)
+
+    def finished(setting, result):
+        results.append(run_dir, setting, setting_rounds(setting, rounds), result)
+        progress.unit_done()
+
     try:
-        for setting in settings or tuple(SETTINGS):
-            result = run_setting(client, setting, requests, run_dir=run_dir, embedder=embedder, rounds=rounds)
+        for setting in settings:
+            result = run_setting(client, setting, requests, run_dir=run_dir, embedder=embedder, rounds=rounds,
+                                 progress=finished, done=done[setting])
             rows.append(result.row())
             if result.stopped:
                 break
@@ -70,6 +88,7 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
         _fail(str(exc))
     finally:
         client.close()
+        progress.close()
     if fmt == "json":
         click.echo(json.dumps({"settings": rows, "requests": len(requests)}, indent=2))
     else:

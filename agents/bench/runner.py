@@ -69,9 +69,16 @@ class SettingResult:
                 "stopped": self.stopped}
 
 
+def setting_rounds(setting: str, rounds: int) -> int:
+    """The Modifier's rounds in a setting: k with feedback, else 1."""
+    return rounds if SETTINGS[setting]["feedback"] else 1
+
+
 def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_dir, embedder,
-                rounds: int = 3, progress=None) -> SettingResult:
-    """Run one setting over the requests. `client` has `chat_sync`/`reject` (the LLM client)."""
+                rounds: int = 3, progress=None, done: Optional[dict] = None) -> SettingResult:
+    """Run one setting over the requests. `client` has `chat_sync`/`reject` (the LLM client);
+    `done`: results already had, by request id (`results.load_done`), kept rather than asked again;
+    `progress(setting, result)` follows each new result."""
     from ..llm.errors import CallFailed, ReplayMiss, RunStopped
     from ..modifier import Modifier
     from ..reflector import ExperienceBase, Reflector
@@ -79,7 +86,7 @@ def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_di
 
     spec = SETTINGS[setting]
     counting = CountingClient(client)
-    modifier = Modifier(counting, rounds=rounds if spec["feedback"] else 1)
+    modifier = Modifier(counting, rounds=setting_rounds(setting, rounds))
     reflector = None
     if spec["experience"]:
         reflector = Reflector(counting, ExperienceBase(run_dir, embedder, scope=f"bench:{setting}"))
@@ -87,6 +94,10 @@ def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_di
     try:
         for request in requests:
             arch_id = f"{setting}:{request.id}"
+            if done and request.id in done:
+                out.results.append(done[request.id])
+                client.skip_recorded(arch_id)
+                continue
             lessons = reflector.lessons(request.text) if reflector else []
             m = modifier.write_block(request.base_text, request.text, lessons, arch_id=arch_id)
             success, reason = False, m.error or ""

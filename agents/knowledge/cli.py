@@ -47,9 +47,10 @@ def _guarded(action):
 
 
 @contextlib.contextmanager
-def _open_kb(kb_path, llm):
+def _open_kb(kb_path, llm, progress=None):
     """The knowledge base with the configured embedder: the endpoint's when an embedding model is
-    configured (the LLM client, recording in KB/runs.sqlite), else the one that built it."""
+    configured (the LLM client, recording in KB/runs.sqlite, watched by `progress`), else the one
+    that built it."""
     from ..llm.options import config_from_options
     from .store import KnowledgeBase
 
@@ -63,11 +64,15 @@ def _open_kb(kb_path, llm):
 
     os.makedirs(kb_path, exist_ok=True)
     client = LLMClient.from_config(config, store=kb_path, replay=llm.get("replay"), role="kb")
+    if progress is not None:
+        client.add_observer(progress)
     try:
         with KnowledgeBase.open(kb_path, embedder=EndpointEmbedder(client)) as kb:
             yield kb
     finally:
         client.close()
+        if progress is not None:
+            progress.close()
 
 
 @click.group("kb", context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,19 +91,28 @@ def import_command(pool_file, kb_path, fmt, **llm):
     Untagged ideas are tagged by keyword rules; near-duplicates are merged. Importing the same
     file again adds nothing.
     """
+    from ..llm.options import config_from_options
+    from ..llm.progress import CallProgress
     from .pool import read_pool
 
     def run():
         ideas = read_pool(pool_file)
         start = time.perf_counter()
-        with _open_kb(kb_path, llm) as kb:
+        # Embedding through an endpoint: a line per call (as `read` shows); else a counter on a terminal.
+        progress = CallProgress(unit="ideas") if config_from_options(**llm).embedding_model else None
+        counter = progress is None and sys.stderr.isatty()
+        with _open_kb(kb_path, llm, progress) as kb:
             before = kb.stats()
             added = 0
+            if progress is not None:
+                progress.set_total(len(ideas))
             for offset in range(0, len(ideas), _BATCH):
                 added += kb.add_ideas(ideas[offset:offset + _BATCH])
-                if sys.stderr.isatty():
+                if progress is not None:
+                    progress.unit_done(len(ideas[offset:offset + _BATCH]))
+                if counter:
                     click.echo(f"\r{min(offset + _BATCH, len(ideas))}/{len(ideas)} ideas", err=True, nl=False)
-            if sys.stderr.isatty():
+            if counter:
                 click.echo("", err=True)
             after = kb.stats()
         report = {"file": str(pool_file), "read": len(ideas), "added": added,

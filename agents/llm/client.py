@@ -27,7 +27,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from .accounting import Ledger, Tally, Usage
 from .breaker import CircuitBreaker
@@ -59,6 +59,30 @@ class ChatReply:
     def truncated(self) -> bool:
         """The reply hit the completion-token limit and is cut off."""
         return self.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class CallEvent:
+    """One finished call, as the client's observers see it (a display, a log): never a failure."""
+    role: str
+    kind: str          # chat | embed
+    model: str
+    source: str        # endpoint | cache | replay
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    cost_usd: Optional[float]
+    arch_id: Optional[str]
+
+
+# Observers every client made from now on gets: how a CLI watches clients that a library builds.
+_NEW_CLIENT_OBSERVERS: list = []
+
+
+def observe_new_clients(observer: Callable[[CallEvent], None]) -> Callable[[], None]:
+    """Attach `observer` to every LLMClient made after this call; returns the function that stops it."""
+    _NEW_CLIENT_OBSERVERS.append(observer)
+    return lambda: _NEW_CLIENT_OBSERVERS.remove(observer) if observer in _NEW_CLIENT_OBSERVERS else None
 
 
 def estimate_tokens(text: str) -> int:
@@ -106,6 +130,7 @@ class LLMClient:
             if record is not None:
                 self._merged.update(_read_merged(record))
         self._merge_lock = threading.Lock()
+        self._observers: list = list(_NEW_CLIENT_OBSERVERS)
         if store is not None:
             store.set_meta("llm_config", canonical_json(describe_config(config)))
             if self._merged:
@@ -126,6 +151,22 @@ class LLMClient:
     def usage(self) -> Usage:
         """What this client's calls used (this session); `ledger.prior` holds the run's earlier sessions."""
         return self.ledger.usage
+
+    def add_observer(self, observer: Callable[[CallEvent], None]) -> None:
+        """Call `observer(CallEvent)` after each call that got its reply (from any source)."""
+        self._observers.append(observer)
+
+    def _notify(self, common: dict, row: dict) -> None:
+        if not self._observers:
+            return
+        event = CallEvent(common["role"], common["request"]["kind"], common["request"]["model"], row["source"],
+                          row["prompt_tokens"] or 0, row["completion_tokens"] or 0, row["latency_s"],
+                          row["cost_usd"], common["arch_id"])
+        for observer in self._observers:
+            try:
+                observer(event)
+            except Exception:  # a display's fault must never fail the call it reports
+                log.debug("LLM call observer failed", exc_info=True)
 
     # ------------------------------------------------------------------ chat
     async def chat(self, messages: Sequence[dict], *, role: Optional[str] = None, arch_id: Optional[str] = None,
@@ -238,6 +279,16 @@ class LLMClient:
         return decode_vectors(reply)
 
     # ------------------------------------------------------------------ the call path
+    def skip_recorded(self, arch_id: str) -> None:
+        """Count the calls this run recorded for `arch_id` as asked again in this session: a command
+        that reads a unit's result back instead of redoing it keeps the identical-request numbering
+        (and so the record's answers and a replay's) as if it had redone it."""
+        if self.store is None:
+            return
+        with self._occ_lock:
+            for key, occurrence in self.store.last_occurrences(arch_id).items():
+                self._occurrences[key] = max(self._occurrences.get(key, 0), occurrence + 1)
+
     def _next_occurrence(self, key: str) -> int:
         with self._occ_lock:
             n = self._occurrences.get(key, 0)
@@ -277,6 +328,7 @@ class LLMClient:
                        latency_s=latency, source=source)
             row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=0, **row)
             self.ledger.settle(None, Tally(recorded_calls=1), common["role"], common["arch_id"])
+            self._notify(common, row)
             return reply, row
         return None
 
@@ -322,6 +374,7 @@ class LLMClient:
                 row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=attempts,
                                               error=("retried after: " + "; ".join(retried)) if retried else None,
                                               **row)
+                self._notify(common, row)
                 overrun = self.ledger.overrun(held, billed)
                 if overrun is not None:  # the reply stays recorded: a resumed run gets it free
                     raise overrun

@@ -145,6 +145,13 @@ class CallStore:
                 f" WHERE key = ? AND {where} ORDER BY call_id LIMIT 1 OFFSET ?", (key, occurrence))
             return cur.fetchone()
 
+    def last_occurrences(self, arch_id: str) -> dict[str, int]:
+        """The highest occurrence recorded, per request key, among the calls made for `arch_id`."""
+        with self._lock:
+            rows = self.conn.execute("SELECT key, MAX(occurrence) FROM llm_calls WHERE arch_id = ? GROUP BY key",
+                                     (str(arch_id),)).fetchall()
+        return {key: occurrence for key, occurrence in rows}
+
     def similar_requests(self, kind: str, role: str, limit: int = 200) -> list[dict]:
         with self._lock:
             rows = self.conn.execute(

@@ -56,11 +56,13 @@ def _run(paths, kb_path, run_dir, fmt, llm) -> int:
                              KnowledgeBaseError)
     from ..llm import LLMClient, LLMError
     from ..llm.options import config_from_options
+    from ..llm.progress import CallProgress
     from .papers import PaperError, read_papers
     from .reader import Reader
 
     expected = (LLMError, PaperError, KnowledgeBaseError, EmbedderUnavailable, OSError)
     client = kb = None
+    progress = CallProgress(unit="papers")
     try:
         config = config_from_options(**llm)
         papers, seen = [], set()
@@ -75,10 +77,12 @@ def _run(paths, kb_path, run_dir, fmt, llm) -> int:
         embedder = EndpointEmbedder(client) if config.embedding_model else None
         kb = KnowledgeBase.open(kb_path, embedder=embedder)
         reader = Reader(client, kb, tree=ATTRIBUTE_TREE, make_idea=Idea)
+        client.add_observer(progress)
+        progress.set_total(len(papers))
 
         async def main():
             try:
-                return await reader.read_all(papers)
+                return await reader.read_all(papers, on_done=lambda _outcome: progress.unit_done())
             finally:
                 await client.aclose()
 
@@ -91,6 +95,8 @@ def _run(paths, kb_path, run_dir, fmt, llm) -> int:
         for resource in (client, kb):
             if resource is not None:
                 resource.close()
+        if client is not None:
+            progress.close()
     if fmt == "json":
         click.echo(json.dumps({"papers": [o.as_dict() for o in outcomes], "usage": client.usage.as_dict(),
                                "stopped": None if stopped is None else str(stopped)}, indent=2))

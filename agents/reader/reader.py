@@ -161,17 +161,25 @@ class Reader:
             outcome.reason = str(exc)
         return outcome
 
-    async def read_all(self, papers: Iterable[Paper]) -> tuple[list[PaperOutcome], Optional[Exception]]:
+    async def read_all(self, papers: Iterable[Paper], on_done: Optional[Callable[[PaperOutcome], None]] = None
+                       ) -> tuple[list[PaperOutcome], Optional[Exception]]:
         """Read papers concurrently (the client bounds the calls in flight).
 
         Returns the outcomes in input order and the condition that stopped the run, if any: a cap,
         the endpoint down (RunStopped) or a replay miss. A paper whose call failed is marked failed
         and the others go on; papers not finished when the run stopped are marked stopped.
+        `on_done(outcome)` follows each paper (a progress display).
         """
         gate = asyncio.Semaphore(max(1, self.client.config.max_concurrency))
         stopped: list[Exception] = []
 
         async def one(paper: Paper) -> PaperOutcome:
+            outcome = await attempt(paper)
+            if on_done is not None:
+                on_done(outcome)
+            return outcome
+
+        async def attempt(paper: Paper) -> PaperOutcome:
             async with gate:
                 try:
                     return await self.read(paper)

@@ -45,8 +45,8 @@ def test_bench_nad_recorded_then_replayed(scripted_bench, tmp_path):
     llm = ["--llm-base-url", scripted_bench.base_url, "--llm-model", "local-model", "--llm-max-tokens", "10000000"]
     recorded = CliRunner().invoke(main, ["bench-nad", "--run-dir", str(run), "--only", ONLY, *llm])
     assert recorded.exit_code == 0, recorded.output
-    print("\n" + recorded.output)
-    rows = _rows(recorded.output)
+    print("\n" + recorded.stdout)
+    rows = _rows(recorded.stdout)  # the progress lines go to stderr
     assert set(rows) == {"full", "no-feedback", "no-experience", "no-feedback-no-experience"}
     n, exe, exe_fb, success = rows["full"][:4]
     assert n == "20"
@@ -60,12 +60,12 @@ def test_bench_nad_recorded_then_replayed(scripted_bench, tmp_path):
     replayed = CliRunner().invoke(main, ["bench-nad", "--run-dir", str(tmp_path / "replayed"), "--only", ONLY,
                                          "--replay", str(run)])
     assert replayed.exit_code == 0, replayed.output
-    assert replayed.output == recorded.output
+    assert replayed.stdout == recorded.stdout
     assert len(scripted_bench.chat_requests) == calls  # the replay made no call
 
     as_json = CliRunner().invoke(main, ["bench-nad", "--run-dir", str(tmp_path / "again"), "--only", ONLY,
                                         "--setting", "no-feedback", "--replay", str(run), "--format", "json"])
-    data = json.loads(as_json.output)
+    data = json.loads(as_json.stdout)
     assert data["settings"][0]["executability"] == 0.65 and data["requests"] == 20
 
 

@@ -35,7 +35,7 @@ def test_read_into_the_knowledge_base_then_again_for_free(server, tmp_path):
     papers = papers_file(tmp_path)
     done = read(papers, "--kb", tmp_path / "kb", *endpoint(server))
     assert done.exit_code == 0, done.output
-    lines = done.output.splitlines()
+    lines = done.stdout.splitlines()  # the progress lines go to stderr
     assert lines[0].startswith("added") and "2 new of 2 ideas" in lines[0]
     assert lines[1].startswith("irrelevant") and "Dataset of cats" in lines[1]
     assert lines[2].startswith("LLM: 5 endpoint calls") and "0 failed" in lines[2]  # 4 chat, 1 embeddings
@@ -47,7 +47,7 @@ def test_read_into_the_knowledge_base_then_again_for_free(server, tmp_path):
     sent = len(server.requests)
     again = read(papers, "--kb", tmp_path / "kb", *endpoint(server), "--format", "json")
     assert again.exit_code == 0, again.output
-    report = json.loads(again.output)
+    report = json.loads(again.stdout)
     assert [p["status"] for p in report["papers"]] == ["known", "known"]
     assert report["usage"]["total"]["calls"] == 0 and len(server.requests) == sent
 
@@ -61,8 +61,8 @@ def test_replay_reads_without_an_endpoint(server, tmp_path):
     server.close()
     replayed = read(papers, "--kb", tmp_path / "kb2", "--replay", tmp_path / "kb", "--format", "json")
     assert replayed.exit_code == 0, replayed.output
-    assert json.loads(replayed.output)["papers"] == json.loads(first.output)["papers"]
-    assert json.loads(replayed.output)["usage"]["total"]["recorded_calls"] >= 4
+    assert json.loads(replayed.stdout)["papers"] == json.loads(first.stdout)["papers"]
+    assert json.loads(replayed.stdout)["usage"]["total"]["recorded_calls"] >= 4
     with KnowledgeBase.open(tmp_path / "kb2") as kb:
         assert kb.stats()["ideas"] == 2
     # Another paper was never read in the recorded run: the replay stops and says why.
@@ -81,11 +81,11 @@ def test_token_cap_stops_and_a_higher_cap_resumes(server, tmp_path):
     stopped = read(papers, "--kb", tmp_path / "kb", *endpoint(server), *cap)
     assert stopped.exit_code == 1
     assert "stopped: token cap reached" in stopped.output and "run again to resume" in stopped.output
-    first = [line.split()[0] for line in stopped.output.splitlines()[:4]]
+    first = [line.split()[0] for line in stopped.stdout.splitlines()[:4]]
     assert "stopped" in first and "added" in first
     resumed = read(papers, "--kb", tmp_path / "kb", *endpoint(server), "--llm-max-tokens", "100000")
     assert resumed.exit_code == 0, resumed.output
-    statuses = [line.split()[0] for line in resumed.output.splitlines()[:4]]
+    statuses = [line.split()[0] for line in resumed.stdout.splitlines()[:4]]
     assert all(s == "known" for s, f in zip(statuses, first) if f in ("added", "irrelevant"))
     with KnowledgeBase.open(tmp_path / "kb") as kb:
         assert kb.stats()["papers"] == 4
