@@ -29,6 +29,26 @@ def room_chars(context: Optional[int], skeleton: Sequence[dict], reply_tokens: i
     return max(0, (context - reply_tokens - estimated_tokens(skeleton)) * CHARS_PER_TOKEN)
 
 
+def client_room(client, skeleton: Sequence[dict]) -> Optional[int]:
+    """`room_chars` for an LLM client's model (its profile's `context`, its `max_tokens`)."""
+    return room_chars(client.context_tokens(), skeleton, client.config.max_tokens)
+
+
+def latest_that_fit(items: Sequence[str], limit: Optional[int]) -> list[str]:
+    """The last items (a history, oldest first) whose text fits in `limit` characters, after a
+    line saying how many earlier ones were left out; all of them when `limit` is None."""
+    if limit is None or sum(len(i) + 4 for i in items) <= limit:
+        return list(items)
+    kept: list[str] = []
+    used = 80  # the note below
+    for item in reversed(items):
+        if used + len(item) + 4 > limit:
+            break
+        kept.insert(0, item)
+        used += len(item) + 4
+    return [f"({len(items) - len(kept)} earlier entries left out to fit the model's context)", *kept]
+
+
 def cut_text(text: str, limit: int) -> str:
     """`text` cut to at most `limit` characters, the marker included, when longer."""
     if len(text) <= limit:

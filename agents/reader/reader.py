@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
-from ..context_fit import cut_text, room_chars
+from ..context_fit import client_room, cut_text
 from ..llm import CallFailed, LLMClient, ReplayMiss, RequestRejected, RunStopped
 from ..llm.jsonreply import ReplyFormatError, parse_json_object
 from ..prompts import render
@@ -136,8 +136,7 @@ class Reader:
     def _extract_variables(self, paper: Paper) -> dict:
         """The extraction prompt's variables, the method section cut to fit the model's context."""
         variables = {"title": paper.title, "method": "", "tree": self.tree, "max_ideas": self.max_ideas}
-        room = room_chars(self.client.context_tokens(), render("reader_extract.v1", **variables),
-                          self.client.config.max_tokens)
+        room = client_room(self.client, render("reader_extract.v1", **variables))
         method = paper.method[:self.max_method_chars]
         variables["method"] = method if room is None else cut_text(method, room)
         return variables

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
-from nader.agents.context_fit import cut_text, estimated_tokens, room_chars
+from nader.agents.context_fit import cut_text, estimated_tokens, latest_that_fit, room_chars
 from nader.agents.llm.profiles import ModelProfile
 from nader.agents.reader.papers import paper_from_text
 from nader.agents.reader.reader import MAX_METHOD_CHARS, Reader
@@ -65,3 +65,11 @@ def test_room_and_cut():
     cut = cut_text("z" * 1000, 200)
     assert len(cut) <= 200 and cut.startswith("zzz") and MARKER in cut
     assert cut_text("short", 200) == "short"
+
+
+def test_latest_that_fit_keeps_the_newest_entries_and_says_how_many_went():
+    items = [f"entry number {i}" for i in range(10)]  # 14 characters, 18 with the list's dash
+    assert latest_that_fit(items, None) == items
+    assert latest_that_fit(items, 10_000) == items
+    kept = latest_that_fit(items, 80 + 3 * 18)
+    assert kept == ["(7 earlier entries left out to fit the model's context)", *items[7:]]
