@@ -16,13 +16,19 @@ One conversation per modification (prompt `modifier_implement.v1`):
    interface at (B,C,H,W) -> (B,C,H,W), so this step is rare; fitting widths to the budget is
    the analytic fit's job (the search loop's checks), never another LLM call.
 
+Every request carries the block grammar (`nadc grammar --format gbnf`); the client sends it only
+where the model's profile names the server's grammar field (`grammar = "llama.cpp" | "vllm"`), and
+then the reply is a bare block file, which extraction takes as it takes a fenced one.
+
 The result says whether the first reply verified, how many rounds it took, and the tokens.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, List, Optional
 
+from nader.compiler import grammar_export
 from nader.compiler.architecture import (Check, block_name, check_architecture, check_base_block, renamed,
                                         split_architecture)
 from nader.compiler.passes.canonical import canonical_hash
@@ -117,7 +123,7 @@ class Modifier:
         """Ask, check, and send the diagnostics back until a reply passes or the rounds run out."""
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
-                                          prompt=prompt if round_ == 1 else REPAIR)
+                                          prompt=prompt if round_ == 1 else REPAIR, grammar=block_grammar())
             result = checked_reply(check, reply.text)
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
@@ -174,6 +180,12 @@ class Modifier:
             return out
         out.arch_text = fitted.text
         return out
+
+
+@lru_cache(maxsize=1)
+def block_grammar() -> str:
+    """The GBNF grammar of block files, as `nadc grammar --format gbnf` prints it."""
+    return grammar_export.render("gbnf")
 
 
 def _extracted(reply: str) -> str:

@@ -17,6 +17,7 @@ from typing import Iterable, List, Optional
 
 from nader.dsl.parser import parse
 
+from .context_fit import client_room, latest_that_fit
 from .llm.jsonreply import ReplyFormatError, parse_json_object
 from .prompts import render
 
@@ -98,7 +99,9 @@ class Proposer:
         shown = [{"n": i + 1, "text": idea.text} for i, idea in enumerate(ideas)]
         numbers = [s["n"] for s in shown]
         rank = self.rank and len(ideas) > 1
-        messages = render(PROMPT, block=block_text.strip(), history=list(history), ideas=shown, rank=rank)
+        room = client_room(self.client, render(PROMPT, block=block_text.strip(), history=[], ideas=shown, rank=rank))
+        messages = render(PROMPT, block=block_text.strip(), history=latest_that_fit(list(history), room), ideas=shown,
+                          rank=rank)
         tokens = [0, 0]
         for attempt in (1, 2):
             reply = self.client.chat_sync(messages, role="proposer", prompt=PROMPT, json=True, arch_id=arch_id)

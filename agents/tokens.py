@@ -41,6 +41,13 @@ class CountingClient:
     def reject(self, reply, reason: str) -> None:
         self.client.reject(reply, reason)
 
+    @property
+    def config(self):
+        return self.client.config
+
+    def context_tokens(self):
+        return self.client.context_tokens()
+
     def take(self) -> Spent:
         """What was spent since the last `take`."""
         spent, self._spent = self._spent, Spent()

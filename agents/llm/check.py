@@ -32,6 +32,8 @@ _GRAMMAR_REPLY = re.compile(r"\[[0-9]{0,2}(,[0-9]{0,2})*\]?")
 # llama.cpp's server takes `grammar`; vLLM `guided_grammar` (before 0.10.2) or `structured_outputs`.
 GRAMMAR_FIELDS = {"grammar": {"grammar": GBNF}, "guided_grammar": {"guided_grammar": GBNF},
                   "structured_outputs": {"structured_outputs": {"grammar": GBNF}}}
+# The profile's `grammar` value for a field the server obeys (older vLLM's guided_grammar has none).
+GRAMMAR_PROFILE = {"grammar": "llama.cpp", "structured_outputs": "vllm"}
 CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length", "n_ctx")
 # A constrained mode this many times slower per token than none, and by this many seconds a
 # request at least (so that the jitter of a fast server decides nothing), is not worth it.
@@ -267,11 +269,15 @@ def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
         return bool(probe and probe.accepted and not _too_slow(probe, base))
 
     json = next((mode for mode in ("json_schema", "json_object") if worth(mode)), "none")
+    grammar = next((GRAMMAR_PROFILE[name] for name, probe in report.grammar.items()
+                    if name in GRAMMAR_PROFILE and probe.accepted and probe.obeyed and not _too_slow(probe, base)),
+                   "none")
     system = "merge" if report.system == "dropped" else ("native" if report.system == "native" else current.system)
     pattern = re.sub(r"([*?\[])", r"[\1]", report.model)  # the model's name alone, glob characters escaped
     return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
-                        json=json, system=system)
+                        json=json, system=system, grammar=grammar,
+                        context=report.context_length or current.context)
 
 
 def _too_slow(probe: Probe, base: Probe) -> bool:

@@ -98,9 +98,9 @@ def render(report) -> str:
     lines.append(f"streaming     first token {_seconds(report.first_token_s)}; {speed}"
                  + (f"; {report.stream_note}" if report.stream_note else ""))
     p = report.profile
-    grammar = f"on ({report.grammar_field})" if report.grammar_field else "off"
+    context = f", context = {p.context}" if p.context else ""
     lines.append(f'recommended   [llm.profiles."{p.pattern}"] token_param = "{p.token_param}", json = "{p.json}",'
-                 f' system = "{p.system}"; grammar {grammar}')
+                 f' system = "{p.system}", grammar = "{p.grammar}"{context}')
     if report.degradations:
         lines.append("degradations")
         lines += [f"  - {d}" for d in report.degradations]

@@ -172,9 +172,10 @@ class LLMClient:
     async def chat(self, messages: Sequence[dict], *, role: Optional[str] = None, arch_id: Optional[str] = None,
                    prompt: Optional[str] = None, json: bool = False, schema: Optional[dict] = None,
                    max_tokens: Optional[int] = None, temperature: Optional[float] = None,
-                   model: Optional[str] = None) -> ChatReply:
+                   model: Optional[str] = None, grammar: Optional[str] = None) -> ChatReply:
         """One chat completion. `json`/`schema` ask for JSON output where the model supports it
-        (the caller still parses the text); `prompt` names the template, for the record."""
+        (the caller still parses the text); `grammar` (GBNF) constrains the reply where the
+        model's profile names a grammar field; `prompt` names the template, for the record."""
         model = model or self.config.model
         if model is None:
             raise LLMConfigError("no model configured: set model in [llm] or pass --llm-model")
@@ -186,7 +187,8 @@ class LLMClient:
         max_tokens = max_tokens or self.config.max_tokens
         params = request_params(profile, max_tokens=max_tokens,
                                 temperature=self.config.temperature if temperature is None else temperature,
-                                reasoning_effort=self.config.reasoning_effort, json_schema=schema, want_json=json)
+                                reasoning_effort=self.config.reasoning_effort, json_schema=schema, want_json=json,
+                                grammar=grammar)
         request = {"kind": "chat", "model": model, "messages": messages, "params": params}
         prompt_estimate = sum(estimate_tokens(m["content"]) + 4 for m in messages)
         usage_reported = [False]
@@ -207,7 +209,7 @@ class LLMClient:
         if system_text and not merging and self._system_dropped(model, system_text, counted, row["call_id"]):
             # The reply was written without its instructions: set it aside and ask again, merged.
             return await self.chat(asked, role=role, arch_id=arch_id, prompt=prompt, json=json, schema=schema,
-                                   max_tokens=max_tokens, temperature=temperature, model=model)
+                                   max_tokens=max_tokens, temperature=temperature, model=model, grammar=grammar)
         return ChatReply(reply["text"], reply.get("finish_reason"), row["prompt_tokens"], row["completion_tokens"],
                          row["cost_usd"], row["latency_s"], row["source"], row["call_id"], model)
 
@@ -232,6 +234,11 @@ class LLMClient:
                 self.store.set_meta(SYSTEM_MERGE_META, canonical_json(self._merged))
         log.warning("warning: %s", message)
         return True
+
+    def context_tokens(self, model: Optional[str] = None) -> Optional[int]:
+        """The model's context length from its profile (None: unknown)."""
+        model = model or self.config.model
+        return match_profile(model, self._profiles).context if model else None
 
     @property
     def system_merged(self) -> dict[str, dict]:

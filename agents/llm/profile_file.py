@@ -25,7 +25,9 @@ def profile_table(profile: ModelProfile, comments: Sequence[str] = ()) -> str:
     lines += [f'[llm.profiles."{profile.pattern}"]', f'token_param = "{profile.token_param}"',
               f"temperature = {str(profile.temperature).lower()}",
               f"reasoning_effort = {str(profile.reasoning_effort).lower()}",
-              f'json = "{profile.json}"', f'system = "{profile.system}"']
+              f'json = "{profile.json}"', f'system = "{profile.system}"', f'grammar = "{profile.grammar}"']
+    if profile.context is not None:
+        lines.append(f"context = {int(profile.context)}")
     return "\n".join(lines) + "\n"
 
 
@@ -65,7 +67,8 @@ def write_profile(path: Path, profile: ModelProfile, comments: Sequence[str] = (
 
 def _values(profile: ModelProfile) -> dict:
     return {"token_param": profile.token_param, "temperature": profile.temperature,
-            "reasoning_effort": profile.reasoning_effort, "json": profile.json, "system": profile.system}
+            "reasoning_effort": profile.reasoning_effort, "json": profile.json, "system": profile.system,
+            "grammar": profile.grammar, **({"context": profile.context} if profile.context is not None else {})}
 
 
 def _replace_table(text: str, pattern: str, table: str, path: Path) -> str:

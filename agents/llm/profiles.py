@@ -3,7 +3,10 @@
 A profile says which token-limit parameter the model takes, whether it accepts a temperature,
 whether it takes `reasoning_effort`, which JSON output mode it supports, and whether its chat
 template has a system role (`system = "native"`) or needs the system text folded into the first
-user message (`"merge"`: Gemma's templates have none, and some servers drop it). The first pattern
+user message (`"merge"`: Gemma's templates have none, and some servers drop it), which field
+takes a grammar for constrained decoding (`grammar`: llama.cpp's `grammar`, vLLM's
+`structured_outputs`), and the server's context length in tokens (`context`, unknown when unset:
+agents size their prompts to it). The first pattern
 (a shell-style glob, case-insensitive) that matches the model name wins; the user's profiles
 (`[llm.profiles."PATTERN"]`) are tried before the built-in ones, and `*` matches anything.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, replace
+from typing import Optional
 
 from .errors import LLMConfigError
 
@@ -19,6 +23,7 @@ _RUNS = re.compile(r"(.)\1+", re.S)
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 JSON_MODES = ("json_schema", "json_object", "none")
 SYSTEM_MODES = ("native", "merge")
+GRAMMAR_MODES = ("none", "llama.cpp", "vllm")
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,8 @@ class ModelProfile:
     reasoning_effort: bool = False
     json: str = "json_object"  # json_schema | json_object | none
     system: str = "native"     # native | merge
+    grammar: str = "none"      # none | llama.cpp | vllm: where a caller's GBNF grammar goes
+    context: Optional[int] = None  # the server's context length in tokens (None: unknown)
 
 
 # OpenAI's reasoning models take max_completion_tokens and reject temperature; its current chat
@@ -58,7 +65,7 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
 def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     """A profile from a TOML table; unknown keys and bad values are configuration errors."""
     where = f'[llm.profiles."{pattern}"]'
-    known = {"token_param", "temperature", "reasoning_effort", "json", "system"}
+    known = {"token_param", "temperature", "reasoning_effort", "json", "system", "grammar", "context"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise LLMConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -80,6 +87,15 @@ def profile_from_table(pattern: str, table: dict) -> ModelProfile:
         if table["system"] not in SYSTEM_MODES:
             raise LLMConfigError(f"{where}: system must be one of {', '.join(SYSTEM_MODES)}")
         profile = replace(profile, system=table["system"])
+    if "grammar" in table:
+        if table["grammar"] not in GRAMMAR_MODES:
+            raise LLMConfigError(f"{where}: grammar must be one of {', '.join(GRAMMAR_MODES)}")
+        profile = replace(profile, grammar=table["grammar"])
+    if "context" in table:
+        context = table["context"]
+        if isinstance(context, bool) or not isinstance(context, int) or context <= 0:
+            raise LLMConfigError(f"{where}: context must be a positive number of tokens")
+        profile = replace(profile, context=context)
     return profile
 
 
@@ -92,8 +108,10 @@ def match_profile(model: str, user_profiles: tuple[ModelProfile, ...] = ()) -> M
 
 
 def request_params(profile: ModelProfile, *, max_tokens: int | None, temperature: float | None,
-                   reasoning_effort: str | None, json_schema: dict | None, want_json: bool) -> dict:
-    """The chat-completions parameters for one call, with what the model does not take left out."""
+                   reasoning_effort: str | None, json_schema: dict | None, want_json: bool,
+                   grammar: str | None = None) -> dict:
+    """The chat-completions parameters for one call, with what the model does not take left out.
+    `grammar` (GBNF text) goes where the profile's server takes it, and nowhere without one."""
     params: dict = {}
     if max_tokens is not None:
         params[profile.token_param] = int(max_tokens)
@@ -107,6 +125,10 @@ def request_params(profile: ModelProfile, *, max_tokens: int | None, temperature
                                          "json_schema": {"name": json_schema.get("title", "reply"), "schema": json_schema}}
         elif profile.json in ("json_schema", "json_object"):
             params["response_format"] = {"type": "json_object"}
+    if grammar and profile.grammar == "llama.cpp":
+        params["extra_body"] = {"grammar": grammar}
+    elif grammar and profile.grammar == "vllm":  # vLLM 0.10.2+; older ones took `guided_grammar`
+        params["extra_body"] = {"structured_outputs": {"grammar": grammar}}
     return params
 
 

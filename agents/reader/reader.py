@@ -9,6 +9,8 @@ Replies are parsed strictly (one JSON object, checked field by field). A reply t
 sent back once with the error (`reply_retry.v1`); a second failure marks the paper failed.
 A paper already in the knowledge base is skipped before any call, and papers judged irrelevant
 are recorded there too, so reading the same papers again costs nothing.
+Where the model's profile gives its context length, the method section is cut further to fit it
+beside the prompt and the reply (`agents.context_fit`), with a marker saying so.
 """
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
+from ..context_fit import client_room, cut_text
 from ..llm import CallFailed, LLMClient, ReplayMiss, RequestRejected, RunStopped
 from ..llm.jsonreply import ReplyFormatError, parse_json_object
 from ..prompts import render
 from .papers import Paper
 
-MAX_METHOD_CHARS = 30_000   # about 8k tokens of method section per extraction call
+MAX_METHOD_CHARS = 30_000   # about 8k tokens of method section per extraction call, whatever the context
 MAX_IDEAS = 8
 MAX_IDEA_WORDS = 60         # the prompt asks for 50; a little slack before refusing
 
@@ -130,6 +133,14 @@ class Reader:
                 messages = [*messages, {"role": "assistant", "content": reply.text},
                             *render("reply_retry.v1", error=str(exc))[-1:]]
 
+    def _extract_variables(self, paper: Paper) -> dict:
+        """The extraction prompt's variables, the method section cut to fit the model's context."""
+        variables = {"title": paper.title, "method": "", "tree": self.tree, "max_ideas": self.max_ideas}
+        room = client_room(self.client, render("reader_extract.v1", **variables))
+        method = paper.method[:self.max_method_chars]
+        variables["method"] = method if room is None else cut_text(method, room)
+        return variables
+
     async def read(self, paper: Paper) -> PaperOutcome:
         outcome = PaperOutcome(paper.paper_id, paper.title, paper.source, "failed")
         if self.kb.has_source(paper.paper_id):
@@ -143,9 +154,7 @@ class Reader:
                 self.kb.add_source(paper.paper_id, title=paper.title, relevant=False)
                 outcome.status = "irrelevant"
                 return outcome
-            method = paper.method[:self.max_method_chars]
-            ideas = await self._ask("reader_extract.v1", {"title": paper.title, "method": method, "tree": self.tree,
-                                                          "max_ideas": self.max_ideas},
+            ideas = await self._ask("reader_extract.v1", self._extract_variables(paper),
                                     lambda r: check_ideas(r, self.max_ideas), paper.paper_id)
             outcome.ideas_found = len(ideas)
             if ideas:

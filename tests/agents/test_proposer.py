@@ -88,3 +88,24 @@ def test_unusable_reply_falls_back_to_the_first_candidate(server, tmp_path, kb):
     plan = Proposer(client, kb, candidates=2).propose(BASE, rng=random.Random(0))
     client.close()
     assert len(server.chat_requests) == 2 and plan.plan == plan.idea
+
+
+def test_a_long_history_keeps_its_latest_entries_within_the_context(server, tmp_path, kb):
+    from nader.agents.context_fit import estimated_tokens
+    from nader.agents.llm.profiles import ModelProfile
+    history = [f"change {i:03d}: " + "widen the second convolution and gate it " * 2 for i in range(300)]
+    for context in (8192, None):
+        server.requests.clear()
+        server.responder = ScriptedLLM(idea=1)
+        profiles = (ModelProfile("local-model", context=context),) if context else ()
+        client = make_client(server, tmp_path / str(context), profiles=profiles)
+        Proposer(client, kb, candidates=2).propose(BASE, history=history, rng=random.Random(0))
+        client.close()
+        (body,) = server.chat_requests
+        prompt = body["messages"][-1]["content"]
+        assert history[-1] in prompt
+        if context:
+            assert history[0] not in prompt and "earlier entries left out to fit the model's context" in prompt
+            assert estimated_tokens(body["messages"]) + body["max_tokens"] <= context
+        else:
+            assert all(h in prompt for h in history) and "left out" not in prompt

@@ -38,7 +38,7 @@ def test_a_healthy_server_is_usable_as_is_and_gets_a_native_profile(monkeypatch,
     assert "context       8192" in result.output
     assert "system        native" in result.output
     assert 'token_param = "max_tokens", json = "json_schema", system = "native"' in result.output
-    assert "grammar on (grammar)" in result.output
+    assert 'grammar = "llama.cpp", context = 8192' in result.output
     assert any(b.get("stream") for b in bodies)  # time to first token is measured on a stream
     assert {b.get("response_format", {}).get("type") for b in bodies} >= {"json_schema", "json_object"}
 
@@ -121,7 +121,8 @@ def test_write_adds_a_profile_that_loads_and_keeps_the_rest_of_the_file(tmp_path
     config = tmp_path / "nader.toml"
     config.write_text('# my settings\n[llm]\nmodel = "other"\nmax_tokens = 1000\n\n'
                       '[llm.profiles."other*"]\njson = "none"\n\n[search]\nbudget = 3\n', encoding="utf-8")
-    with LoopbackServer(responder=numbers, usage="no_system") as srv:
+    with LoopbackServer(responder=numbers, usage="no_system",
+                        models=[{"id": "local-model", "max_model_len": 8192}]) as srv:
         first = check(srv, "--write", str(config))
         second = check(srv, "--write", str(config))  # replaces its own table, adds none
     assert first.exit_code == 1 and second.exit_code == 1
@@ -132,6 +133,7 @@ def test_write_adds_a_profile_that_loads_and_keeps_the_rest_of_the_file(tmp_path
     assert loaded.model == "other" and loaded.max_tokens == 1000
     profile = match_profile("local-model", loaded.profiles)
     assert (profile.pattern, profile.system, profile.json) == ("local-model", "merge", "json_schema")
+    assert (profile.grammar, profile.context) == ("llama.cpp", 8192)
     assert match_profile("other-7b", loaded.profiles).json == "none"
 
 

@@ -171,8 +171,9 @@ def test_docs_profile_table_lists_the_builtin_profiles():
             documented[pattern] = cells[1:]
     assert set(documented) == {p.pattern for p in BUILTIN_PROFILES}
     for profile in BUILTIN_PROFILES:
-        token_param, temperature, effort, json_mode, system = documented[profile.pattern]
-        assert (token_param.strip("`"), temperature, effort, json_mode.strip("`"), system.strip("`")) == (
+        token_param, temperature, effort, json_mode, system, grammar = documented[profile.pattern]
+        assert (token_param.strip("`"), temperature, effort, json_mode.strip("`"), system.strip("`"),
+                grammar.strip("`")) == (
             profile.token_param, "yes" if profile.temperature else "no", "yes" if profile.reasoning_effort else "no",
-            profile.json, profile.system), profile.pattern
+            profile.json, profile.system, profile.grammar), profile.pattern
     assert match_profile("Gemma-3-270M-IT-Q8_0.gguf").system == "merge"

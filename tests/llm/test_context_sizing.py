@@ -1,0 +1,75 @@
+"""Prompts sized to the model's context: with a profile's `context`, the Reader cuts a long method
+section so that the extraction request (estimated at 3 characters a token) and the reply's
+max_tokens fit, and says it cut; without `context` the section is sent as before (30,000
+characters at most, no marker)."""
+from __future__ import annotations
+
+import asyncio
+
+from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
+from nader.agents.context_fit import cut_text, estimated_tokens, latest_that_fit, room_chars
+from nader.agents.llm.profiles import ModelProfile
+from nader.agents.reader.papers import paper_from_text
+from nader.agents.reader.reader import MAX_METHOD_CHARS, Reader
+from test_reader import MemoryKB, TREE, scripted_reader, step
+
+MARKER = "cut to fit the model's context"
+LONG_METHOD = "## 3. Method\n\n" + "The gated block multiplies a convolution by a sigmoid gate. " * 700
+PAPER = ("# Gated\n\nAbstract\n\nA gated block.\n\n## 1. Introduction\nIntro.\n\n## 2. Related Work\nOld.\n\n"
+         + LONG_METHOD + "\n\n## 4. Experiments\nNumbers.")
+
+
+def extraction_request(server, tmp_path, **settings) -> dict:
+    server.responder = scripted_reader
+    client = make_client(server, tmp_path, **settings)
+
+    async def read():
+        try:
+            return await Reader(client, MemoryKB(), tree=TREE, make_idea=lambda *a: a).read_all(
+                [paper_from_text(PAPER, "gated.md")])
+        finally:
+            await client.aclose()
+
+    (outcome,), stopped = asyncio.run(read())
+    assert stopped is None and outcome.status == "added", outcome.reason
+    return next(b for b in server.chat_requests if step(b) == "extract")
+
+
+def test_a_long_method_section_is_cut_to_fit_an_8k_context(server, tmp_path):
+    assert len(paper_from_text(PAPER, "gated.md").method) > MAX_METHOD_CHARS  # the 30,000 cap applies first
+    body = extraction_request(server, tmp_path, profiles=(ModelProfile("local-model", context=8192),))
+    user_text = body["messages"][1]["content"]
+    assert MARKER in user_text
+    assert estimated_tokens(body["messages"]) + body["max_tokens"] <= 8192
+    assert "sigmoid gate" in user_text  # the start of the section is kept
+
+
+def test_without_a_context_the_method_section_is_sent_as_before(server, tmp_path):
+    body = extraction_request(server, tmp_path)
+    user_text = body["messages"][1]["content"]
+    method = paper_from_text(PAPER, "gated.md").method
+    assert MARKER not in user_text and method[:MAX_METHOD_CHARS] in user_text
+    assert method[:MAX_METHOD_CHARS + 1] not in user_text
+
+
+def test_a_short_method_section_is_not_cut_even_with_a_context(server, tmp_path):
+    body = extraction_request(server, tmp_path, profiles=(ModelProfile("local-model", context=131072),))
+    assert MARKER not in body["messages"][1]["content"]
+
+
+def test_room_and_cut():
+    skeleton = [{"role": "system", "content": "x" * 300}, {"role": "user", "content": "y" * 300}]
+    assert room_chars(None, skeleton, 100) is None
+    assert room_chars(1000, skeleton, 100) == (1000 - 100 - 216) * 3
+    assert room_chars(100, skeleton, 100) == 0
+    cut = cut_text("z" * 1000, 200)
+    assert len(cut) <= 200 and cut.startswith("zzz") and MARKER in cut
+    assert cut_text("short", 200) == "short"
+
+
+def test_latest_that_fit_keeps_the_newest_entries_and_says_how_many_went():
+    items = [f"entry number {i}" for i in range(10)]  # 14 characters, 18 with the list's dash
+    assert latest_that_fit(items, None) == items
+    assert latest_that_fit(items, 10_000) == items
+    kept = latest_that_fit(items, 80 + 3 * 18)
+    assert kept == ["(7 earlier entries left out to fit the model's context)", *items[7:]]
