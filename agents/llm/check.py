@@ -38,6 +38,7 @@ CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_contex
 # A constrained mode this many times slower per token than none, and by this many seconds a
 # request at least (so that the jitter of a fast server decides nothing), is not worth it.
 SLOWER, SLOWER_BY_S = 3.0, 0.25
+REPLY_TOKENS = 256  # a typical agent reply: what a per-token slowdown costs is judged at this length
 
 
 class Unreachable(LLMError):
@@ -281,8 +282,12 @@ def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
 
 
 def _too_slow(probe: Probe, base: Probe) -> bool:
+    """More than SLOWER times slower per token, and by more than SLOWER_BY_S over a typical reply
+    (the probes' own replies are short, so their total times would hide a per-token cost)."""
     relative = probe.relative_to(base)
-    return bool(relative and relative > SLOWER and probe.seconds - base.seconds > SLOWER_BY_S)
+    if not relative or relative <= SLOWER:
+        return False
+    return (probe.per_token - base.per_token) * REPLY_TOKENS > SLOWER_BY_S
 
 
 def _context_length(entries: list[dict], model: str) -> Optional[int]:
