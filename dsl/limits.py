@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from .parse_codes import LINE_TOO_LONG, NUMBER_TOO_LONG, TEXT_TOO_LARGE, TOO_MANY_INPUTS, TOO_MANY_NODES, Problem
+from .pyproject import PyprojectError, nadc_table
 from .span import ColSpan
 
 #: The most digits a number may be allowed: Python converts numbers this long whatever its own
@@ -166,17 +167,9 @@ def read_limits(table: object, origin: str) -> InputLimits:
 @lru_cache(maxsize=256)
 def _configured(pyproject: Path) -> Optional[InputLimits]:
     try:
-        import tomllib as _toml  # only where a pyproject.toml is found: most runs have none to read
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        raise LimitsError(f"{pyproject}: reading configuration needs Python 3.11+") from None
-    try:
-        with open(pyproject, "rb") as file:
-            data = _toml.load(file)
-    except OSError as error:
-        raise LimitsError(f"{pyproject}: cannot read: {error.strerror or error}") from None
-    except ValueError as error:  # tomllib.TOMLDecodeError
-        raise LimitsError(f"{pyproject}: invalid TOML: {error}") from None
-    table = data.get("tool", {}).get("nadc", {}).get("limits") if isinstance(data.get("tool"), dict) else None
+        table = nadc_table(pyproject, "limits")
+    except PyprojectError as error:
+        raise LimitsError(str(error)) from None
     return None if table is None else read_limits(table, str(pyproject))
 
 

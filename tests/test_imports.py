@@ -84,7 +84,8 @@ LAZY_IMPORTS = {
         "start-up: torch; emitting network source text does not build modules",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
-    ("nader.dsl.limits", "tomllib"):
+    ("nader.dsl.pyproject", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
+    ("nader.dsl.pyproject", "tomllib"):
         "start-up: read only where a pyproject.toml is found; at the top it cost nadc verify 0.8-2.8% more instructions",
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",

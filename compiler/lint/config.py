@@ -22,16 +22,9 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from nader.dsl.diagnostics import Code, Diagnostic, Severity, code_table
+from nader.dsl.pyproject import PyprojectError, nadc_table
 
 from .engine import all_rules
-
-try:  # Python 3.11+
-    import tomllib as _toml
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    try:
-        import tomli as _toml  # type: ignore[no-redef]
-    except ModuleNotFoundError:
-        _toml = None  # type: ignore[assignment]
 
 
 class ConfigError(ValueError):
@@ -84,16 +77,10 @@ def _split(values: Optional[Sequence[str]]) -> Optional[list[str]]:
 @lru_cache(maxsize=256)
 def _read(pyproject: Path) -> Optional[dict]:
     """The `[tool.nadc.lint]` table of a pyproject.toml, or None when it has none."""
-    if _toml is None:
-        raise ConfigError(f"{pyproject}: reading configuration needs Python 3.11+ or the `tomli` package")
     try:
-        with open(pyproject, "rb") as f:
-            data = _toml.load(f)
-    except OSError as error:
-        raise ConfigError(f"{pyproject}: cannot read: {error.strerror or error}") from None
-    except ValueError as error:  # tomllib.TOMLDecodeError
-        raise ConfigError(f"{pyproject}: invalid TOML: {error}") from None
-    table = data.get("tool", {}).get("nadc", {}).get("lint")
+        table = nadc_table(pyproject, "lint")
+    except PyprojectError as error:
+        raise ConfigError(str(error)) from None
     if table is None:
         return None
     if not isinstance(table, dict):

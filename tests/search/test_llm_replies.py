@@ -13,14 +13,12 @@ import sqlite3
 
 import pytest
 
-from knowledge_helpers import HashingEmbedder
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
-from nader.agents.knowledge import Idea, KnowledgeBase
 from nader.agents.llm.jsonreply import MAX_REPLY_CHARS, ReplyFormatError, parse_json_object
 from nader.search.session import run_search
 from search_helpers import settings
-from test_llm_faults import WIDE
+from test_llm_faults import WIDE, kb_dir  # noqa: F401 (the two-idea knowledge base fixture)
 
 MARK = "POISON"
 OPTIONS = {
@@ -28,16 +26,6 @@ OPTIONS = {
     "fairnad": {"fair": 1, "pareto": 1, "iterative": 0, "repairs": 0},
     "genius": {"repairs": 0},
 }
-
-
-@pytest.fixture(scope="module")
-def kb_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("kb")
-    with KnowledgeBase.open(path, embedder=HashingEmbedder()) as kb:
-        kb.add_ideas([Idea("replace ReLU activations with GELU", "p", "operation level", "activation"),
-                      Idea("add a squeeze and excitation gate", "p", "block and connectivity level",
-                           "adaptive feature recalibration")], threshold=1.01)
-    return path
 
 
 class Poisoned:
