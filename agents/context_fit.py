@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 CHARS_PER_TOKEN = 3
 MESSAGE_TOKENS = 8  # the chat template's role markers around each message
+ROUND_CHARS = 1200  # kept free in a first prompt for a reply sent back (cut) with its feedback
 
 
 def estimated_tokens(messages: Sequence[dict]) -> int:
@@ -31,9 +32,11 @@ def room_chars(context: Optional[int], skeleton: Sequence[dict], reply_tokens: i
     return max(0, (context - reply_tokens - estimated_tokens(skeleton)) * CHARS_PER_TOKEN)
 
 
-def client_room(client, skeleton: Sequence[dict]) -> Optional[int]:
-    """`room_chars` for an LLM client's model (its profile's `context`, its `max_tokens`)."""
-    return room_chars(client.context_tokens(), skeleton, client.config.max_tokens)
+def client_room(client, skeleton: Sequence[dict], *, converse: bool = False) -> Optional[int]:
+    """`room_chars` for an LLM client's model (its profile's `context`, its `max_tokens`); with
+    `converse` (a reply may go back with feedback) less `ROUND_CHARS` kept for that round."""
+    room = room_chars(client.context_tokens(), skeleton, client.config.max_tokens)
+    return room if room is None or not converse else max(0, room - ROUND_CHARS)
 
 
 NOTE_CHARS = 80  # a line saying how many entries were left out
@@ -54,7 +57,7 @@ def newest_that_fit(sizes: Sequence[int], limit: int) -> int:
 def latest_that_fit(items: Sequence[str], limit: Optional[int]) -> list[str]:
     """The last items (a history, oldest first) whose text fits in `limit` characters, after a
     line saying how many earlier ones were left out; all of them when `limit` is None."""
-    if limit is None or sum(len(i) + 4 for i in items) <= limit:
+    if limit is None or not items or sum(len(i) + 4 for i in items) <= limit:
         return list(items)
     kept = newest_that_fit([len(i) + 4 for i in items], limit)
     return [f"({len(items) - kept} earlier entries left out to fit the model's context)",
@@ -64,7 +67,7 @@ def latest_that_fit(items: Sequence[str], limit: Optional[int]) -> list[str]:
 def best_that_fit(items: Sequence[str], limit: Optional[int]) -> list[str]:
     """The first items (a list ranked best first) whose text fits in `limit` characters, then a
     line saying how many others were left out; all of them when `limit` is None."""
-    if limit is None or sum(len(i) + 4 for i in items) <= limit:
+    if limit is None or not items or sum(len(i) + 4 for i in items) <= limit:
         return list(items)
     kept = newest_that_fit([len(i) + 4 for i in reversed(items)], limit)
     return [*items[:kept], f"({len(items) - kept} more left out to fit the model's context)"]
@@ -104,5 +107,7 @@ def fit_conversation(client, first: Sequence[dict], rounds: Sequence[dict]) -> l
     if left_out:
         feedback = {**feedback, "content": f"({left_out} earlier round{'s' if left_out != 1 else ''} of replies "
                                            f"and feedback left out to fit the model's context)\n{feedback['content']}"}
-    room = room_chars(context, [*first, {**reply, "content": ""}, feedback], reply_tokens)
-    return [*first, {**reply, "content": cut_text(reply["content"], room)}, feedback]
+    room = room_chars(context, [*first, {**reply, "content": ""}, {**feedback, "content": ""}], reply_tokens)
+    # less a token: each of the two messages rounds its characters up to whole tokens
+    reply_text, feedback_text = cut_texts([reply["content"], feedback["content"]], max(0, room - CHARS_PER_TOKEN))
+    return [*first, {**reply, "content": reply_text}, {**feedback, "content": feedback_text}]

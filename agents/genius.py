@@ -88,7 +88,7 @@ class Genius:
         """The prompt with the newest history entries that fit the model's context (all of them when
         the context is unknown or they fit); the prompt says how many older ones were left out."""
         skeleton = render(prompt, history=[], **common)
-        room = client_room(self.client, skeleton)
+        room = client_room(self.client, skeleton, converse=self.repairs > 0)
         if room is None:
             return render(prompt, history=history, **common)
         empty = _chars(skeleton)

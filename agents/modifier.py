@@ -146,7 +146,8 @@ class Modifier:
         whole, then the plan (cut when it alone would not fit), then the lessons that fit, best first."""
         fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name)
         experiences = list(experiences)[:5]
-        room = client_room(self.client, render(IMPLEMENT, plan="", experiences=[""] if experiences else [], **fixed))
+        room = client_room(self.client, render(IMPLEMENT, plan="", experiences=[""] if experiences else [], **fixed),
+                           converse=self.rounds > 1)
         if room is not None:
             plan = cut_text(plan, room - (NOTE_CHARS if experiences else 0))
             experiences = best_that_fit(experiences, room - len(plan))
@@ -189,7 +190,7 @@ class Modifier:
             return out
         fixed = dict(reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
                      stem=stem.strip(), downsample=down.strip())
-        room = client_room(self.client, render(INTERFACE, error="", **fixed))
+        room = client_room(self.client, render(INTERFACE, error="", **fixed), converse=self.rounds > 1)
         messages = render(INTERFACE, error=built.feedback if room is None else cut_text(built.feedback, room), **fixed)
         fitted = self._converse(messages, lambda text: check_architecture(out.base_text + _extracted(text),
                                                                            self.skeleton, self.dataset),

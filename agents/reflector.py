@@ -155,7 +155,8 @@ class Reflector:
         """One lesson from the LLM, or None when its reply stays unusable after one retry or the
         call fails (the breaker counted it; the outcome is kept without a lesson)."""
         block = (block or "").strip()
-        room = client_room(self.client, render(LESSON, kind=kind, plan="", detail="", block=" " if block else ""))
+        room = client_room(self.client, render(LESSON, kind=kind, plan="", detail="", block=" " if block else ""),
+                           converse=True)
         plan, detail, block = cut_texts([plan, detail, block], room)
         first = messages = render(LESSON, kind=kind, plan=plan, detail=detail, block=block)
         for attempt in (1, 2):
