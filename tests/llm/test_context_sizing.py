@@ -112,3 +112,11 @@ def test_fit_conversation_keeps_the_first_prompt_and_the_latest_round():
                                     + rounds[-1]["content"])
     tight = fit_conversation(SizedClient(700), first, rounds)
     assert estimated_tokens(tight) + 100 <= 700 and MARKER in tight[2]["content"]
+
+
+def test_the_docs_give_the_room_kept_for_a_round():
+    from pathlib import Path
+
+    from nader.agents.context_fit import ROUND_CHARS
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
+    assert f"keeps {ROUND_CHARS:,} characters free" in docs
