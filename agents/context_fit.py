@@ -97,7 +97,8 @@ def fit_conversation(client, first: Sequence[dict], rounds: Sequence[dict]) -> l
     """The messages of a conversation: the first prompt, then `rounds` (reply, then feedback,
     repeated). When they and a reply would not fit the model's context, only the latest reply and
     feedback follow the first prompt, the feedback says how many earlier rounds were left out, and
-    the reply is cut if even that does not fit. Unchanged when the context is unknown."""
+    those two are cut if even that does not fit (a first prompt sized with `converse` leaves them
+    room). Unchanged when the context is unknown."""
     messages = [*first, *rounds]
     context, reply_tokens = client.context_tokens(), client.config.max_tokens
     if not context or len(rounds) < 2 or estimated_tokens(messages) + reply_tokens <= context:
