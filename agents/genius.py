@@ -7,9 +7,12 @@ tried architecture's outcome (a proposal that gave nothing usable shows with the
 prompt is ever sent twice: at temperature 0 the same prompt gets the same unusable reply), the
 block-language check of a reply (`block_check`), and the repair conversation: an unusable reply
 goes back with the reason (`genius_repair.v1`) for at most `repairs` more replies. A reply too
-long to read or one the check raises on is unusable like any other, never a run's failure. The
-search strategy (`nader.search.strategies.genius`) decides when to ask, builds the history from
-the tree and supplies the cell check, which the cell space owns.
+long to read or one the check raises on is unusable like any other, never a run's failure. With
+the model's context known, the prompt keeps the newest tried architectures that fit (saying how
+many older ones were left out) and a repair that would overflow keeps the first prompt and the
+latest reply and reason only (`context_fit`). The search strategy
+(`nader.search.strategies.genius`) decides when to ask, builds the history from the tree and
+supplies the cell check, which the cell space owns.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Callable, List, Optional, Tuple
 from nader.compiler.architecture import check_architecture, check_base_block, split_architecture, with_blocks_of
 from nader.dsl.ops import reference_text
 
+from .context_fit import client_room, fit_conversation, newest_that_fit
 from .llm.jsonreply import reply_too_long
 from .prompts import render
 
@@ -57,15 +61,15 @@ class Genius:
         """One conversation. `history` holds the prompt's entries (id, result, and cell/op_list or
         block); `progress["replies"]` counts the replies as they come, so a call that raises
         midway leaves the count behind."""
-        common = {"dataset": self.dataset, "history": history, "iteration": iteration, "iterations": self.iterations}
+        common = {"dataset": self.dataset, "iteration": iteration, "iterations": self.iterations}
         if cells:
             prompt = CELL_PROMPT
-            messages = render(prompt, **common)
         else:
             prompt = BLOCK_PROMPT
-            messages = render(prompt, reference=reference_text(), skeleton=self.skeleton, **common)
+            common.update(reference=reference_text(), skeleton=self.skeleton)
+        first = messages = self._fitted(prompt, history, common)
         progress = {} if progress is None else progress
-        text, feedback, replies = None, "", 0
+        text, feedback, replies, rounds = None, "", 0, []
         for round_ in range(self.repairs + 1):
             reply = self.client.chat_sync(messages, role=ROLE, arch_id=arch_id,
                                           prompt=prompt if round_ == 0 else REPAIR_PROMPT, temperature=0)
@@ -75,9 +79,24 @@ class Genius:
             if text is not None:
                 break
             if round_ < self.repairs:
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=self.repairs)[-1:]]
+                rounds += [{"role": "assistant", "content": reply.text},
+                           *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=self.repairs)[-1:]]
+                messages = fit_conversation(self.client, first, rounds)
         return Answer(text, replies, feedback)
+
+    def _fitted(self, prompt: str, history: List[dict], common: dict) -> list[dict]:
+        """The prompt with the newest history entries that fit the model's context (all of them when
+        the context is unknown or they fit); the prompt says how many older ones were left out."""
+        skeleton = render(prompt, history=[], **common)
+        room = client_room(self.client, skeleton, converse=self.repairs > 0)
+        if room is None:
+            return render(prompt, history=history, **common)
+        empty = _chars(skeleton)
+        sizes = [_chars(render(prompt, history=[h], **common)) - empty + 4 for h in history]  # + the index
+        if sum(sizes) <= room:
+            return render(prompt, history=history, **common)
+        kept = newest_that_fit(sizes, room)
+        return render(prompt, history=history[len(history) - kept:], left_out=len(history) - kept, **common)
 
     def block_check(self, root_text: str) -> ReplyCheck:
         """The block language's check: the reply's base block verifies, and with the root's stem and
@@ -91,6 +110,10 @@ class Genius:
             return (text, "") if built.ok else (None, built.feedback)
 
         return check
+
+
+def _chars(messages: List[dict]) -> int:
+    return sum(len(m["content"]) for m in messages)
 
 
 def checked(check: ReplyCheck, reply: str) -> Tuple[Optional[str], str]:

@@ -20,6 +20,11 @@ Every request carries the block grammar (`nadc grammar --format gbnf`); the clie
 where the model's profile names the server's grammar field (`grammar = "llama.cpp" | "vllm"`), and
 then the reply is a bare block file, which extraction takes as it takes a fenced one.
 
+With the model's context known (the profile's `context`) every request fits it with the reply's
+`max_tokens`: the reference and the blocks are sent whole, a long plan or error is cut, lessons
+that do not fit are left out, and a repair round that would overflow keeps the first prompt and
+the latest reply and feedback only (`context_fit`); each text says what it left out.
+
 The result says whether the first reply verified, how many rounds it took, and the tokens.
 """
 from __future__ import annotations
@@ -36,6 +41,7 @@ from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
 from nader.dsl.parser import parse
 
+from .context_fit import NOTE_CHARS, best_that_fit, client_room, cut_text, fit_conversation
 from .llm.jsonreply import reply_too_long
 from .prompts import render
 
@@ -118,9 +124,10 @@ class Modifier:
     def language_reference() -> str:
         return reference_text()
 
-    def _converse(self, messages: list[dict], check: Callable[[str], Check], *, prompt: str,
+    def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
                   arch_id: Optional[str], attempts: List[Attempt]) -> Optional[Check]:
         """Ask, check, and send the diagnostics back until a reply passes or the rounds run out."""
+        messages, rounds = first, []
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
                                           prompt=prompt if round_ == 1 else REPAIR, grammar=block_grammar())
@@ -129,17 +136,29 @@ class Modifier:
             if result.ok:
                 return result
             if round_ < self.rounds:
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render(REPAIR, feedback=result.feedback, round=round_, rounds=self.rounds - 1)[-1:]]
+                rounds += [{"role": "assistant", "content": reply.text},
+                           *render(REPAIR, feedback=result.feedback, round=round_, rounds=self.rounds - 1)[-1:]]
+                messages = fit_conversation(self.client, first, rounds)
         return None
+
+    def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str) -> list[dict]:
+        """`modifier_implement.v1` sized to the model's context: the reference and the parent block
+        whole, then the plan (cut when it alone would not fit), then the lessons that fit, best first."""
+        fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name)
+        experiences = list(experiences)[:5]
+        room = client_room(self.client, render(IMPLEMENT, plan="", experiences=[""] if experiences else [], **fixed),
+                           converse=self.rounds > 1)
+        if room is not None:
+            plan = cut_text(plan, room - (NOTE_CHARS if experiences else 0))
+            experiences = best_that_fit(experiences, room - len(plan))
+        return render(IMPLEMENT, plan=plan, experiences=experiences, **fixed)
 
     def write_block(self, block_text: str, plan: str, experiences: List[str] = (), *,
                     arch_id: Optional[str] = None, reject_unchanged: bool = True) -> Modification:
         """The parent's base block rewritten to follow the plan (verified as a base block)."""
         parent = parse(block_text).program.blocks[0]
         parent_hash = canonical_hash(parent) if reject_unchanged else None
-        messages = render(IMPLEMENT, reference=self.language_reference(), block=block_text.strip(), plan=plan,
-                          experiences=list(experiences)[:5], block_name=parent.name)
+        messages = self._implement_prompt(block_text, plan, experiences, parent.name)
         out = Modification(False)
         result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
                                 arch_id=arch_id, attempts=out.attempts)
@@ -169,8 +188,10 @@ class Modifier:
         if built.ok:
             out.arch_text = candidate
             return out
-        messages = render(INTERFACE, reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
-                          stem=stem.strip(), downsample=down.strip(), error=built.feedback)
+        fixed = dict(reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
+                     stem=stem.strip(), downsample=down.strip())
+        room = client_room(self.client, render(INTERFACE, error="", **fixed), converse=self.rounds > 1)
+        messages = render(INTERFACE, error=built.feedback if room is None else cut_text(built.feedback, room), **fixed)
         fitted = self._converse(messages, lambda text: check_architecture(out.base_text + _extracted(text),
                                                                            self.skeleton, self.dataset),
                                 prompt=INTERFACE, arch_id=arch_id, attempts=out.interface_attempts)

@@ -17,7 +17,7 @@ from typing import Iterable, List, Optional
 
 from nader.dsl.parser import parse
 
-from .context_fit import client_room, latest_that_fit
+from .context_fit import client_room, fit_conversation, latest_that_fit
 from .llm.jsonreply import ReplyFormatError, parse_json_object
 from .prompts import render
 
@@ -99,8 +99,9 @@ class Proposer:
         shown = [{"n": i + 1, "text": idea.text} for i, idea in enumerate(ideas)]
         numbers = [s["n"] for s in shown]
         rank = self.rank and len(ideas) > 1
-        room = client_room(self.client, render(PROMPT, block=block_text.strip(), history=[], ideas=shown, rank=rank))
-        messages = render(PROMPT, block=block_text.strip(), history=latest_that_fit(list(history), room), ideas=shown,
+        room = client_room(self.client, render(PROMPT, block=block_text.strip(), history=[], ideas=shown, rank=rank),
+                           converse=True)
+        first = messages = render(PROMPT, block=block_text.strip(), history=latest_that_fit(list(history), room), ideas=shown,
                           rank=rank)
         tokens = [0, 0]
         for attempt in (1, 2):
@@ -116,7 +117,7 @@ class Proposer:
                     # The retrieval stands on its own: apply the first candidate as the plan.
                     n, plan, ranking = numbers[0], ideas[0].text, []
                     break
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render("reply_retry.v1", error=str(exc))[-1:]]
+                messages = fit_conversation(self.client, first, [{"role": "assistant", "content": reply.text},
+                                                                 *render("reply_retry.v1", error=str(exc))[-1:]])
         chosen = ideas[n - 1]
         return Plan(chosen.id, chosen.text, plan, [ideas[k - 1].id for k in ranking], tokens[0], tokens[1])

@@ -12,7 +12,8 @@ Records (table `experiences` in the run's `RUN/runs.sqlite`, created on first us
 Each record is keyed by the embedding of its plan (the knowledge base's embedder, so lessons
 and ideas live in one vector space); `retrieve(plan)` returns the lessons of the 5 records whose
 plans are most similar. After each outcome the `reflector_lesson.v1` prompt writes the lesson,
-a tip of at most 50 words (longer replies are cut at 50 words).
+a tip of at most 50 words (longer replies are cut at 50 words). With the model's context known,
+the plan, the detail and the block are cut together to fit it, each text saying where it was cut.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from .context_fit import client_room, cut_texts, fit_conversation
 from .llm.errors import CallFailed, RequestRejected
 from .llm.jsonreply import ReplyFormatError, parse_json_object
 from .prompts import render
@@ -152,7 +154,11 @@ class Reflector:
     def lesson(self, kind: str, plan: str, detail: str, block: Optional[str] = None, *, arch_id=None) -> Optional[str]:
         """One lesson from the LLM, or None when its reply stays unusable after one retry or the
         call fails (the breaker counted it; the outcome is kept without a lesson)."""
-        messages = render(LESSON, kind=kind, plan=plan, detail=detail, block=(block or "").strip())
+        block = (block or "").strip()
+        room = client_room(self.client, render(LESSON, kind=kind, plan="", detail="", block=" " if block else ""),
+                           converse=True)
+        plan, detail, block = cut_texts([plan, detail, block], room)
+        first = messages = render(LESSON, kind=kind, plan=plan, detail=detail, block=block)
         for attempt in (1, 2):
             try:
                 reply = self.client.chat_sync(messages, role="reflector", prompt=LESSON, json=True,
@@ -168,8 +174,8 @@ class Reflector:
                 self.client.reject(reply, str(exc))
                 if attempt == 2:
                     return None
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render("reply_retry.v1", error=str(exc))[-1:]]
+                messages = fit_conversation(self.client, first, [{"role": "assistant", "content": reply.text},
+                                                                 *render("reply_retry.v1", error=str(exc))[-1:]])
         return None
 
     def record(self, kind: str, plan: str, detail: str, *, block: Optional[str] = None, arch_id=None,

@@ -18,7 +18,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
-from ..context_fit import client_room, cut_text
+from ..context_fit import client_room, cut_text, fit_conversation
 from ..llm import CallFailed, LLMClient, ReplayMiss, RequestRejected, RunStopped
 from ..llm.jsonreply import ReplyFormatError, parse_json_object
 from ..prompts import render
@@ -120,7 +120,7 @@ class Reader:
         self.max_ideas = max_ideas
 
     async def _ask(self, prompt: str, variables: dict, check: Callable[[dict], Any], paper_id: str):
-        messages = render(prompt, **variables)
+        first = messages = render(prompt, **variables)
         role = "reader." + prompt.split("_", 1)[1].split(".")[0]
         for attempt in (1, 2):
             reply = await self.client.chat(messages, role=role, prompt=prompt, json=True, arch_id=None)
@@ -130,13 +130,13 @@ class Reader:
                 self.client.reject(reply, str(exc))
                 if attempt == 2:
                     raise StepFailed(f"{prompt}: the reply stayed unusable after one retry: {exc}") from None
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            *render("reply_retry.v1", error=str(exc))[-1:]]
+                messages = fit_conversation(self.client, first, [{"role": "assistant", "content": reply.text},
+                                                                 *render("reply_retry.v1", error=str(exc))[-1:]])
 
     def _extract_variables(self, paper: Paper) -> dict:
         """The extraction prompt's variables, the method section cut to fit the model's context."""
         variables = {"title": paper.title, "method": "", "tree": self.tree, "max_ideas": self.max_ideas}
-        room = client_room(self.client, render("reader_extract.v1", **variables))
+        room = client_room(self.client, render("reader_extract.v1", **variables), converse=True)
         method = paper.method[:self.max_method_chars]
         variables["method"] = method if room is None else cut_text(method, room)
         return variables

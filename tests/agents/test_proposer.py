@@ -109,3 +109,17 @@ def test_a_long_history_keeps_its_latest_entries_within_the_context(server, tmp_
             assert estimated_tokens(body["messages"]) + body["max_tokens"] <= context
         else:
             assert all(h in prompt for h in history) and "left out" not in prompt
+
+
+def test_the_retry_after_an_unusable_reply_fits_the_context_too(server, tmp_path, kb):
+    from nader.agents.context_fit import estimated_tokens
+    from nader.agents.llm.profiles import ModelProfile
+    history = [f"change {i:03d}: " + "widen the second convolution and gate it " * 2 for i in range(300)]
+    server.chat_script = [reply("Let me think about it. " * 900), reply(json.dumps({"idea": 1, "plan": "gate it"}))]
+    client = make_client(server, tmp_path, profiles=(ModelProfile("local-model", context=8192),))
+    plan = Proposer(client, kb, candidates=2).propose(BASE, history=history, rng=random.Random(0))
+    client.close()
+    first, retry = server.chat_requests
+    assert plan.plan == "gate it" and retry["messages"][:len(first["messages"])] == first["messages"]
+    assert "cut to fit the model's context" in retry["messages"][-2]["content"]  # the long reply sent back cut
+    assert all(estimated_tokens(b["messages"]) + b["max_tokens"] <= 8192 for b in (first, retry))

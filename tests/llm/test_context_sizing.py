@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
-from nader.agents.context_fit import cut_text, estimated_tokens, latest_that_fit, room_chars
+from nader.agents.context_fit import (best_that_fit, cut_text, cut_texts, estimated_tokens, fit_conversation,
+                                       latest_that_fit, room_chars)
 from nader.agents.llm.profiles import ModelProfile
 from nader.agents.reader.papers import paper_from_text
 from nader.agents.reader.reader import MAX_METHOD_CHARS, Reader
@@ -73,3 +74,49 @@ def test_latest_that_fit_keeps_the_newest_entries_and_says_how_many_went():
     assert latest_that_fit(items, 10_000) == items
     kept = latest_that_fit(items, 80 + 3 * 18)
     assert kept == ["(7 earlier entries left out to fit the model's context)", *items[7:]]
+
+
+def test_best_that_fit_keeps_the_first_entries_and_says_how_many_went():
+    items = [f"lesson number {i}" for i in range(10)]  # 15 characters, 19 counted
+    assert best_that_fit(items, None) == items and best_that_fit([], 0) == []
+    assert best_that_fit(items, 80 + 2 * 19) == [*items[:2], "(8 more left out to fit the model's context)"]
+
+
+def test_cut_texts_share_the_room_and_a_short_text_stays_whole():
+    short, long_a, long_b = "s" * 50, "a" * 5000, "b" * 3000
+    cut = cut_texts([short, long_a, long_b], 1050)
+    assert cut[0] == short and sum(map(len, cut)) <= 1050
+    assert MARKER in cut[1] and MARKER in cut[2] and abs(len(cut[1]) - len(cut[2])) <= 1
+    assert cut_texts([long_a], None) == [long_a]
+
+
+class SizedClient:
+    def __init__(self, context, max_tokens=100):
+        self.context, self.config = context, type("Config", (), {"max_tokens": max_tokens})()
+
+    def context_tokens(self):
+        return self.context
+
+
+def test_fit_conversation_keeps_the_first_prompt_and_the_latest_round():
+    first = [{"role": "system", "content": "s" * 300}, {"role": "user", "content": "u" * 600}]
+    rounds = []
+    for i in range(4):
+        rounds += [{"role": "assistant", "content": f"reply {i} " + "r" * 600},
+                   {"role": "user", "content": f"feedback {i} " + "f" * 300}]
+    assert fit_conversation(SizedClient(None), first, rounds) == [*first, *rounds]
+    assert fit_conversation(SizedClient(10_000), first, rounds) == [*first, *rounds]
+    fitted = fit_conversation(SizedClient(1000), first, rounds)
+    assert fitted[:2] == first and fitted[2] == rounds[-2] and len(fitted) == 4
+    assert fitted[3]["content"] == ("(3 earlier rounds of replies and feedback left out to fit the model's context)\n"
+                                    + rounds[-1]["content"])
+    tight = fit_conversation(SizedClient(700), first, rounds)
+    assert estimated_tokens(tight) + 100 <= 700 and MARKER in tight[2]["content"]
+
+
+def test_the_docs_give_the_room_kept_for_a_round():
+    from pathlib import Path
+
+    from nader.agents.context_fit import ROUND_CHARS
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "llm.md").read_text(encoding="utf-8")
+    assert f"keeps {ROUND_CHARS:,} characters free" in docs
