@@ -7,6 +7,8 @@ import asyncio
 import json
 import logging
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 
 import pytest
@@ -152,3 +154,19 @@ def test_names_as_servers_list_them(model, listed, expected):
 ])
 def test_reply_names_that_are_another_model(asked, answered, other):
     assert answered_as_other(asked, answered) is other
+
+
+def test_a_command_prints_the_warning_once_on_stderr(server, tmp_path):
+    """In a process of its own: where no logging is set up, the warning reaches stderr."""
+    from test_kb_endpoint_cli import POOL
+
+    pool = tmp_path / "pool.json"
+    pool.write_text(json.dumps(POOL))
+    argv = ["kb", "import", str(pool), "--kb", str(tmp_path / "kb"), "--llm-base-url", server.base_url,
+            "--embedding-model", "embedder"]
+    done = subprocess.run([sys.executable, "-c", "import sys; from nader.cli import main; sys.exit(main())", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    printed = [line for line in done.stderr.splitlines() if "not among the models the server lists" in line]
+    assert printed == ["warning: model 'embedder' is not among the models the server lists (local-model); profiles"
+                       " and prices are chosen by the name you give: pass --embedding-model local-model"]
