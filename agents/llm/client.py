@@ -133,7 +133,7 @@ class LLMClient:
                 self._merged.update(record.get_meta_dict(SYSTEM_MERGE_META))
         self._merge_lock = threading.Lock()
         self._observers: list = list(_NEW_CLIENT_OBSERVERS)
-        self._names = ModelNames(self._transport, config.request_timeout, store)
+        self._names = ModelNames(self._transport, config.request_timeout, store, replay)
         if store is not None:
             store.set_meta("llm_config", canonical_json(describe_config(config)))
             if self._merged:

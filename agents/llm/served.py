@@ -72,7 +72,8 @@ class ModelNames:
     each model's name against it and each reply's name against the one asked; a finding is
     warned about once per model in this session and kept in the run's record."""
 
-    def __init__(self, transport: Optional[OpenAITransport], timeout: float, store: Optional[CallStore]):
+    def __init__(self, transport: Optional[OpenAITransport], timeout: float, store: Optional[CallStore],
+                 replay: Optional[CallStore] = None):
         self._transport = transport
         self._timeout = min(timeout, LIST_TIMEOUT)
         self._store = store
@@ -81,8 +82,13 @@ class ModelNames:
         self._lock = threading.Lock()
         self._loop_locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = \
             weakref.WeakKeyDictionary()
-        # what earlier sessions of the run found: a resumed run keeps it
-        self.findings: dict[str, dict] = store.get_meta_dict(MODEL_NAME_META) if store is not None else {}
+        # What the replayed run and earlier sessions of this one found: kept in this run's record.
+        self.findings: dict[str, dict] = {}
+        for record in (replay, store):
+            if record is not None:
+                self.findings.update(record.get_meta_dict(MODEL_NAME_META))
+        if store is not None and self.findings:
+            store.set_meta(MODEL_NAME_META, canonical_json(self.findings))
         self._warned: set[str] = set()
 
     async def check_listed(self, model: str, kind: str) -> None:

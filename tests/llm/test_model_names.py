@@ -103,6 +103,7 @@ def test_record_and_replay_never_list_the_models(tmp_path, caplog):
     assert listings == 1 and calls == 1
     assert warnings(caplog) == []
     assert "gemma-3-270mm" in meta(recorded)  # the resumed session kept what the first one found
+    assert meta(replayed) == meta(recorded)   # and a replay carries it into its own record
 
 
 def test_a_reply_under_another_name_is_warned_about_once(tmp_path, caplog):
