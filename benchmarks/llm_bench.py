@@ -80,7 +80,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--per-round", type=int, default=20)
     args = parser.parse_args(argv)
-    with LoopbackServer(responder=lambda body: reply('{"block": "ok"}', usage=(120, 8))) as server:
+    with LoopbackServer(responder=lambda body: reply('{"block": "ok"}', usage=(120, 8)),
+                        models=[{"id": "bench"}]) as server:  # the name the client asks for, listed
         medians = asyncio.run(bench(server, args.rounds, args.per_round))
         cold = cold_first_call(server)
     overhead = medians["client"] - medians["raw"]

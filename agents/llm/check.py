@@ -18,6 +18,7 @@ from typing import Any, Optional
 from .config import LLMConfig
 from .errors import LLMConfigError, LLMError, RequestRejected
 from .profiles import ModelProfile, match_profile, system_tokens_at_least
+from .served import is_listed, not_listed_message, served_form
 from .transport import OpenAITransport, Transient
 
 GENERATE = 32  # completion tokens per timed request
@@ -130,10 +131,8 @@ class _Checker:
             raise LLMConfigError("no model configured and the server lists none: pass --llm-model")
         report = CheckReport(self.config.base_url, model, [e["id"] for e in entries], note)
         report.context_length = _context_length(entries, model)
-        if report.listed and model not in report.listed:
-            report.degradations.append(
-                f"model {model!r} is not among the models the server lists ({', '.join(report.listed[:5])}):"
-                " a single-model server answers under any name, so check that this is the model you mean")
+        if report.listed and not is_listed(model, report.listed):
+            report.degradations.append(not_listed_message(model, report.listed))
         self.model = model
         await self._token_param(report)
         await self._system(report)
@@ -145,16 +144,13 @@ class _Checker:
 
     async def _models(self) -> tuple[list[dict], str]:
         try:
-            body = await self.transport.get_json("models", self.timeout)
+            entries = await self.transport.list_models(self.timeout)
         except Transient as exc:
             if str(exc).startswith(("connection failed", "no reply within")):
                 raise Unreachable(f"{self.config.base_url}: {exc}") from None
             return [], f"GET /models failed: {exc}"
         except RequestRejected as exc:
             return [], f"GET /models failed: {exc}"
-        data = body.get("data") if isinstance(body, dict) else None
-        data = data if isinstance(data, list) else []
-        entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)]
         return entries, "" if entries else "GET /models listed no model"
 
     async def _ask(self, messages: list[dict], params: dict) -> tuple[float, Any]:
@@ -291,7 +287,8 @@ def _too_slow(probe: Probe, base: Probe) -> bool:
 
 
 def _context_length(entries: list[dict], model: str) -> Optional[int]:
-    entry = next((e for e in entries if e["id"] == model), entries[0] if len(entries) == 1 else None)
+    entry = next((e for e in entries if served_form(e["id"]) == served_form(model)),
+                 entries[0] if len(entries) == 1 else None)
     if entry is None:
         return None
     places = [entry, entry.get("meta") if isinstance(entry.get("meta"), dict) else {}]

@@ -14,7 +14,8 @@ with jittered exponential back-off, the circuit breaker, the caps). Every call i
 A server that silently drops the system message (a chat template without a system role) is
 noticed from its usage: fewer prompt tokens than the system text alone must take. The client
 then warns once, asks again with the system text merged into the first user message, and does
-so for the rest of the run (recorded in the run's `meta` table as `system_merge`).
+so for the rest of the run (recorded in the run's `meta` table as `system_merge`). A model name
+the server does not list, or a reply under another name, is warned about once (served.py).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from .errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected
 from .prices import find_price
 from .profiles import match_profile, merge_system, request_params, system_tokens_at_least
 from .record import CallStore, canonical_json, decode_vectors, encode_vectors, request_key
+from .served import ModelNames
 from .transport import OpenAITransport, Transient
 
 EMBED_BATCH = 128  # inputs per embeddings request
@@ -128,9 +130,10 @@ class LLMClient:
         self._merged: dict[str, dict] = {}
         for record in (replay, store):
             if record is not None:
-                self._merged.update(_read_merged(record))
+                self._merged.update(record.get_meta_dict(SYSTEM_MERGE_META))
         self._merge_lock = threading.Lock()
         self._observers: list = list(_NEW_CLIENT_OBSERVERS)
+        self._names = ModelNames(self._transport, config.request_timeout, store, replay)
         if store is not None:
             store.set_meta("llm_config", canonical_json(describe_config(config)))
             if self._merged:
@@ -195,6 +198,7 @@ class LLMClient:
 
         async def attempt(timeout: float):
             raw = await self._transport.chat(model, messages, params, timeout)
+            self._names.check_reply(model, raw.model, "chat")
             usage_reported[0] = raw.prompt_tokens is not None
             reply = {"text": raw.text, "finish_reason": raw.finish_reason}
             prompt_tokens = raw.prompt_tokens if raw.prompt_tokens is not None else prompt_estimate
@@ -241,6 +245,11 @@ class LLMClient:
         return match_profile(model, self._profiles).context if model else None
 
     @property
+    def model_name_findings(self) -> dict[str, dict]:
+        """Models the server does not list or answered under another name, with the warning."""
+        return dict(self._names.findings)
+
+    @property
     def system_merged(self) -> dict[str, dict]:
         """Models switched to system=merge in this run, with why (what the run records)."""
         return dict(self._merged)
@@ -279,7 +288,8 @@ class LLMClient:
         prompt_estimate = sum(estimate_tokens(t) for t in texts)
 
         async def attempt(timeout: float):
-            vectors, prompt_tokens = await self._transport.embed(model, texts, timeout)
+            vectors, prompt_tokens, answered_as = await self._transport.embed(model, texts, timeout)
+            self._names.check_reply(model, answered_as, "embed")
             return encode_vectors(vectors), (prompt_tokens if prompt_tokens is not None else prompt_estimate), 0
 
         reply, _ = await self._call(request, role, arch_id, None, attempt, worst_tokens=(prompt_estimate, 0))
@@ -313,6 +323,7 @@ class LLMClient:
         if answered is not None:
             return answered
         self._breaker.check()
+        await self._names.check_listed(request["model"], request["kind"])  # once per model: GET /models
         async with self._semaphore():
             self._breaker.check()  # it may have opened while this call waited for a slot
             return await self._from_endpoint(common, attempt, worst_tokens)
@@ -460,14 +471,6 @@ class LLMClient:
         for record in (self.store, self.replay):
             if record is not None:
                 record.close()
-
-
-def _read_merged(record: CallStore) -> dict:
-    try:
-        value = jsonlib.loads(record.get_meta(SYSTEM_MERGE_META) or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _differences(a: dict, b: dict, path: str = "") -> list[str]:

@@ -130,6 +130,14 @@ class CallStore:
                 return None
         return None if row is None else row[0]
 
+    def get_meta_dict(self, key: str) -> dict:
+        """A meta value written as a JSON object: {} where absent or unreadable."""
+        try:
+            value = json.loads(self.get_meta(key) or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
     def reject(self, call_id: int, reason: str) -> None:
         """Mark a reply its caller could not use (a malformed JSON reply), with the reason."""
         with self._lock:

@@ -34,6 +34,7 @@ class RawReply:
     finish_reason: Optional[str]
     prompt_tokens: Optional[int]
     completion_tokens: Optional[int]
+    model: Optional[str] = None     # the name the server answered under, where it says
 
 
 def _retry_after(exc) -> Optional[float]:
@@ -42,6 +43,10 @@ def _retry_after(exc) -> Optional[float]:
         return max(0.0, float(value)) if value is not None else None
     except (AttributeError, TypeError, ValueError):
         return None
+
+
+def _name(value) -> Optional[str]:
+    return value[:200] if isinstance(value, str) and value else None  # a server's text: bounded
 
 
 def _brief(exc: BaseException) -> str:
@@ -87,7 +92,8 @@ class OpenAITransport:
             raise RequestRejected(f"the model refused: {_brief(message.refusal)}")
         usage = getattr(reply, "usage", None)
         return RawReply(text or "", getattr(choices[0], "finish_reason", None),
-                        getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
+                        getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
+                        _name(getattr(reply, "model", None)))
 
     async def get_json(self, path: str, timeout: float):
         """The parsed JSON body of a GET under the base URL (`models`: what `llm check` reads)."""
@@ -96,6 +102,14 @@ class OpenAITransport:
         async def fetch():
             return await client.get(path, cast_to=object, options={"timeout": timeout})
         return await self._attempt(fetch, timeout)
+
+    async def list_models(self, timeout: float) -> list[dict]:
+        """The entries of GET /models that name a model (`id`), in the server's order (what `llm
+        check` reports and the client compares its model names with)."""
+        body = await self.get_json("models", timeout)
+        data = body.get("data") if isinstance(body, dict) else None
+        data = data if isinstance(data, list) else []
+        return [e for e in data if isinstance(e, dict) and isinstance(e.get("id"), str)]
 
     async def chat_streamed(self, model: str, messages: list[dict], params: dict,
                             timeout: float) -> tuple[Optional[float], RawReply]:
@@ -121,7 +135,9 @@ class OpenAITransport:
         reply = await self._attempt(stream, timeout)
         return (first[0] if first else None), reply
 
-    async def embed(self, model: str, texts: list[str], timeout: float) -> tuple[list[list[float]], Optional[int]]:
+    async def embed(self, model: str, texts: list[str],
+                    timeout: float) -> tuple[list[list[float]], Optional[int], Optional[str]]:
+        """The vectors, the prompt tokens and the model name the server answered under, where it says."""
         client = self._client()
 
         async def create():
@@ -136,7 +152,8 @@ class OpenAITransport:
             raise Transient("malformed reply: embeddings are not lists of numbers") from None
         if len({len(v) for v in vectors}) > 1:
             raise Transient("malformed reply: embeddings of different lengths")
-        return vectors, getattr(getattr(reply, "usage", None), "prompt_tokens", None)
+        prompt_tokens = getattr(getattr(reply, "usage", None), "prompt_tokens", None)
+        return vectors, prompt_tokens, _name(getattr(reply, "model", None))
 
     async def _attempt(self, create, timeout: float):
         import openai

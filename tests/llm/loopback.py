@@ -1,7 +1,8 @@
 """A loopback test double of an OpenAI-compatible server (tests only; never part of the product).
 
 `LoopbackServer` listens on 127.0.0.1 on a free port and speaks `POST /v1/chat/completions`,
-`POST /v1/embeddings` and `GET /v1/models` (the list `models`; None: 404). Each request takes
+`POST /v1/embeddings` and `GET /v1/models` (the list `models`; None: 404; `models_status`: that
+HTTP error instead). Replies name the requested model, or `answer_as` where set. Each request takes
 the next scripted action of its endpoint; when the script is used up, `responder(body)` (chat) or deterministic vectors (embeddings) answer.
 Actions inject failures: an HTTP status (429 with Retry-After, 500...), a slow reply, a hung
 connection (no reply until the server closes), a reply trickled a byte at a time, a malformed
@@ -84,6 +85,8 @@ class LoopbackServer:
     dim: int = 8
     usage: str = "full"             # full | no_system | none
     models: Optional[list] = field(default_factory=lambda: [{"id": "local-model", "object": "model"}])
+    models_status: Optional[int] = None
+    answer_as: Optional[str] = None  # the model name replies carry (None: the one asked)
 
     def __post_init__(self):
         self._lock = threading.Lock()
@@ -102,6 +105,8 @@ class LoopbackServer:
             def do_GET(self):
                 with server._lock:
                     server.requests.append((self.path, None))
+                if self.path.endswith("/models") and server.models_status is not None:
+                    return _send(self, server.models_status, json.dumps({"error": {"message": "scripted"}}).encode())
                 if self.path.endswith("/models") and server.models is not None:
                     return _send(self, 200, json.dumps({"object": "list", "data": server.models}).encode())
                 _send(self, 404, json.dumps({"error": {"message": "not found"}}).encode())
@@ -148,6 +153,16 @@ class LoopbackServer:
         self.close()
 
     @property
+    def model_listings(self) -> int:
+        """How many times GET /models was asked."""
+        return sum(1 for p, b in self.requests if b is None and p.endswith("/models"))
+
+    @property
+    def calls(self) -> list:
+        """The requests that are LLM calls (everything but GET /models)."""
+        return [(p, b) for p, b in self.requests if b is not None]
+
+    @property
     def chat_requests(self) -> list[dict]:
         return [b for p, b in self.requests if p.endswith("/chat/completions")]
 
@@ -179,7 +194,7 @@ class LoopbackServer:
         if action.vectors is not None:
             data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(action.vectors)]
             tokens = sum(len(t.split()) for t in _inputs(body))
-            payload = {"object": "list", "data": data, "model": body.get("model"),
+            payload = {"object": "list", "data": data, "model": self.answer_as or body.get("model"),
                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
             return _send(handler, 200, json.dumps(payload).encode())
         if body.get("stream"):
@@ -208,7 +223,7 @@ class LoopbackServer:
             sum(len(str(m.get("content", ""))) // 4 + 1 for m in counted), len(action.text) // 4 + 1)
         payload = {
             "id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model"),
+            "model": self.answer_as or body.get("model"),
             "choices": [{"index": 0, "finish_reason": action.finish_reason,
                          "message": {"role": "assistant", "content": action.text}}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

@@ -371,5 +371,5 @@ def test_guard_catches_a_call_that_would_leave_the_machine(no_outside_network):
     with closing(LLMClient.from_config(config)) as client:
         with pytest.raises(CallFailed):
             client.chat_sync(user("hi"))
-    assert no_outside_network == [("192.0.2.1", 80)]
+    assert no_outside_network == [("192.0.2.1", 80)] * 2  # GET /models (the model name check), then the call
     no_outside_network.clear()  # expected here; every other test must end with none

@@ -102,7 +102,7 @@ def test_read_prints_a_plain_line_per_call_and_a_final_line(server, tmp_path):
     assert done.exit_code == 0, done.output
     lines = done.stderr.splitlines()
     calls = [LINE.match(line) for line in lines if line.startswith("llm call=")]
-    assert len(calls) == len(server.requests) == 5  # 4 chat, 1 embeddings
+    assert len(calls) == len(server.calls) == 5  # 4 chat, 1 embeddings
     assert all(m is not None and m.group(7) == "2" for m in calls)
     roles = [m.group(2) for m in calls]
     assert "embed" in roles and all(r.startswith("reader") for r in roles if r != "embed")
@@ -116,7 +116,7 @@ def test_bench_nad_interrupted_resumes_without_asking_again(server, tmp_path, mo
     settings = ["--setting", "no-experience", "--setting", "no-feedback-no-experience", "--format", "json"]
     whole = bench(server, tmp_path / "whole", *settings)
     assert whole.exit_code == 0, whole.output
-    uninterrupted = len(server.requests)
+    uninterrupted = len(server.calls)
 
     real_score, scored = nad.score, []
 
@@ -130,14 +130,14 @@ def test_bench_nad_interrupted_resumes_without_asking_again(server, tmp_path, mo
     stopped = bench(server, tmp_path / "run", *settings)
     assert stopped.exit_code == 130 and "resume" in stopped.stderr
     monkeypatch.setattr(nad, "score", real_score)
-    first_session = len(server.requests) - uninterrupted
+    first_session = len(server.calls) - uninterrupted
     assert 0 < first_session < uninterrupted
     rows = [json.loads(line) for line in (tmp_path / "run" / "bench-nad.jsonl").read_text().splitlines()]
     assert [r["setting"] for r in rows] == ["no-experience"] * 4 + ["no-feedback-no-experience"] * 2
 
     resumed = bench(server, tmp_path / "run", *settings)
     assert resumed.exit_code == 0, resumed.output
-    assert len(server.requests) - uninterrupted == uninterrupted  # no request asked twice
+    assert len(server.calls) - uninterrupted == uninterrupted  # no request asked twice
     assert json.loads(resumed.stdout) == json.loads(whole.stdout)
     assert "done=6/8" in resumed.stderr.splitlines()[0]  # the six read back count as done
 
@@ -166,7 +166,7 @@ def test_kb_import_through_an_endpoint_prints_a_line_per_embeddings_call(server,
                                      server.base_url, "--embedding-model", "embedder"], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     calls = [LINE.match(line) for line in done.stderr.splitlines() if line.startswith("llm call=")]
-    assert len(calls) == len(server.requests) == 1
+    assert len(calls) == len(server.calls) == 1
     words = sum(len(item["inspiration"].split()) for item in POOL)  # the loopback server's token count
     assert (calls[0].group(4), calls[0].group(5), calls[0].group(7)) == (str(words), "0", str(len(POOL)))
     assert done.stderr.splitlines()[-1].startswith("llm done calls=1 ")
