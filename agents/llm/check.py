@@ -40,6 +40,9 @@ CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_contex
 # request at least (so that the jitter of a fast server decides nothing), is not worth it.
 SLOWER, SLOWER_BY_S = 3.0, 0.25
 REPLY_TOKENS = 256  # a typical agent reply: what a per-token slowdown costs is judged at this length
+# A full reply (max_tokens at the measured speed) must take at most this share of the request
+# timeout: the rest is for reading the prompt and for a busy moment.
+TIMEOUT_SHARE = 0.75
 
 
 class Unreachable(LLMError):
@@ -139,7 +142,7 @@ class _Checker:
         await self._json_modes(report)
         await self._grammar(report)
         await self._stream(report)
-        report.profile = _recommend(report, match_profile(model, self.config.profiles))
+        report.profile = _recommend(report, match_profile(model, self.config.profiles), self.config)
         return report
 
     async def _models(self) -> tuple[list[dict], str]:
@@ -256,7 +259,7 @@ class _Checker:
             report.stream_note = "no usage in the stream (tokens estimated from the text)"
 
 
-def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
+def _recommend(report: CheckReport, current: ModelProfile, config: LLMConfig) -> ModelProfile:
     """The profile for the model: the current one's temperature and reasoning settings, the rest
     from the measurements."""
     base = report.json_modes["none"]
@@ -271,10 +274,38 @@ def _recommend(report: CheckReport, current: ModelProfile) -> ModelProfile:
                    "none")
     system = "merge" if report.system == "dropped" else ("native" if report.system == "native" else current.system)
     pattern = re.sub(r"([*?\[])", r"[\1]", report.model)  # the model's name alone, glob characters escaped
+    modes = [report.json_modes.get(json), report.grammar.get(next(
+        (name for name, mode in GRAMMAR_PROFILE.items() if mode == grammar), ""))]
+    slowdown = max([1.0, *(p.relative_to(base) or 1.0 for p in modes if p is not None)])
     return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
                         json=json, system=system, grammar=grammar,
-                        context=report.context_length or current.context)
+                        context=report.context_length or current.context,
+                        max_tokens=_reply_cap(report, config, slowdown) or current.max_tokens)
+
+
+def _reply_cap(report: CheckReport, config: LLMConfig, slowdown: float) -> Optional[int]:
+    """The most completion tokens (a multiple of 256) a reply can have and still finish within
+    TIMEOUT_SHARE of the request timeout, at the measured speed divided by the slowdown of the
+    constrained modes the profile uses; None when `[llm] max_tokens` already fits. Listed as a
+    degradation: long replies are cut."""
+    if not report.tokens_per_s:
+        return None
+    speed = report.tokens_per_s / slowdown
+    seconds = config.request_timeout * TIMEOUT_SHARE - (report.first_token_s or 0.0)
+    fits = int(speed * max(0.0, seconds)) // 256 * 256
+    if fits >= config.max_tokens:
+        return None
+    full = config.max_tokens / speed + (report.first_token_s or 0.0)
+    if fits < 256:
+        report.degradations.append(
+            f"at {speed:.1f} tokens/s even a 256-token reply may not finish within the {config.request_timeout:g} s"
+            " request timeout: raise --llm-timeout")
+        return 256
+    report.degradations.append(
+        f"at {speed:.1f} tokens/s a reply of max_tokens {config.max_tokens} takes about {full:.0f} s, over the"
+        f" {config.request_timeout:g} s request timeout: max_tokens = {fits} for this model (or raise --llm-timeout)")
+    return fits
 
 
 def _too_slow(probe: Probe, base: Probe) -> bool:

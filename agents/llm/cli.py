@@ -99,6 +99,7 @@ def render(report) -> str:
                  + (f"; {report.stream_note}" if report.stream_note else ""))
     p = report.profile
     context = f", context = {p.context}" if p.context else ""
+    context += f", max_tokens = {p.max_tokens}" if p.max_tokens else ""
     lines.append(f'recommended   [llm.profiles."{p.pattern}"] token_param = "{p.token_param}", json = "{p.json}",'
                  f' system = "{p.system}", grammar = "{p.grammar}"{context}')
     if report.degradations:

@@ -188,6 +188,8 @@ class LLMClient:
         merging = bool(system_text) and (profile.system == "merge" or model in self._merged)
         messages = merge_system(asked) if merging else asked
         max_tokens = max_tokens or self.config.max_tokens
+        if profile.max_tokens:  # a slow server: a reply must finish within the request timeout
+            max_tokens = min(max_tokens, profile.max_tokens)
         params = request_params(profile, max_tokens=max_tokens,
                                 temperature=self.config.temperature if temperature is None else temperature,
                                 reasoning_effort=self.config.reasoning_effort, json_schema=schema, want_json=json,

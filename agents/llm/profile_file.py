@@ -26,8 +26,9 @@ def profile_table(profile: ModelProfile, comments: Sequence[str] = ()) -> str:
               f"temperature = {str(profile.temperature).lower()}",
               f"reasoning_effort = {str(profile.reasoning_effort).lower()}",
               f'json = "{profile.json}"', f'system = "{profile.system}"', f'grammar = "{profile.grammar}"']
-    if profile.context is not None:
-        lines.append(f"context = {int(profile.context)}")
+    for key in ("context", "max_tokens"):
+        if getattr(profile, key) is not None:
+            lines.append(f"{key} = {int(getattr(profile, key))}")
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +69,8 @@ def write_profile(path: Path, profile: ModelProfile, comments: Sequence[str] = (
 def _values(profile: ModelProfile) -> dict:
     return {"token_param": profile.token_param, "temperature": profile.temperature,
             "reasoning_effort": profile.reasoning_effort, "json": profile.json, "system": profile.system,
-            "grammar": profile.grammar, **({"context": profile.context} if profile.context is not None else {})}
+            "grammar": profile.grammar,
+            **{key: getattr(profile, key) for key in ("context", "max_tokens") if getattr(profile, key) is not None}}
 
 
 def _replace_table(text: str, pattern: str, table: str, path: Path) -> str:

@@ -5,8 +5,9 @@ whether it takes `reasoning_effort`, which JSON output mode it supports, and whe
 template has a system role (`system = "native"`) or needs the system text folded into the first
 user message (`"merge"`: Gemma's templates have none, and some servers drop it), which field
 takes a grammar for constrained decoding (`grammar`: llama.cpp's `grammar`, vLLM's
-`structured_outputs`), and the server's context length in tokens (`context`, unknown when unset:
-agents size their prompts to it). The first pattern
+`structured_outputs`), the server's context length in tokens (`context`, unknown when unset:
+agents size their prompts to it), and the most completion tokens to ask per call (`max_tokens`,
+unset: `[llm] max_tokens`), for a server too slow to write a full reply within the request timeout. The first pattern
 (a shell-style glob, case-insensitive) that matches the model name wins; the user's profiles
 (`[llm.profiles."PATTERN"]`) are tried before the built-in ones, and `*` matches anything.
 """
@@ -36,6 +37,7 @@ class ModelProfile:
     system: str = "native"     # native | merge
     grammar: str = "none"      # none | llama.cpp | vllm: where a caller's GBNF grammar goes
     context: Optional[int] = None  # the server's context length in tokens (None: unknown)
+    max_tokens: Optional[int] = None  # a cap on [llm] max_tokens for this model (None: no cap)
 
 
 # OpenAI's reasoning models take max_completion_tokens and reject temperature; its current chat
@@ -65,7 +67,7 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
 def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     """A profile from a TOML table; unknown keys and bad values are configuration errors."""
     where = f'[llm.profiles."{pattern}"]'
-    known = {"token_param", "temperature", "reasoning_effort", "json", "system", "grammar", "context"}
+    known = {"token_param", "temperature", "reasoning_effort", "json", "system", "grammar", "context", "max_tokens"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise LLMConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
@@ -91,11 +93,12 @@ def profile_from_table(pattern: str, table: dict) -> ModelProfile:
         if table["grammar"] not in GRAMMAR_MODES:
             raise LLMConfigError(f"{where}: grammar must be one of {', '.join(GRAMMAR_MODES)}")
         profile = replace(profile, grammar=table["grammar"])
-    if "context" in table:
-        context = table["context"]
-        if isinstance(context, bool) or not isinstance(context, int) or context <= 0:
-            raise LLMConfigError(f"{where}: context must be a positive number of tokens")
-        profile = replace(profile, context=context)
+    for key in ("context", "max_tokens"):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise LLMConfigError(f"{where}: {key} must be a positive number of tokens")
+            profile = replace(profile, **{key: value})
     return profile
 
 

@@ -13,7 +13,17 @@ from llm_fixtures import no_outside_network  # noqa: F401 (fixture)
 from loopback import LoopbackServer, reply, status
 from nader.agents.llm.config import load_config
 from nader.agents.llm.profiles import match_profile
+from nader.agents.llm import check as check_module
 from nader.cli import main
+
+SLOWER_BY_S = check_module.SLOWER_BY_S
+
+
+@pytest.fixture(autouse=True)
+def no_timing_verdicts(monkeypatch):
+    """The loopback answers in a millisecond or two, so its jitter would decide whether a mode is
+    "too slow": the server tests judge what was accepted and obeyed, never the clock."""
+    monkeypatch.setattr(check_module, "SLOWER_BY_S", float("inf"))
 
 
 def numbers(body: dict):
@@ -160,18 +170,20 @@ def test_json_format_parses_with_every_field(tmp_path, monkeypatch, usage):
     assert data["exit_code"] == result.exit_code
 
 
-def test_a_constrained_mode_much_slower_per_token_is_not_recommended():
+def test_a_constrained_mode_much_slower_per_token_is_not_recommended(monkeypatch):
+    monkeypatch.setattr(check_module, "SLOWER_BY_S", SLOWER_BY_S)
     from nader.agents.llm.check import CheckReport, Probe, _recommend
+    from nader.agents.llm.config import LLMConfig
     from nader.agents.llm.profiles import ModelProfile
 
     report = CheckReport("http://x/v1", "m[1]*.gguf", token_param="max_tokens", system="native")
     report.json_modes = {"none": Probe(True, 0.5, 32), "json_schema": Probe(False, note="HTTP 400"),
                          "json_object": Probe(True, 10.0, 32)}
-    profile = _recommend(report, ModelProfile("*"))
+    profile = _recommend(report, ModelProfile("*"), LLMConfig())
     assert profile.json == "none" and profile.system == "native"
     assert match_profile("m[1]*.gguf", (profile,)) is profile and match_profile("m1x.gguf", (profile,)) is not profile
     report.json_modes["json_object"] = Probe(True, 0.6, 32)
-    assert _recommend(report, ModelProfile("*")).json == "json_object"
+    assert _recommend(report, ModelProfile("*"), LLMConfig()).json == "json_object"
 
 
 def test_no_endpoint_configured_is_one_error_line(tmp_path, monkeypatch):
@@ -196,3 +208,43 @@ def test_a_server_refusing_the_model_is_exit_2(tmp_path, monkeypatch):
         result = check(srv)
     assert result.exit_code == 2
     assert result.output.startswith("error: the endpoint refused the model") and len(result.output.splitlines()) == 1
+
+
+def _measured(tokens_per_s: float, grammar_relative: float = 1.0):
+    from nader.agents.llm.check import CheckReport, Probe
+
+    report = CheckReport("http://x/v1", "slow-model", token_param="max_tokens", system="native")
+    report.json_modes = {"none": Probe(True, 3.2, 32), "json_schema": Probe(False, note="HTTP 400"),
+                         "json_object": Probe(False, note="HTTP 400")}
+    report.grammar = {"grammar": Probe(True, 3.2 * grammar_relative, 32, obeyed=True)}
+    report.tokens_per_s, report.first_token_s = tokens_per_s, 0.4
+    return report
+
+
+@pytest.mark.parametrize("tokens_per_s,grammar_relative", [(30.0, 1.0), (30.0, 2.5), (7.0, 1.0), (1.0, 1.0)])
+def test_a_server_too_slow_for_a_full_reply_within_the_timeout_gets_a_reply_cap(tokens_per_s, grammar_relative):
+    from nader.agents.llm.check import _recommend
+    from nader.agents.llm.config import LLMConfig
+    from nader.agents.llm.profiles import ModelProfile
+
+    config = LLMConfig(max_tokens=4096, request_timeout=120.0)
+    report = _measured(tokens_per_s, grammar_relative)
+    profile = _recommend(report, ModelProfile("*"), config)
+    assert profile.grammar == "llama.cpp"  # the grammar is used, so its speed is the one that counts
+    speed = tokens_per_s / grammar_relative
+    assert profile.max_tokens is not None and profile.max_tokens < 4096 and profile.max_tokens % 256 == 0
+    if speed * 120 > 512:  # a 256-token reply fits: the cap's reply finishes within the timeout
+        assert profile.max_tokens / speed + 0.4 <= 120 and (profile.max_tokens + 256) / speed > 0.5 * 120
+        assert any(f"max_tokens = {profile.max_tokens} for this model" in d for d in report.degradations)
+    else:  # not even that: the timeout is what must change
+        assert profile.max_tokens == 256 and any("raise --llm-timeout" in d for d in report.degradations)
+
+
+def test_a_server_fast_enough_for_a_full_reply_gets_no_cap():
+    from nader.agents.llm.check import _recommend
+    from nader.agents.llm.config import LLMConfig
+    from nader.agents.llm.profiles import ModelProfile
+
+    report = _measured(200.0)
+    profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
+    assert profile.max_tokens is None and report.degradations == []
