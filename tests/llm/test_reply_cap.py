@@ -19,8 +19,11 @@ from nader.agents.llm.profiles import ModelProfile
 def sent_limits(server, tmp_path, profiles, asks):
     server.responder = lambda body: reply("ok")
     with closing(make_client(server, tmp_path, profiles=profiles, max_tokens=4096)) as client:
-        for i, asked in enumerate(asks):
-            asyncio.run(client.chat(user(f"question {i}"), max_tokens=asked))
+        async def ask():
+            for i, asked in enumerate(asks):
+                await client.chat(user(f"question {i}"), max_tokens=asked)
+            await client.aclose()  # this loop's connections, before the loop ends
+        asyncio.run(ask())
         return [body["max_tokens"] for body in server.chat_requests[-len(asks):]]
 
 
