@@ -123,14 +123,17 @@ def step(name: str, command: list[str], log: Path) -> tuple[int, str, float]:
     return done.returncode, done.stdout, seconds
 
 
-def with_grammar(config: Path, field: str) -> Path:
-    """A copy of the config whose profile sends the compiler's grammar through `field`."""
+def profile_variant(config: Path, name: str, **keys) -> Path:
+    """A copy of the config whose one profile (written by `llm check`) has these keys set."""
     text = config.read_text(encoding="utf-8")
-    changed, count = re.subn(r'^grammar = "[^"]*"', f'grammar = "{field}"', text, flags=re.M)
-    if count != 1:
+    if text.count("[llm.profiles.") != 1:
         raise SystemExit(f"{config}: expected one profile written by llm check")
-    out = config.with_name("nader-grammar.toml")
-    out.write_text(changed, encoding="utf-8")
+    for key, value in keys.items():
+        line = f"{key} = " + (f'"{value}"' if isinstance(value, str) else str(value))
+        text, found = re.subn(rf"^{key} = .*$", line, text, flags=re.M)
+        text = text if found else text.rstrip("\n") + "\n" + line + "\n"
+    out = config.with_name(name)
+    out.write_text(text, encoding="utf-8")
     return out
 
 
@@ -154,9 +157,9 @@ def call_figures(run_dir: Path) -> dict:
         r = roles.setdefault(role, {"calls": 0, "failed": 0, "timed_out": 0, "latency": [], "tok_s": [],
                                     "prompt_tokens": [], "syntax_ok": 0, "replies": 0, "reference_arrived": 0})
         r["calls"] += 1
+        r["timed_out"] += (error or "").count("no reply within")  # attempts, retried or final
         if status == "failed":
             r["failed"] += 1
-            r["timed_out"] += bool(error and "timed out" in error.lower())
             continue
         r["latency"].append(latency or 0.0)
         if completion and latency:
@@ -175,7 +178,7 @@ def print_calls(title: str, roles: dict) -> None:
     print(f"   {title}")
     for role, r in sorted(roles.items()):
         lat = r["latency"]
-        line = (f"   {role:>10}: {r['calls']} calls, {r['failed']} failed ({r['timed_out']} timed out)")
+        line = (f"   {role:>10}: {r['calls']} calls, {r['failed']} failed, {r['timed_out']} attempts timed out")
         if lat:
             line += (f"; latency median {statistics.median(lat):.1f} s, slowest {max(lat):.1f} s;"
                      f" {statistics.median(r['tok_s']) if r['tok_s'] else 0:.1f} tokens/s;"
@@ -225,10 +228,14 @@ def main(argv=None) -> int:
         report = json.loads(out)
         print_check(report)
 
-        configs = {"profile as written": config, f"grammar = {args.grammar_field}": with_grammar(config,
-                                                                                                  args.grammar_field)}
-        if report["profile"]["grammar"] != "none":
-            configs = {"profile without grammar": with_grammar(config, "none"), "profile as written": config}
+        if args.base_url is None and not report["profile"]["context"]:
+            # llama-cpp-python's server does not say its n_ctx: a user adds what they served.
+            config = profile_variant(config, "nader-context.toml", context=args.context)
+        grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
+        configs = {"without grammar": profile_variant(config, "nader-no-grammar.toml", grammar="none"),
+                   f"with grammar ({grammar})": profile_variant(config, "nader-grammar.toml", grammar=grammar)}
+        print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
+              " bench-nad runs both ways")
         results = {}
         for label, cfg in configs.items():
             run = work / ("nad-" + re.sub(r"\W+", "-", label))
