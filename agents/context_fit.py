@@ -33,9 +33,10 @@ def room_chars(context: Optional[int], skeleton: Sequence[dict], reply_tokens: i
 
 
 def client_room(client, skeleton: Sequence[dict], *, converse: bool = False) -> Optional[int]:
-    """`room_chars` for an LLM client's model (its profile's `context`, its `max_tokens`); with
+    """`room_chars` for an LLM client's model (its profile's `context`, its reply's tokens); with
     `converse` (a reply may go back with feedback) less `ROUND_CHARS` kept for that round."""
-    room = room_chars(client.context_tokens(), skeleton, client.config.max_tokens)
+    context, reply_tokens = client.window()
+    room = room_chars(context, skeleton, reply_tokens)
     return room if room is None or not converse else max(0, room - ROUND_CHARS)
 
 
@@ -100,7 +101,7 @@ def fit_conversation(client, first: Sequence[dict], rounds: Sequence[dict]) -> l
     those two are cut if even that does not fit (a first prompt sized with `converse` leaves them
     room). Unchanged when the context is unknown."""
     messages = [*first, *rounds]
-    context, reply_tokens = client.context_tokens(), client.config.max_tokens
+    context, reply_tokens = client.window()
     if not context or len(rounds) < 2 or estimated_tokens(messages) + reply_tokens <= context:
         return messages
     reply, feedback = rounds[-2:]

@@ -23,7 +23,7 @@ from nader.compiler.architecture import check_architecture, check_base_block, sp
 from nader.dsl.ops import reference_text
 
 from .context_fit import client_room, fit_conversation, newest_that_fit
-from .llm.jsonreply import reply_too_long
+from .llm.jsonreply import reply_too_long, with_cut_off
 from .prompts import render
 
 ROLE = "genius"
@@ -80,7 +80,8 @@ class Genius:
                 break
             if round_ < self.repairs:
                 rounds += [{"role": "assistant", "content": reply.text},
-                           *render(REPAIR_PROMPT, feedback=feedback, round=round_ + 1, rounds=self.repairs)[-1:]]
+                           *render(REPAIR_PROMPT, feedback=with_cut_off(feedback, reply.truncated), round=round_ + 1,
+                                   rounds=self.repairs)[-1:]]
                 messages = fit_conversation(self.client, first, rounds)
         return Answer(text, replies, feedback)
 

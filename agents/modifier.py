@@ -42,7 +42,7 @@ from nader.dsl.ops import reference_text
 from nader.dsl.parser import parse
 
 from .context_fit import NOTE_CHARS, best_that_fit, client_room, cut_text, fit_conversation
-from .llm.jsonreply import reply_too_long
+from .llm.jsonreply import reply_too_long, with_cut_off
 from .prompts import render
 
 DEFAULT_ROUNDS = 3
@@ -136,8 +136,9 @@ class Modifier:
             if result.ok:
                 return result
             if round_ < self.rounds:
+                feedback = with_cut_off(result.feedback, reply.truncated)
                 rounds += [{"role": "assistant", "content": reply.text},
-                           *render(REPAIR, feedback=result.feedback, round=round_, rounds=self.rounds - 1)[-1:]]
+                           *render(REPAIR, feedback=feedback, round=round_, rounds=self.rounds - 1)[-1:]]
                 messages = fit_conversation(self.client, first, rounds)
         return None
 

@@ -45,8 +45,8 @@ class CountingClient:
     def config(self):
         return self.client.config
 
-    def context_tokens(self):
-        return self.client.context_tokens()
+    def window(self):
+        return self.client.window()
 
     def take(self) -> Spent:
         """What was spent since the last `take`."""

@@ -155,7 +155,8 @@ def call_figures(run_dir: Path) -> dict:
     roles: dict = {}
     for role, status, error, prompt, completion, latency, reply in rows:
         r = roles.setdefault(role, {"calls": 0, "failed": 0, "timed_out": 0, "latency": [], "tok_s": [],
-                                    "prompt_tokens": [], "syntax_ok": 0, "replies": 0, "reference_arrived": 0})
+                                    "prompt_tokens": [], "syntax_ok": 0, "replies": 0, "reference_arrived": 0,
+                                    "cut": 0})
         r["calls"] += 1
         r["timed_out"] += (error or "").count("no reply within")  # attempts, retried or final
         if status == "failed":
@@ -165,7 +166,9 @@ def call_figures(run_dir: Path) -> dict:
         if completion and latency:
             r["tok_s"].append(completion / latency)
         r["prompt_tokens"].append(prompt or 0)
-        text = json.loads(reply).get("text", "") if reply else ""
+        answer = json.loads(reply) if reply else {}
+        text = answer.get("text") or ""
+        r["cut"] += answer.get("finish_reason") == "length"  # stopped by max_tokens, mid-line maybe
         if role in ("modifier", "genius"):
             r["replies"] += 1
             block = extract_blocks(text).text
@@ -184,7 +187,7 @@ def print_calls(title: str, roles: dict) -> None:
                      f" {statistics.median(r['tok_s']) if r['tok_s'] else 0:.1f} tokens/s;"
                      f" prompt tokens median {statistics.median(r['prompt_tokens']):.0f}")
         if r["replies"]:
-            line += (f"; block text parses {r['syntax_ok']}/{r['replies']};"
+            line += (f"; block text parses {r['syntax_ok']}/{r['replies']} ({r['cut']} cut at max_tokens);"
                      f" language reference counted {r['reference_arrived']}/{r['replies']}")
         print(line)
 
@@ -243,7 +246,7 @@ def main(argv=None) -> int:
                 *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience", "--rounds", "2",
                 "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
                 run.with_suffix(".log"))
-            row = json.loads(out)[0] if code == 0 and out.strip().startswith("[") else {}
+            row = json.loads(out)["settings"][0] if code == 0 else {}
             results[label] = (row, call_figures(run), seconds)
             print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
                   f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s")

@@ -241,10 +241,12 @@ class LLMClient:
         log.warning("warning: %s", message)
         return True
 
-    def context_tokens(self, model: Optional[str] = None) -> Optional[int]:
-        """The model's context length from its profile (None: unknown)."""
-        model = model or self.config.model
-        return match_profile(model, self._profiles).context if model else None
+    def window(self, model: Optional[str] = None) -> tuple[Optional[int], int]:
+        """The model's context length from its profile (None: unknown), and the completion tokens a
+        call asks for by default: `[llm] max_tokens`, lowered by the profile's `max_tokens`."""
+        model, limit = model or self.config.model, self.config.max_tokens
+        profile = match_profile(model, self._profiles) if model else None
+        return (profile.context, min(limit, profile.max_tokens or limit)) if profile else (None, limit)
 
     @property
     def model_name_findings(self) -> dict[str, dict]:

@@ -29,6 +29,16 @@ def reply_too_long(text: str) -> str | None:
     return None
 
 
+def with_cut_off(feedback: str, truncated: bool) -> str:
+    """The feedback on an unusable reply, led by the likelier cause where the reply hit the token
+    limit: a model that rambles (a small one repeats lines until `max_tokens`) is cut mid-line,
+    and the diagnostics of that last line would send it after the wrong fix."""
+    if not truncated:
+        return feedback
+    return ("- the reply was cut off at the token limit before it ended: answer with only what was asked, in"
+            " fewer lines, with no comments and no repeated lines\n" + feedback)
+
+
 def parse_json_object(text: str, *, truncated: bool = False) -> dict:
     too_long = reply_too_long(text)
     if too_long:

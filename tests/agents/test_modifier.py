@@ -10,7 +10,7 @@ import pytest
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.modifier import Modifier
 from nader.compiler.architecture import check_architecture, check_base_block
-from scripted import ScriptedLLM
+from scripted import ScriptedLLM, fenced
 
 REPO = Path(__file__).resolve().parents[2]
 ARCH = (REPO / "examples" / "resnet_basic.nad").read_text()
@@ -123,3 +123,26 @@ def test_the_architecture_check_uses_the_searchs_dataset_sizes():
     strategy = NaderStrategy()
     strategy.bind(SearchContext(skeleton="nb201", dataset="digits"))
     assert strategy.network == ("nb201", "digits")
+
+
+def test_a_reply_cut_at_the_token_limit_is_told_so_before_the_diagnostics(server, tmp_path):
+    from loopback import reply, truncated
+
+    rambling = "# ResNetBasic\n" * 40 + GOOD.split("7->8")[0] + "7-"  # cut before the last edges
+    answers = iter([truncated(rambling), reply(fenced(GOOD))])
+    server.responder = lambda body: next(answers)
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=2).write_block(BASE, PLAN)
+    client.close()
+    assert m.ok and not m.first_ok
+    repair = server.chat_requests[1]["messages"][-1]["content"]
+    note = repair.index("cut off at the token limit")
+    assert note < repair.index("error[NAD")  # the likelier cause first, then the compiler's findings
+
+
+def test_a_reply_that_ended_on_its_own_gets_no_cut_off_note(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [BROKEN, GOOD]})
+    client = make_client(server, tmp_path)
+    Modifier(client, rounds=2).write_block(BASE, PLAN)
+    client.close()
+    assert "cut off" not in server.chat_requests[1]["messages"][-1]["content"]

@@ -94,8 +94,8 @@ class SizedClient:
     def __init__(self, context, max_tokens=100):
         self.context, self.config = context, type("Config", (), {"max_tokens": max_tokens})()
 
-    def context_tokens(self):
-        return self.context
+    def window(self):
+        return self.context, self.config.max_tokens
 
 
 def test_fit_conversation_keeps_the_first_prompt_and_the_latest_round():

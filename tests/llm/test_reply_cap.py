@@ -49,3 +49,19 @@ def test_a_bad_cap_is_a_configuration_error(tmp_path, value):
     path.write_text(f'[llm.profiles."m"]\nmax_tokens = {value}\n', encoding="utf-8")
     with pytest.raises(LLMConfigError, match="max_tokens must be a positive number of tokens"):
         load_config(path)
+
+
+def test_prompts_are_sized_for_the_capped_reply(server, tmp_path):
+    from nader.agents.context_fit import client_room
+
+    skeleton = [{"role": "user", "content": "x" * 300}]
+    capped = (ModelProfile("local-model", context=2048, max_tokens=256),)
+    with closing(make_client(server, tmp_path / "a", profiles=capped, max_tokens=4096)) as client:
+        assert client.window() == (2048, 256)
+        room = client_room(client, skeleton)
+    uncapped = (ModelProfile("local-model", context=2048),)
+    with closing(make_client(server, tmp_path / "b", profiles=uncapped, max_tokens=4096)) as client:
+        assert client.window() == (2048, 4096)
+        assert client_room(client, skeleton) == 0  # a 4,096-token reply alone overflows the window
+    # the room left beside a 256-token reply: the window less the reply and the 300-character skeleton
+    assert 3 * (2048 - 256) - 400 < room <= 3 * (2048 - 256) - 300

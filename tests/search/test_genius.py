@@ -215,3 +215,25 @@ def test_genius_stops_when_the_model_keeps_repeating_itself(server, tmp_path, ta
     assert len(server.chat_requests) == 8
     prompt = server.chat_requests[-1]["messages"][-1]["content"]
     assert prompt.count("already tried as experiment #0") == 7
+
+
+def test_a_reply_cut_at_the_token_limit_is_told_so_in_the_repair(server, tmp_path):
+    from contextlib import closing
+
+    from llm_fixtures import make_client
+    from loopback import truncated
+    from nader.agents.genius import Genius
+
+    answers = iter([truncated("op_list = [3, 3, 3, 3, 3, 3] " * 30 + "op_list = [3,"), reply("op_list = [3, 3, 3, 1, 3, 2]")])
+    server.responder = lambda body: next(answers)
+
+    def check(text):
+        found = re.findall(r"op_list = \[[0-9, ]*\]", text)
+        return (found[-1], "") if len(found) == 1 else (None, "- give exactly one op_list")
+
+    with closing(make_client(server, tmp_path)) as client:
+        answer = Genius(client, repairs=1, iterations=10, dataset="cifar10", skeleton="nb201").answer(
+            [], 1, check, cells=True, arch_id="1")
+    assert answer.text == "op_list = [3, 3, 3, 1, 3, 2]" and answer.replies == 2
+    repair = server.chat_requests[1]["messages"][-1]["content"]
+    assert repair.index("cut off at the token limit") < repair.index("give exactly one op_list")
