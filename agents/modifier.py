@@ -16,7 +16,7 @@ One conversation per modification (prompt `modifier_implement.v1`):
    interface at (B,C,H,W) -> (B,C,H,W), so this step is rare; fitting widths to the budget is
    the analytic fit's job (the search loop's checks), never another LLM call.
 
-Every request carries the block grammar (`nadc grammar --format gbnf`); the client sends it only
+Every request carries the reply grammar (`nadc grammar --format gbnf --reply`); the client sends it only
 where the model's profile names the server's grammar field (`grammar = "llama.cpp" | "vllm"`), and
 then the reply is a bare block file, which extraction takes as it takes a fenced one.
 
@@ -206,8 +206,8 @@ class Modifier:
 
 @lru_cache(maxsize=1)
 def block_grammar() -> str:
-    """The GBNF grammar of block files, as `nadc grammar --format gbnf` prints it."""
-    return grammar_export.render("gbnf")
+    """The GBNF grammar of a reply, as `nadc grammar --format gbnf --reply` prints it."""
+    return grammar_export.render("gbnf", reply=True)
 
 
 def _extracted(reply: str) -> str:

@@ -50,8 +50,8 @@ def _cheapest(g: dict):
 
 
 class Sampler:
-    def __init__(self, seed: int):
-        self.g = rules()
+    def __init__(self, seed: int, reply: bool = False):
+        self.g = rules(reply)
         self.cost = _cheapest(self.g)
         self.rng = random.Random(seed)
 
@@ -89,6 +89,7 @@ SAMPLES = [_FILES.sample() for _ in range(300)]
 # Whole files hold few node lines, so node lines are also drawn alone, in blocks of 40.
 NODE_LINES = [_LINES.sample(Ref("node-line")) for _ in range(1200)]
 NODE_BLOCKS = [f"##B{i}##\n" + "\n".join(NODE_LINES[i:i + 40]) + "\n" for i in range(0, len(NODE_LINES), 40)]
+REPLIES = [Sampler(7, reply=True).sample() for _ in range(200)]
 NODE = re.compile(r"^[A-Za-z0-9_]+:([A-Za-z0-9]+)(?:\((.*)\))?", re.M)
 
 
@@ -208,6 +209,32 @@ def test_nadc_grammar_prints_each_format(fmt):
     run = run_nadc(["grammar", "--format", fmt])
     assert run.code == 0 and run.stdout == render(fmt)
     assert "Conv2d" in run.stdout and "out_channels" in run.stdout
+    reply = run_nadc(["grammar", "--format", fmt, "--reply"])
+    assert reply.code == 0 and reply.stdout == render(fmt, reply=True) != run.stdout
+
+
+def test_every_reply_sample_parses_and_is_all_blocks_of_nodes_and_edges(lark_parser):
+    """The reply grammar is a subset of the language's: no comment, no blank line, every block
+    with a line under its header, and each sample parses with the full grammar and the front end."""
+    for text in REPLIES:
+        assert not _nad1xx(text), text
+        lines = text.split("\n")
+        assert lines[-1] == "" and all(lines[:-1]), text
+        assert all(line.startswith("##") or NODE.match(line) or "->" in line for line in lines[:-1]), text
+        assert "#" not in text.replace("##", ""), text
+        blocks = parse(text).program.blocks
+        assert blocks and all(b.nodes or b.edges for b in blocks), text
+        lark_parser.parse(text)
+
+
+def test_the_reply_grammar_refuses_comments_and_blank_lines():
+    import lark
+
+    reply = lark.Lark(render("lark", reply=True))
+    reply.parse("##A##\n0:input\n1:output\n0->1\n")
+    for text in ("##A##\n# a comment\n0->1\n", "##A##\n\n0->1\n", "##A##\n0->1  # why\n", "##A##\n"):
+        with pytest.raises(lark.exceptions.LarkError):
+            reply.parse(text)
 
 
 def test_nadc_grammar_rejects_an_unknown_format():

@@ -15,6 +15,9 @@ from nader.compiler.grammar_export import FORMATS, render
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="gbnf", show_default=True,
               help="`gbnf`: llama.cpp's grammar format; `lark`: a Lark grammar (start rule `start`); "
                    "`ebnf`: W3C-style notation for reading.")
-def grammar_cmd(fmt):
+@click.option("--reply", is_flag=True,
+              help="The grammar of an LLM's reply, as the Modifier sends it: blocks of header, node and edge "
+                   "lines, no comment or blank line.")
+def grammar_cmd(fmt, reply):
     """Print the grammar of block files: operations and their parameters from the registry."""
-    click.echo(render(fmt), nl=False)
+    click.echo(render(fmt, reply), nl=False)

@@ -1,4 +1,4 @@
-"""The block grammar on the wire: a profile's `grammar` key puts `nadc grammar --format gbnf` in the
+"""The reply grammar on the wire: a profile's `grammar` key puts `nadc grammar --format gbnf --reply` in the
 Modifier's requests under the server's field (llama.cpp `grammar`, vLLM `structured_outputs`),
 nowhere else and not at all with "none"; a bare block reply (what a grammar-constrained server
 sends) verifies."""
@@ -29,7 +29,7 @@ GRAMMAR_KEYS = ("grammar", "guided_grammar", "structured_outputs")
 
 
 def nadc_gbnf() -> str:
-    result = subprocess.run([sys.executable, "-m", "nader.compiler.cli", "grammar", "--format", "gbnf"],
+    result = subprocess.run([sys.executable, "-m", "nader.compiler.cli", "grammar", "--format", "gbnf", "--reply"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stdout
