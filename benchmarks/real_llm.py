@@ -15,13 +15,14 @@ as a user runs it, in a fresh work folder under the cache:
    profile, and with the same profile sending the compiler's grammar (`grammar = "llama.cpp"`,
    or `--grammar-field vllm`);
 3. a `--trials`-trial `run --strategy genius --space nb201` on a generated table
-   (`nb201_synthetic.py`), with that profile.
+   (`nb201_synthetic.py`), with that profile, stopping after `--max-invalid` invalid proposals.
 
 It prints, per step and role, from the runs' own call records: calls, latency (median and
-slowest), tokens per second, calls that failed or timed out; for the Modifier, the replies that
-parse as block text (syntactic validity), E (the first reply verifies, bench-nad's
-executability) and whether the language reference reached the model (the prompt tokens the
-server counted cover it). Gemma 3 270M writes poor blocks; the point is that our side is right.
+slowest), tokens per second, attempts that timed out, valid replies (the Modifier's: block text
+that parses, syntactic validity; GENIUS's: an `op_list` naming a cell) and replies cut at
+`max_tokens`; for the Modifier also E (the first reply verifies, bench-nad's executability) and
+whether the language reference reached the model (the prompt tokens the server counted cover
+it). It ends with those figures as a markdown table. Gemma 3 270M writes poor blocks; the point is that our side is right.
 """
 from __future__ import annotations
 
@@ -137,12 +138,31 @@ def profile_variant(config: Path, name: str, **keys) -> Path:
     return out
 
 
-def call_figures(run_dir: Path) -> dict:
-    """Per role, from the run's `llm_calls` table: what the server did with our requests."""
-    from nader.agents.modifier import Modifier
-    from nader.agents.llm.profiles import system_tokens_at_least
+def block_parses(text: str) -> bool:
+    """The reply holds block text that parses (syntactic validity)."""
     from nader.dsl.extract import extract_blocks
     from nader.dsl.parser import parse
+
+    block = extract_blocks(text).text
+    return bool(block.strip()) and parse(block).syntax_ok
+
+
+def names_a_cell(text: str) -> bool:
+    """The reply names a NAS-Bench-201 cell (GENIUS's `op_list`)."""
+    from nader.search.strategies.genius import parse_cell_reply
+
+    try:
+        parse_cell_reply(text)
+        return True
+    except Exception:  # noqa: BLE001 - any reason it names none
+        return False
+
+
+def call_figures(run_dir: Path, valid) -> dict:
+    """Per role, from the run's `llm_calls` table: what the server did with our requests; `valid`
+    judges each reply's text."""
+    from nader.agents.modifier import Modifier
+    from nader.agents.llm.profiles import system_tokens_at_least
 
     path = run_dir / "runs.sqlite"
     if not path.exists():
@@ -169,11 +189,9 @@ def call_figures(run_dir: Path) -> dict:
         answer = json.loads(reply) if reply else {}
         text = answer.get("text") or ""
         r["cut"] += answer.get("finish_reason") == "length"  # stopped by max_tokens, mid-line maybe
-        if role in ("modifier", "genius"):
-            r["replies"] += 1
-            block = extract_blocks(text).text
-            r["syntax_ok"] += bool(block.strip()) and parse(block).syntax_ok
-            r["reference_arrived"] += (prompt or 0) >= reference_at_least
+        r["replies"] += 1
+        r["syntax_ok"] += valid(text)
+        r["reference_arrived"] += (prompt or 0) >= reference_at_least
     return roles
 
 
@@ -187,8 +205,9 @@ def print_calls(title: str, roles: dict) -> None:
                      f" {statistics.median(r['tok_s']) if r['tok_s'] else 0:.1f} tokens/s;"
                      f" prompt tokens median {statistics.median(r['prompt_tokens']):.0f}")
         if r["replies"]:
-            line += (f"; block text parses {r['syntax_ok']}/{r['replies']} ({r['cut']} cut at max_tokens);"
-                     f" language reference counted {r['reference_arrived']}/{r['replies']}")
+            line += f"; valid {r['syntax_ok']}/{r['replies']} ({r['cut']} cut at max_tokens)"
+            if role == "modifier":
+                line += f"; language reference counted {r['reference_arrived']}/{r['replies']}"
         print(line)
 
 
@@ -201,6 +220,7 @@ def main(argv=None) -> int:
     parser.add_argument("--grammar-field", choices=("llama.cpp", "vllm"), default="llama.cpp")
     parser.add_argument("--requests", type=int, default=4, help="NAD requests per bench-nad setting")
     parser.add_argument("--trials", type=int, default=3, help="GENIUS trials, the root included")
+    parser.add_argument("--max-invalid", type=int, default=2, help="GENIUS's invalid proposals in a row")
     parser.add_argument("--threads", type=int, default=2, help="the built server's threads")
     parser.add_argument("--context", type=int, default=8192, help="the built server's context length")
     args = parser.parse_args(argv)
@@ -247,7 +267,7 @@ def main(argv=None) -> int:
                 "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
                 run.with_suffix(".log"))
             row = json.loads(out)["settings"][0] if code == 0 else {}
-            results[label] = (row, call_figures(run), seconds)
+            results[label] = (row, call_figures(run, block_parses), seconds)
             print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
                   f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s")
             print_calls("calls:", results[label][1])
@@ -255,12 +275,17 @@ def main(argv=None) -> int:
         table = work / "nb201.csv"
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nb201_synthetic.py"), str(table)], check=True,
                        capture_output=True)
+        results["GENIUS, nb201 cells"] = None
         run = work / "genius"
         code, out, seconds = step("GENIUS on NAS-Bench-201 (generated table)", [
             *nader_search(), "run", "--strategy", "genius", "--space", "nb201", "--dataset", "cifar10",
             "--evaluator", f"table:{table}", "--preset", "nb201-12", "--trials", str(args.trials),
+            "--max-invalid", str(args.max_invalid),
             "--run-dir", str(run), "--llm-config", str(config), *llm], work / "genius.log")
-        print_calls("calls:", call_figures(run))
+        genius = call_figures(run, names_a_cell)
+        print_calls("calls:", genius)
+        results["GENIUS, nb201 cells"] = ({}, genius, seconds)
+        print_summary(results)
         print(f"\nwork folder (runs, logs, configs): {work}")
         return 0
     finally:
@@ -270,6 +295,20 @@ def main(argv=None) -> int:
                 server.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 server.kill()
+
+
+def print_summary(results: dict) -> None:
+    """One markdown row per step: what benchmarks/README.md quotes."""
+    print("\n| step | calls | median s | slowest s | tokens/s | timed out | valid replies | cut at max_tokens |"
+          " E | E after feedback |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, (row, roles, _) in results.items():
+        for role, r in sorted(roles.items()):
+            lat = r["latency"] or [0.0]
+            speed = statistics.median(r["tok_s"]) if r["tok_s"] else 0.0
+            print(f"| {label} ({role}) | {r['calls']} | {statistics.median(lat):.1f} | {max(lat):.1f} | {speed:.1f} |"
+                  f" {r['timed_out']} | {r['syntax_ok']}/{r['replies']} | {r['cut']} |"
+                  f" {row.get('executability', '-')} | {row.get('executability_after_feedback', '-')} |")
 
 
 def print_check(report: dict) -> None:
