@@ -150,6 +150,8 @@ def main(argv) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stats", action="store_true", help="print how close the table comes to the targets")
     args = ap.parse_args(argv)
+    if Path(args.out).suffix.lower() != ".csv":
+        ap.error(f"{args.out}: the table is written as CSV, so OUT must end in .csv")
     rows = table(args.seed)
     print(f"wrote {write(args.out, rows)}")
     if args.stats:

@@ -255,6 +255,8 @@ def main(argv=None) -> int:
             # llama-cpp-python's server does not say its n_ctx: a user adds what they served.
             config = profile_variant(config, "nader-context.toml", context=args.context)
         grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
+        print(f"\n== the compiler's grammars in the {grammar} field")
+        grammars_accepted(base_url, args.model, grammar, args.api_key_env)
         configs = {"without grammar": profile_variant(config, "nader-no-grammar.toml", grammar="none"),
                    f"with grammar ({grammar})": profile_variant(config, "nader-grammar.toml", grammar=grammar)}
         print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
@@ -295,6 +297,32 @@ def main(argv=None) -> int:
                 server.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 server.kill()
+
+
+def grammars_accepted(base_url: str, model: str, field: str, key: str | None) -> None:
+    """`nadc grammar --format gbnf`, whole and `--reply`, each sent once with a short request:
+    whether the server takes it, and whether what it wrote parses."""
+    from nader.compiler.grammar_export import render
+
+    for label, reply in (("nadc grammar", False), ("nadc grammar --reply", True)):
+        gbnf = render("gbnf", reply=reply)
+        extra = {"grammar": gbnf} if field == "llama.cpp" else {"structured_outputs": {"grammar": gbnf}}
+        body = {"model": model, "max_tokens": 96, "temperature": 0, **extra,
+                "messages": [{"role": "user", "content": "Write a residual block: two 3x3 convolutions."}]}
+        request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {os.environ.get(key or '', '') or 'none'}"})
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=300) as answer:
+                choice = json.load(answer)["choices"][0]
+        except (OSError, ValueError, KeyError, IndexError) as exc:
+            print(f"   {label} ({len(gbnf):,} characters): refused or failed: {str(exc)[:200]}")
+            continue
+        text = choice["message"]["content"] or ""
+        print(f"   {label} ({len(gbnf):,} characters): accepted; {time.monotonic() - started:.1f} s,"
+              f" finish_reason {choice.get('finish_reason')}, the reply parses: {block_parses(text)}"
+              f" (first line {text.splitlines()[0][:60] if text else ''!r})")
 
 
 def print_summary(results: dict) -> None:

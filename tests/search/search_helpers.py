@@ -28,6 +28,20 @@ from nader.search.strategies.base import Candidate, Option, Strategy
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
 ROOT_TEXT = EXAMPLE.read_text(encoding="utf-8")
+# A residual base block unlike the root's: what the scripted LLMs of the search tests propose.
+WIDE = """##Wide##
+0:input
+1:output
+2:Conv2d(out_channels=C,kernel_size=3,bias=0)
+3:BN
+4:ReLU
+5:Add
+0->2
+2->3
+3->4
+4,0->5
+5->1
+"""
 FAULTY = "search_helpers:faulty_builder"
 
 

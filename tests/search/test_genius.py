@@ -19,7 +19,7 @@ from nader.runtime.errors import ConfigError  # noqa: E402
 from nader.search.session import run_search  # noqa: E402
 from nader.search.spaces import nb201 as S  # noqa: E402
 from nader.search.strategies.genius import parse_cell_reply  # noqa: E402
-from search_helpers import settings  # noqa: E402
+from search_helpers import WIDE, settings  # noqa: E402
 
 # the cells the scripted "LLM" proposes, in order, skipping any already in the prompt's history
 PROPOSALS = ["[3, 3, 3, 1, 3, 3]", "[3, 3, 3, 1, 3, 1]", "[3, 0, 3, 1, 0, 1]", "[2, 3, 3, 1, 3, 3]",
@@ -132,19 +132,7 @@ def test_unusable_replies_say_why(text, why):
         parse_cell_reply(text)
 
 
-BLOCKS = ["""##Wide##
-0:input
-1:output
-2:Conv2d(out_channels=C,kernel_size=3,bias=0)
-3:BN
-4:ReLU
-5:Add
-0->2
-2->3
-3->4
-4,0->5
-5->1
-""", """##Pooled##
+BLOCKS = [WIDE, """##Pooled##
 0:input
 1:output
 2:Conv2d(out_channels=C,kernel_size=1,bias=0)

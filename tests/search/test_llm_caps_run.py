@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
 from nader.cli import main
-from test_llm_faults import SEARCH_TOML, WIDE
+from search_helpers import WIDE
+from test_llm_faults import SEARCH_TOML
 
 LLM_TOML = """[llm]
 max_tokens = 100

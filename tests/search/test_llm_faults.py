@@ -20,7 +20,7 @@ from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import cut, hang, malformed, reply, status, trickle
 from nader.cli import main
 from nader.agents.knowledge import Idea, KnowledgeBase
-from search_helpers import EXAMPLE
+from search_helpers import EXAMPLE, WIDE
 
 FAULTS = {
     "429 storm": lambda: status(429, retry_after=0),
@@ -66,19 +66,6 @@ def kb_dir(tmp_path_factory):
     return path
 
 
-WIDE = """##Wide##
-0:input
-1:output
-2:Conv2d(out_channels=C,kernel_size=3,bias=0)
-3:BN
-4:ReLU
-5:Add
-0->2
-2->3
-3->4
-4,0->5
-5->1
-"""
 
 
 def _healthy(body):
