@@ -16,9 +16,10 @@ One conversation per modification (prompt `modifier_implement.v1`):
    interface at (B,C,H,W) -> (B,C,H,W), so this step is rare; fitting widths to the budget is
    the analytic fit's job (the search loop's checks), never another LLM call.
 
-Every request carries the reply grammar (`nadc grammar --format gbnf --reply`); the client sends it only
-where the model's profile names the server's grammar field (`grammar = "llama.cpp" | "vllm"`), and
-then the reply is a bare block file, which extraction takes as it takes a fenced one.
+Every request for a base block carries the reply grammar (`nadc grammar --format gbnf --reply`:
+one block; the rare stem-and-downsample request asks for two and goes without); the client sends
+it only where the model's profile names the server's grammar field (`grammar = "llama.cpp" |
+"vllm"`), and then the reply is a bare block, which extraction takes as it takes a fenced one.
 
 With the model's context known (the profile's `context`) every request fits it with the reply's
 `max_tokens`: the reference and the blocks are sent whole, a long plan or error is cut, lessons
@@ -125,12 +126,12 @@ class Modifier:
         return reference_text()
 
     def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
-                  arch_id: Optional[str], attempts: List[Attempt]) -> Optional[Check]:
+                  arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None) -> Optional[Check]:
         """Ask, check, and send the diagnostics back until a reply passes or the rounds run out."""
         messages, rounds = first, []
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
-                                          prompt=prompt if round_ == 1 else REPAIR, grammar=block_grammar())
+                                          prompt=prompt if round_ == 1 else REPAIR, grammar=grammar)
             result = checked_reply(check, reply.text)
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
@@ -162,7 +163,7 @@ class Modifier:
         messages = self._implement_prompt(block_text, plan, experiences, parent.name)
         out = Modification(False)
         result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
-                                arch_id=arch_id, attempts=out.attempts)
+                                arch_id=arch_id, attempts=out.attempts, grammar=block_grammar())
         if result is None:
             last = out.attempts[-1].check if out.attempts else None
             out.error = "the block did not verify after {} round{}: {}".format(

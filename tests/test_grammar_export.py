@@ -214,25 +214,26 @@ def test_nadc_grammar_prints_each_format(fmt):
 
 
 def test_every_reply_sample_parses_and_is_all_blocks_of_nodes_and_edges(lark_parser):
-    """The reply grammar is a subset of the language's: no comment, no blank line, every block
-    with a line under its header, and each sample parses with the full grammar and the front end."""
+    """The reply grammar is a subset of the language's: one block, no comment, no blank line, a
+    line under the header, and each sample parses with the full grammar and the front end."""
     for text in REPLIES:
         assert not _nad1xx(text), text
         lines = text.split("\n")
         assert lines[-1] == "" and all(lines[:-1]), text
         assert all(line.startswith("##") or NODE.match(line) or "->" in line for line in lines[:-1]), text
         assert "#" not in text.replace("##", ""), text
-        blocks = parse(text).program.blocks
-        assert blocks and all(b.nodes or b.edges for b in blocks), text
+        (block,) = parse(text).program.blocks
+        assert block.nodes or block.edges, text
         lark_parser.parse(text)
 
 
-def test_the_reply_grammar_refuses_comments_and_blank_lines():
+def test_the_reply_grammar_refuses_comments_blank_lines_and_a_second_block():
     import lark
 
     reply = lark.Lark(render("lark", reply=True))
     reply.parse("##A##\n0:input\n1:output\n0->1\n")
-    for text in ("##A##\n# a comment\n0->1\n", "##A##\n\n0->1\n", "##A##\n0->1  # why\n", "##A##\n"):
+    for text in ("##A##\n# a comment\n0->1\n", "##A##\n\n0->1\n", "##A##\n0->1  # why\n", "##A##\n",
+                 "##A##\n0->1\n##B##\n0->1\n"):
         with pytest.raises(lark.exceptions.LarkError):
             reply.parse(text)
 

@@ -16,8 +16,8 @@ from nader.compiler.grammar_export import FORMATS, render
               help="`gbnf`: llama.cpp's grammar format; `lark`: a Lark grammar (start rule `start`); "
                    "`ebnf`: W3C-style notation for reading.")
 @click.option("--reply", is_flag=True,
-              help="The grammar of an LLM's reply, as the Modifier sends it: blocks of header, node and edge "
-                   "lines, no comment or blank line.")
+              help="The grammar of an LLM's reply, as the Modifier sends it: one block of header, node and "
+                   "edge lines, no comment or blank line.")
 def grammar_cmd(fmt, reply):
     """Print the grammar of block files: operations and their parameters from the registry."""
     click.echo(render(fmt, reply), nl=False)
