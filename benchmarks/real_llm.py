@@ -309,7 +309,7 @@ def grammars_accepted(base_url: str, model: str, field: str, key: str | None) ->
     for label, reply in (("nadc grammar", False), ("nadc grammar --reply", True)):
         gbnf = render("gbnf", reply=reply)
         extra = {"grammar": gbnf} if field == "llama.cpp" else {"structured_outputs": {"grammar": gbnf}}
-        body = {"model": model, "max_tokens": 96, "temperature": 0, **extra,
+        body = {"model": model, "max_tokens": 256, "temperature": 0, **extra,
                 "messages": [{"role": "user", "content": "Write a residual block: two 3x3 convolutions."}]}
         request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", json.dumps(body).encode(),
                                          {"Content-Type": "application/json",

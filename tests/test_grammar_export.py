@@ -233,7 +233,7 @@ def test_the_reply_grammar_refuses_comments_blank_lines_and_a_second_block():
     reply = lark.Lark(render("lark", reply=True))
     reply.parse("##A##\n0:input\n1:output\n0->1\n")
     for text in ("##A##\n# a comment\n0->1\n", "##A##\n\n0->1\n", "##A##\n0->1  # why\n", "##A##\n",
-                 "##A##\n0->1\n##B##\n0->1\n"):
+                 "##A##\n0->1\n##B##\n0->1\n", "##A block##\n0->1\n"):
         with pytest.raises(lark.exceptions.LarkError):
             reply.parse(text)
 
