@@ -46,6 +46,7 @@ class CallProgress:
         self._last = "starting"
         self._lock = threading.Lock()
         self._display = None
+        self._summarised = False  # the summary line is written once, however often close is called
 
     # ------------------------------------------------------------------ what the command tells
     def set_total(self, total: int, done: int = 0) -> None:
@@ -108,13 +109,14 @@ class CallProgress:
                 f" cost={self.cost()}{done} elapsed={_clock(time.monotonic() - self.t0)}")
 
     def close(self) -> None:
-        """Stop the live line and write the summary line (none when no call was made)."""
+        """Stop the live line and write the summary line once (none when no call was made)."""
         with self._lock:
             if self._display is not None:
                 self._display.stop()
                 self._display = None
-            if not self.calls:
+            if not self.calls or self._summarised:
                 return
+            self._summarised = True
             self.stream.write(self.summary() + "\n")
             self.stream.flush()
 

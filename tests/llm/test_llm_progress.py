@@ -173,7 +173,8 @@ def test_kb_import_through_an_endpoint_prints_a_line_per_embeddings_call(server,
 
 
 def test_run_with_an_llm_strategy_prints_a_line_per_call(server, tmp_path):
-    from test_llm_faults import SEARCH_TOML, WIDE
+    from search_helpers import WIDE
+    from test_llm_faults import SEARCH_TOML
 
     server.responder = lambda body: reply(f"```\n{WIDE}```", usage=(300, 40))
     (tmp_path / "search.toml").write_text(SEARCH_TOML)
@@ -186,3 +187,4 @@ def test_run_with_an_llm_strategy_prints_a_line_per_call(server, tmp_path):
     assert len(calls) == len(server.chat_requests) > 0
     assert all(m and (m.group(2), m.group(4), m.group(5), m.group(7)) == ("genius", "300", "40", "2") for m in calls)
     assert done.stderr.splitlines()[-1].startswith(f"llm done calls={len(calls)} in={300 * len(calls)}")
+    assert sum(line.startswith("llm done") for line in done.stderr.splitlines()) == 1  # once, not per close
