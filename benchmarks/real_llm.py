@@ -12,7 +12,7 @@ as a user runs it, in a fresh work folder under the cache:
 
 1. `llm check --write nader.toml`: the server's quirks and the profile it recommends; then
    `nadc grammar --format gbnf`, whole and `--reply`, each sent once in the server's grammar
-   field: accepted or not, and whether what the model wrote parses;
+   field: accepted or not, and whether a reply that ended on its own parses;
 2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, twice: with that
    profile, and with the same profile sending the compiler's grammar (`grammar = "llama.cpp"`,
    or `--grammar-field vllm`);
@@ -322,9 +322,10 @@ def grammars_accepted(base_url: str, model: str, field: str, key: str | None) ->
             print(f"   {label} ({len(gbnf):,} characters): refused or failed: {str(exc)[:200]}")
             continue
         text = choice["message"]["content"] or ""
-        print(f"   {label} ({len(gbnf):,} characters): accepted; {time.monotonic() - started:.1f} s,"
-              f" finish_reason {choice.get('finish_reason')}, the reply parses: {block_parses(text)}"
-              f" (first line {text.splitlines()[0][:60] if text else ''!r})")
+        ended = ("cut at 256 tokens (bench-nad below shows whether whole replies parse)"
+                 if choice.get("finish_reason") == "length" else f"the reply parses: {block_parses(text)}")
+        print(f"   {label} ({len(gbnf):,} characters): accepted; {time.monotonic() - started:.1f} s; {ended};"
+              f" first line {text.splitlines()[0][:60] if text else ''!r}")
 
 
 def print_summary(results: dict) -> None:
