@@ -174,7 +174,7 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "nader.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
            "--strategy", "walk", "--run-dir", str(run)]
-    cmd[cmd.index("--epochs") + 1] = "3"
+    cmd[cmd.index("--epochs") + 1] = "20"  # an idle machine trains digits' epochs in milliseconds: stay busy
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -186,7 +186,7 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
             done = 0
         if done:
             break
-        time.sleep(0.2)
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
