@@ -174,8 +174,11 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "nader.cli", "run", "--from", str(EXAMPLE), *FAST, "--trials", "2",
            "--strategy", "walk", "--run-dir", str(run)]
-    cmd[cmd.index("--epochs") + 1] = "20"  # an idle machine trains digits' epochs in milliseconds: stay busy
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    cmd[cmd.index("--epochs") + 1] = "3"
+    # A suite started in the background inherits SIGINT ignored, and so would the child: Ctrl-C as
+    # a terminal sends it needs the default disposition.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -186,7 +189,7 @@ def test_ctrl_c_stops_cleanly_with_130_and_the_run_resumes(tmp_path):
             done = 0
         if done:
             break
-        time.sleep(0.05)
+        time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
