@@ -1,8 +1,8 @@
 """Read a run directory into the report's model (`Arch`, `Run`).
 
 Reads `RUN/runs.sqlite` through a read-only connection, so it works while a search is running:
-the tree (`archs`, with per-seed results from `arch_seeds`) and the configuration of the latest
-`nader-search run` session.
+the tree (`archs`, with per-seed results from `arch_seeds`), the configuration of the latest
+`nader-search run` session and what the LLM client recorded of the server in `meta`.
 """
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from nader.agents.llm.client import SYSTEM_MERGE_META
+from nader.agents.llm.served import MODEL_NAME_META
 from nader.runtime.integrity import check_database, connect_readonly, json_cell
 from nader.runtime.store import DB_NAME
 from nader.search.records import records  # the tree's one reader
@@ -48,6 +50,24 @@ def _diagnostics(value) -> list:
     return out
 
 
+NOTE_CHARS = 500  # a recorded message is the server's and our text: bounded in the page
+
+
+def _llm_notes(conn: sqlite3.Connection, problems: list) -> list[str]:
+    """The messages of the client's findings (`system_merge`, `model_name`: {model: {message, ...}})."""
+    notes = []
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is None:
+        return notes
+    for key in (SYSTEM_MERGE_META, MODEL_NAME_META):
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        found = json_cell(row[0], "meta", f"key={key}", "value", problems, (dict,)) if row else None
+        for finding in (found or {}).values():
+            message = finding.get("message") if isinstance(finding, dict) else None
+            if isinstance(message, str) and message:
+                notes.append(message[:NOTE_CHARS])
+    return notes
+
+
 def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
     """The run and its architectures; damaged cells are left out and described in `problems`."""
     problems = [] if problems is None else problems
@@ -58,13 +78,15 @@ def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
         session = conn.execute("SELECT session, started, config FROM search_sessions ORDER BY session DESC "
                                "LIMIT 1").fetchone()
         first = conn.execute("SELECT MIN(started) FROM search_sessions").fetchone()
+        notes = _llm_notes(conn, problems)
     finally:
         conn.close()
     config = (json_cell(session[2], "search_sessions", f"session={session[0]}", "config", problems, (dict,))
               if session else None) or {}
     run = Run(name=run_dir.resolve().name, dataset=str(config.get("dataset", "")), preset=str(config.get("preset", "")),
               strategy=str(config.get("strategy", "")),
-              started=first[0] if first and isinstance(first[0], (int, float)) else None, config=config)
+              started=first[0] if first and isinstance(first[0], (int, float)) else None, config=config,
+              llm_notes=notes)
     archs = []
     for r in recs:
         seeds = r.get("seeds") or []

@@ -56,3 +56,6 @@ class Run:
     strategy: str = ""
     started: Optional[float] = None
     config: dict = field(default_factory=dict)
+    # What the LLM client noticed of the server and told once (a dropped system message, a model
+    # name the server does not list): a run must not degrade silently, in its report either.
+    llm_notes: list = field(default_factory=list)

@@ -72,3 +72,46 @@ def test_a_stem_is_drawn_at_the_stride_it_has():
     base, stem = (base64.b64decode(url.split(",", 1)[1]).decode("utf-8") for url in _drawings(text))
     assert "(B,dim,ceil(H/4),ceil(H/4))" in stem and "NAD311" not in stem
     assert "NAD3" not in base
+
+
+def test_the_llm_clients_findings_are_in_the_report_escaped_and_bounded(small_run, tmp_path):
+    import json
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    merge = {"gemma-3-270m": {"prompt_tokens": 12, "call_id": 3,
+                              "message": "the server dropped the system message; switching to system=merge"}}
+    names = {"gemma-3-270mm": {"found": "not-listed", "message": "model 'gemma-3-270mm' <b>is not</b> listed"},
+             "long": {"message": "x" * 5000}, "odd": "not an object"}
+    conn = sqlite3.connect(run / "runs.sqlite")
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('system_merge', ?)", (json.dumps(merge),))
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model_name', ?)", (json.dumps(names),))
+    conn.close()
+    loaded, _ = load_run(run)
+    assert loaded.llm_notes[0].startswith("the server dropped the system message")
+    assert "model 'gemma-3-270mm' <b>is not</b> listed" in loaded.llm_notes and len(loaded.llm_notes) == 3
+    assert max(map(len, loaded.llm_notes)) == 500
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(cli, ["report", str(run), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert "What the LLM client noticed" in html and "&lt;b&gt;is not&lt;/b&gt;" in html and "<b>is not</b>" not in html
+
+
+def test_a_damaged_finding_is_a_problem_not_a_failure(small_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    conn = sqlite3.connect(run / "runs.sqlite")
+    with conn:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model_name', '{not json')")
+    conn.close()
+    problems = []
+    loaded, archs = load_run(run, problems)
+    assert loaded.llm_notes == [] and archs and any("meta" in str(p) for p in problems)
+    result = CliRunner().invoke(cli, ["report", str(run), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert "What the LLM client noticed" not in (tmp_path / "r.html").read_text(encoding="utf-8")
