@@ -185,7 +185,10 @@ class _Checker:
                 report.token_params[name] = False
                 continue
             except Transient as exc:
-                raise Unreachable(f"the endpoint answers no chat request: {exc}") from None
+                late = "; a server busy with an earlier reply (llama.cpp's writes one at a time, even for a client" \
+                       " that has gone) or still loading its model answers late: try again" \
+                    if "no reply within" in str(exc) else ""
+                raise Unreachable(f"the endpoint answers no chat request: {exc}{late}") from None
             report.token_params[name] = True
             report.usage_reported = report.usage_reported or raw.prompt_tokens is not None
             report.token_param = report.token_param or name

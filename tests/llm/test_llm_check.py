@@ -248,3 +248,13 @@ def test_a_server_fast_enough_for_a_full_reply_gets_no_cap():
     report = _measured(200.0)
     profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
     assert profile.max_tokens is None and report.degradations == []
+
+
+def test_a_server_that_never_answers_is_exit_2_with_what_to_try(tmp_path, monkeypatch):
+    from loopback import hang
+
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=lambda body: hang()) as srv:
+        result = check(srv, "--llm-timeout", "0.5")
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "no reply within 0.5 s" in result.output and "busy with an earlier reply" in result.output
