@@ -39,6 +39,9 @@ CONTEXT_KEYS = ("max_model_len", "context_length", "context_window", "max_contex
 # A constrained mode this many times slower per token than none, and by this many seconds a
 # request at least (so that the jitter of a fast server decides nothing), is not worth it.
 SLOWER, SLOWER_BY_S = 3.0, 0.25
+# A server busy with an earlier reply (llama-cpp-python writes one at a time, even for a client
+# that has gone) or loading its model answers late, not never.
+LATE = "; a server busy with an earlier reply or still loading its model answers late: try again"
 REPLY_TOKENS = 256  # a typical agent reply: what a per-token slowdown costs is judged at this length
 # A full reply (max_tokens at the measured speed) must take at most this share of the request
 # timeout: the rest is for reading the prompt and for a busy moment.
@@ -185,10 +188,8 @@ class _Checker:
                 report.token_params[name] = False
                 continue
             except Transient as exc:
-                late = "; a server busy with an earlier reply (llama.cpp's writes one at a time, even for a client" \
-                       " that has gone) or still loading its model answers late: try again" \
-                    if "no reply within" in str(exc) else ""
-                raise Unreachable(f"the endpoint answers no chat request: {exc}{late}") from None
+                raise Unreachable(f"the endpoint answers no chat request: {exc}"
+                                  + (LATE if "no reply within" in str(exc) else "")) from None
             report.token_params[name] = True
             report.usage_reported = report.usage_reported or raw.prompt_tokens is not None
             report.token_param = report.token_param or name
