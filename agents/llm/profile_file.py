@@ -21,14 +21,10 @@ def profile_table(profile: ModelProfile, comments: Sequence[str] = ()) -> str:
     """The TOML text of a profile table."""
     if '"' in profile.pattern or "\\" in profile.pattern or "\n" in profile.pattern:
         raise LLMConfigError(f"cannot write a profile for the model name {profile.pattern!r}")
-    lines = [f"# {c}" for c in comments]
-    lines += [f'[llm.profiles."{profile.pattern}"]', f'token_param = "{profile.token_param}"',
-              f"temperature = {str(profile.temperature).lower()}",
-              f"reasoning_effort = {str(profile.reasoning_effort).lower()}",
-              f'json = "{profile.json}"', f'system = "{profile.system}"', f'grammar = "{profile.grammar}"']
-    for key in ("context", "max_tokens"):
-        if getattr(profile, key) is not None:
-            lines.append(f"{key} = {int(getattr(profile, key))}")
+    lines = [*(f"# {c}" for c in comments), f'[llm.profiles."{profile.pattern}"]']
+    for key, value in _values(profile).items():
+        text = str(value).lower() if isinstance(value, bool) else f'"{value}"' if isinstance(value, str) else int(value)
+        lines.append(f"{key} = {text}")
     return "\n".join(lines) + "\n"
 
 

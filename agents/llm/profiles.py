@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Optional
 
 from .errors import LLMConfigError
@@ -25,6 +25,7 @@ TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 JSON_MODES = ("json_schema", "json_object", "none")
 SYSTEM_MODES = ("native", "merge")
 GRAMMAR_MODES = ("none", "llama.cpp", "vllm")
+_CHOICES = {"token_param": TOKEN_PARAMS, "json": JSON_MODES, "system": SYSTEM_MODES, "grammar": GRAMMAR_MODES}
 
 
 @dataclass(frozen=True)
@@ -67,32 +68,21 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
 def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     """A profile from a TOML table; unknown keys and bad values are configuration errors."""
     where = f'[llm.profiles."{pattern}"]'
-    known = {"token_param", "temperature", "reasoning_effort", "json", "system", "grammar", "context", "max_tokens"}
+    known = {f.name for f in fields(ModelProfile)} - {"pattern"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise LLMConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     profile = ModelProfile(pattern)
-    if "token_param" in table:
-        if table["token_param"] not in TOKEN_PARAMS:
-            raise LLMConfigError(f"{where}: token_param must be one of {', '.join(TOKEN_PARAMS)}")
-        profile = replace(profile, token_param=table["token_param"])
+    for key, choices in _CHOICES.items():
+        if key in table:
+            if table[key] not in choices:
+                raise LLMConfigError(f"{where}: {key} must be one of {', '.join(choices)}")
+            profile = replace(profile, **{key: table[key]})
     for flag in ("temperature", "reasoning_effort"):
         if flag in table:
             if not isinstance(table[flag], bool):
                 raise LLMConfigError(f"{where}: {flag} must be true or false")
             profile = replace(profile, **{flag: table[flag]})
-    if "json" in table:
-        if table["json"] not in JSON_MODES:
-            raise LLMConfigError(f"{where}: json must be one of {', '.join(JSON_MODES)}")
-        profile = replace(profile, json=table["json"])
-    if "system" in table:
-        if table["system"] not in SYSTEM_MODES:
-            raise LLMConfigError(f"{where}: system must be one of {', '.join(SYSTEM_MODES)}")
-        profile = replace(profile, system=table["system"])
-    if "grammar" in table:
-        if table["grammar"] not in GRAMMAR_MODES:
-            raise LLMConfigError(f"{where}: grammar must be one of {', '.join(GRAMMAR_MODES)}")
-        profile = replace(profile, grammar=table["grammar"])
     for key in ("context", "max_tokens"):
         if key in table:
             value = table[key]
