@@ -279,7 +279,6 @@ def main(argv=None) -> int:
         table = work / "nb201.csv"
         subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nb201_synthetic.py"), str(table)], check=True,
                        capture_output=True)
-        results["GENIUS, nb201 cells"] = None
         run = work / "genius"
         code, out, seconds = step("GENIUS on NAS-Bench-201 (generated table)", [
             *nader_search(), "run", "--strategy", "genius", "--space", "nb201", "--dataset", "cifar10",
