@@ -118,9 +118,12 @@ def _run_as_nobody(args, cwd):
     """The command in a subprocess as `nobody` (setpriv), for whom permissions hold; (code, stdout, stderr)."""
     setpriv = shutil.which("setpriv")
     drop = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"] if setpriv else []
-    if not drop or subprocess.run([*drop, sys.executable, "-c", "pass"], capture_output=True).returncode != 0:
-        pytest.skip("running as root, and cannot run this Python as `nobody` to make permissions hold")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    # `nobody` must reach this Python and the checkout too: a clone under a 0700 folder (mktemp -d) is not.
+    if not drop or subprocess.run([*drop, sys.executable, "-c", "import nader.cli"], capture_output=True, env=env,
+                                  cwd=cwd).returncode != 0:
+        pytest.skip("running as root, and `nobody` cannot run this Python or import this checkout (a parent folder"
+                    " it cannot enter?), so permissions cannot be made to hold")
     p = subprocess.run([*drop, sys.executable, "-m", "nader.cli", *map(str, args)], capture_output=True,
                        text=True, env=env, cwd=cwd, timeout=600)
     return p.returncode, p.stdout, p.stderr
