@@ -13,19 +13,26 @@ probe is a few polynomial evaluations:
    later stages run at 2C, 4C, ...). Budgets still hold there by monotonicity.
 2. Otherwise every width from `MAX_SCAN` down to 1 is checked.
 
+Memory is a limit, not a target: the widths are the ones parameters and FLOPs give (NADER's
+protocol), and a network whose training step would not fit in `Budget.memory` at those widths
+is refused (`FitError`, over budget) rather than narrowed until it does.
+
 The result is deterministic. The *binding* budget is the one the next larger
 width meeting the constraints would exceed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
 from nader.compiler.architecture import BuildError
 from nader.compiler.network_cost import NetworkModel
+from nader.runtime.presets import get_preset
 
 MAX_WIDTH = 1 << 14  # the largest base width the bisection considers
 MAX_SCAN = 4096  # the range of the exhaustive scan for non-monotone costs
+#: The batch a memory budget is checked at unless told: the NAS-Bench-201 protocol's.
+DEFAULT_BATCH_SIZE = get_preset("nb201").batch_size
 
 
 class FitError(BuildError):
@@ -34,18 +41,24 @@ class FitError(BuildError):
 
 @dataclass(frozen=True)
 class Budget:
-    """Upper limits; None means unlimited. FLOPs in thop's convention, memory in bytes."""
+    """Upper limits; None means unlimited. FLOPs in thop's convention; memory in bytes, a training
+    step's peak at `batch_size` (`network_cost.training_memory`)."""
 
     params: Optional[int] = None
     flops: Optional[int] = None
     memory: Optional[int] = None
     label: str = ""
+    batch_size: int = DEFAULT_BATCH_SIZE
 
     def empty(self) -> bool:
         return self.params is None and self.flops is None and self.memory is None
 
+    def with_memory(self, memory: Optional[int], batch_size: Optional[int] = None) -> "Budget":
+        return replace(self, memory=memory, batch_size=batch_size or self.batch_size)
+
     def to_json(self) -> dict:
-        return {"params": self.params, "flops": self.flops, "memory": self.memory, "label": self.label}
+        return {"params": self.params, "flops": self.flops, "memory": self.memory, "label": self.label,
+                "batch_size": self.batch_size}
 
     def describe(self) -> str:
         parts = []
@@ -54,7 +67,7 @@ class Budget:
         if self.flops is not None:
             parts.append(f"FLOPs <= {self.flops / 1e9:g} G")
         if self.memory is not None:
-            parts.append(f"memory <= {self.memory / 2**20:g} MiB")
+            parts.append(f"training memory <= {self.memory / 2**20:,.0f} MiB at batch {self.batch_size}")
         return ", ".join(parts) or "no budget"
 
 
@@ -136,8 +149,6 @@ class _Probe:
             over.append("params")
         if b.flops is not None and figures.flops > b.flops:
             over.append("flops")
-        if b.memory is not None and self.model.memory(x) > b.memory:
-            over.append("memory")
         self._cache[x] = over
         return over
 
@@ -147,10 +158,11 @@ class _Probe:
 
 def fit(model: NetworkModel, budget: Budget, *, max_width: int = MAX_WIDTH) -> FitResult:
     """The largest base width meeting `budget` and every constraint of `model`."""
-    if budget.empty():
-        raise FitError("the budget sets no limit; give params, flops or memory (or fixed widths)")
+    if budget.params is None and budget.flops is None:
+        raise FitError("the budget sets no limit on parameters or FLOPs, which fit the widths; give one of "
+                       "them (or fixed widths)")
     probe = _Probe(model, budget)
-    monotone = model.monotone and (budget.memory is None or model.memory_monotone())
+    monotone = model.monotone
     if monotone:
         method = "bisection"
         x = _largest_in_budget(probe, max_width)
@@ -177,9 +189,20 @@ def fit(model: NetworkModel, budget: Budget, *, max_width: int = MAX_WIDTH) -> F
             raise FitError(_no_valid_width(model, MAX_SCAN, budget))
     binding = _binding(model, probe, x, max_width if monotone else min(max_width, MAX_SCAN))
     figures = model.figures(x)
-    memory = model.memory(x) if budget.memory is not None else None
+    memory = None
+    if budget.memory is not None:
+        memory = model.training_memory(x, budget.batch_size).total
+        if memory > budget.memory:
+            raise FitError(over_memory(memory, budget))
     return FitResult(x, model.widths(x), figures.params, figures.flops, figures.macs, memory, budget, binding,
                      method, probe.count, skipped)
+
+
+def over_memory(memory: int, budget: Budget) -> str:
+    """The refusal of a network whose training step needs `memory` bytes."""
+    return (f"over the memory budget: a training step at batch {budget.batch_size} needs about "
+            f"{memory / 2**20:,.0f} MiB, the budget is {budget.memory / 2**20:,.0f} MiB; make the block "
+            f"cheaper in activations (fewer or narrower nodes), or raise the budget (--max-memory)")
 
 
 def _largest_in_budget(probe: _Probe, max_width: int) -> int:

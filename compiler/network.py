@@ -24,8 +24,9 @@ from typing import Optional
 
 from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
 from nader.compiler.datasets import dataset_info
-from nader.compiler.fit import Budget, FitError, fit, preset_budget
-from nader.compiler.network_cost import constraint_holds, network_model, peak_memory, plan_constraints, plan_cost
+from nader.compiler.fit import DEFAULT_BATCH_SIZE, Budget, FitError, fit, over_memory, preset_budget
+from nader.compiler.network_cost import (constraint_holds, network_model, peak_memory, plan_constraints, plan_cost,
+                                         training_memory)
 from nader.compiler.passes.cost import CostError
 from nader.compiler.plan import BlockUnit, LayerUnit, Plan, make_plan, resolve_depths, resolve_widths, width_int
 
@@ -33,7 +34,10 @@ from nader.compiler.plan import BlockUnit, LayerUnit, Plan, make_plan, resolve_d
 def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,
             input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
             path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
-    """Everything `build_network` reports, without building a module: fit (or check) widths and cost them."""
+    """Everything `build_network` reports, without building a module: fit (or check) widths and cost them.
+
+    A budget's memory limit holds for the training step at its batch size (`FitError` when over).
+    """
     skel = skeleton_info(skeleton)
     data = dataset_info(dataset)
     arch = arch or load_architecture(arch_text, skel, stem_stride=stem_stride, path=path)
@@ -44,7 +48,8 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
     width_values = resolve_widths(skel, widths)
     info: dict = {}
     if isinstance(budget, dict):
-        budget = Budget(**{k: budget.get(k) for k in ("params", "flops", "memory")}, label="given")
+        budget = Budget(**{k: budget.get(k) for k in ("params", "flops", "memory")}, label="given",
+                        batch_size=budget.get("batch_size") or DEFAULT_BATCH_SIZE)
     if width_values is None:
         chosen_budget = budget if budget is not None else preset_budget(skel.name, data.name, depth_values)
         try:
@@ -64,9 +69,14 @@ def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *
         nader = plan_cost(arch, plan, "nader").evaluate({})
     except CostError as error:
         raise BuildError(f"cannot cost the network: {error}") from None
+    batch = budget.batch_size if budget is not None else DEFAULT_BATCH_SIZE
+    training = training_memory(arch, plan, batch, params=int(figures.params))
+    if budget is not None and budget.memory is not None and training.total > budget.memory:
+        raise FitError(over_memory(training.total, budget))
     base = {
         "skeleton": skel.name, "dataset": data.name, "params": figures.params, "flops": figures.flops,
-        "macs": figures.macs, "nader_flops": nader.flops, "memory": peak_memory(arch, plan), "widths": list(width_values),
+        "macs": figures.macs, "nader_flops": nader.flops, "memory": peak_memory(arch, plan),
+        "training_memory": training.to_json(), "widths": list(width_values),
         "depths": list(depth_values), "num_classes": data.num_classes, "input_size": size,
         "stem_stride": arch.stem_stride, "notes": list(arch.notes),
     }

@@ -113,13 +113,6 @@ class NetworkModel:
     cost: Cost
     constraints: list[tuple[Constraint, str]]
     monotone: bool  # parameters and FLOPs provably non-decreasing in x
-    _memory_monotone: Optional[bool] = None
-
-    def memory_monotone(self) -> bool:
-        """Whether every activation size is provably non-decreasing in x (checked on first use)."""
-        if self._memory_monotone is None:
-            self._memory_monotone = _memory_monotone(self.arch, self.plan)
-        return self._memory_monotone
 
     def figures(self, x: int) -> Figures:
         return self.cost.evaluate({"x": x})
@@ -132,6 +125,9 @@ class NetworkModel:
 
     def memory(self, x: int) -> int:
         return peak_memory(self.arch, self.plan, x)
+
+    def training_memory(self, x: int, batch_size: int) -> "TrainingMemory":
+        return training_memory(self.arch, self.plan, batch_size, x, int(self.figures(x).params))
 
     def widths(self, x: int) -> list[int]:
         return self.plan.concrete_widths(x)
@@ -150,16 +146,6 @@ def network_model(arch: Architecture, skeleton: Union[str, Skeleton], depths: Se
 # -- activation memory --------------------------------------------------------------------------
 
 BYTES_PER_ELEMENT = 4  # float32
-
-
-def _memory_monotone(arch: Architecture, plan: Plan) -> bool:
-    for unit in plan.units():
-        if isinstance(unit, BlockUnit):
-            env = _block_env(unit)
-            for p in arch.cost(unit.part, size=unit.size[0]).elements.values():
-                if not nondecreasing(substitute(p, env)):
-                    return False
-    return True
 
 
 def peak_memory(arch: Architecture, plan: Plan, x: Optional[int] = None) -> int:
@@ -191,3 +177,63 @@ def peak_memory(arch: Architecture, plan: Plan, x: Optional[int] = None) -> int:
             if i < len(plan.downsamples):
                 peak = max(peak, block_peak(plan.downsamples[i]))
     return peak * BYTES_PER_ELEMENT
+
+
+# -- training memory ----------------------------------------------------------------------------
+
+#: Float32 copies of the parameters a training step holds: weights, gradients and SGD's momentum
+#: (the presets' optimizer; Adam would hold two states).
+PARAMETER_COPIES = 3
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Estimated peak memory of one training step (bytes, float32) at a batch size."""
+
+    batch_size: int
+    saved: int  # activations the forward keeps for the backward
+    transient: int  # the forward's largest working set on top of them (the backward's gradients alike)
+    parameters: int  # weights, gradients and optimizer state
+
+    @property
+    def per_sample(self) -> int:
+        return (self.saved + self.transient) // max(1, self.batch_size)
+
+    @property
+    def total(self) -> int:
+        return self.saved + self.transient + self.parameters
+
+    def to_json(self) -> dict:
+        return {"batch_size": self.batch_size, "total": self.total, "activations": self.saved + self.transient,
+                "parameters": self.parameters, "per_sample": self.per_sample}
+
+
+def _layer_saved(unit: LayerUnit, x: Optional[int]) -> int:
+    """Elements a skeleton layer keeps for the backward (each tensor it makes counts once)."""
+    cin = width_int(unit.cin, x) * unit.size[0] * unit.size[1]
+    cout = width_int(unit.cout, x) * unit.out_size[0] * unit.out_size[1]
+    return {"relu_conv_bn": cin + 2 * cout, "factorized_reduce": cin + 2 * cout, "bn_relu": 2 * cin,
+            "avg_pool": width_int(unit.cout, x), "linear": width_int(unit.cout, x)}[unit.kind]
+
+
+def training_memory(arch: Architecture, plan: Plan, batch_size: int, x: Optional[int] = None,
+                    params: Optional[int] = None) -> TrainingMemory:
+    """What training the plan's network keeps alive at once, analytically, like the FLOPs.
+
+    Autograd keeps (nearly) every activation of the forward until the backward has used it, so the
+    activations of every block instance and skeleton layer add up, at `batch_size`; the forward's
+    own peak (`peak_memory`) stands for the working set on top of them. Parameters count
+    `PARAMETER_COPIES` times. `params` saves recomputing the cost when the caller has it.
+    """
+    saved = 0
+    for unit in plan.units():
+        if isinstance(unit, BlockUnit):
+            sizes = {"B": 1, "C": width_int(unit.C, x), "dim": width_int(unit.dim, x),
+                     "H": unit.size[0], "W": unit.size[1]}
+            saved += arch.cost(unit.part, size=unit.size[0]).saved_elements(sizes)
+        else:
+            saved += _layer_saved(unit, x)
+    if params is None:
+        params = int(plan_cost(arch, plan).evaluate({"x": x} if x is not None else {}).params)
+    return TrainingMemory(batch_size, saved * batch_size * BYTES_PER_ELEMENT,
+                          peak_memory(arch, plan, x) * batch_size, params * BYTES_PER_ELEMENT * PARAMETER_COPIES)

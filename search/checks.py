@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Optional
 
-from nader.compiler.fit import fit
+from nader.compiler.fit import fit, over_memory
 from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
 from nader.compiler.datasets import dataset_info
 from nader.compiler.network_cost import network_model
@@ -174,8 +174,13 @@ class Checker:
         except BuildError as exc:
             return Checked("invalid", hash=h, diagnostics=_diagnostics(exc))
         x = self.space.base_width if self.space is not None else None
-        if x is not None:  # the space fixes the widths: no fit, no budget
+        if x is not None:  # the space fixes the widths: no fit; only the memory a trial needs is checked
             figures = model.figures(x)
+            if self.budget.memory is not None:
+                memory = model.training_memory(x, self.budget.batch_size).total
+                if memory > self.budget.memory:
+                    return Checked("over-budget", hash=h, diagnostics={
+                        "message": over_memory(memory, self.budget), "diagnostics": []})
             return Checked("proposed", hash=h, widths=list(model.widths(x)), params=int(figures.params),
                            flops=int(figures.flops), binding="fixed", arch=arch)
         try:

@@ -40,6 +40,19 @@ def _count(ctx, param, value):
     return int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
 
 
+def _memory(ctx, param, value):
+    from nader.runtime.errors import ConfigError
+
+    from .config import parse_memory
+
+    if value is None:
+        return None
+    try:
+        return parse_memory(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+
+
 def _time_limit(ctx, param, value):
     """A wall-clock duration, or simulated seconds of a tabular benchmark (sim:20000)."""
     from nader.runtime.errors import ConfigError
@@ -146,6 +159,9 @@ def _strategy_epilog() -> str:
 @click.option("--proxy", type=click.Choice(PROXIES), default=None, help="Prescreening proxy [default: naswot].")
 @click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
 @click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
+@click.option("--max-memory", callback=_memory, default=None,
+              help="Training memory per trial (e.g. 6G; a number is MiB): a candidate whose training step needs "
+                   "more is over budget [default: half the RAM, or 90% of the GPU's memory].")
 @click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
 @click.option("--fidelity", type=click.Choice(("successive-halving", "hyperband")), default=None,
               help="Train new architectures briefly and promote the best 1/eta to longer budgets, up to the "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,7 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.memory import default_memory_budget
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
 from .fidelity import schedule_of
@@ -66,6 +68,7 @@ class SearchConfig:
     proxy: str = "naswot"
     max_params: Optional[int] = None  # default: the budget preset of the skeleton and dataset
     max_flops: Optional[int] = None
+    max_memory: Optional[int] = None  # bytes a training step may take [default: a share of the device]
     max_cost: Optional[float] = None  # dollars (LLM strategies)
     max_tokens: Optional[int] = None
     epochs: Optional[int] = None  # overrides the preset's
@@ -90,8 +93,11 @@ class SearchConfig:
 
     def budget(self):
         """The params/FLOPs budget: the skeleton's and dataset's preset (NADER's: 1.5 M parameters,
-        0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding."""
+        0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding; and
+        when trials train, the training memory at the preset's batch size (`max_memory`, or a
+        share of the device's memory: `nader.runtime.memory`)."""
         from nader.compiler.fit import Budget, FitError, preset_budget
+        from nader.runtime.presets import resolve
         from nader.compiler.architecture import skeleton_info
         from nader.compiler.datasets import dataset_info
         from nader.compiler.plan import resolve_depths
@@ -106,7 +112,10 @@ class SearchConfig:
             raise ConfigError(f"no budget preset for the {self.skeleton} skeleton on {self.dataset}; "
                               f"give --max-params or --max-flops")
         label = base.label if (params, flops) == (base.params, base.flops) else "given"
-        return Budget(params, flops, label=label)
+        memory = self.max_memory
+        if memory is None and self.evaluator is None:
+            memory = default_memory_budget(self.device, self.trials_per_gpu or 1)[0]
+        return Budget(params, flops, memory, label=label, batch_size=resolve(self.preset, self.job_options()).batch_size)
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
@@ -190,8 +199,8 @@ class SearchConfig:
         refuse_space = getattr(get_strategy(self.strategy), "refuse_space", None)
         if refuse_space is not None and refuse_space(space):
             raise ConfigError(refuse_space(space))
-        for name in ("trials", "max_invalid", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
-                     "trials_per_gpu"):
+        for name in ("trials", "max_invalid", "workers", "epochs", "threads", "max_params", "max_flops", "max_memory",
+                     "max_tokens", "trials_per_gpu"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
@@ -272,6 +281,7 @@ KEYS = {
     "proxy": ("proxy", _typed("proxy", str)),
     "max-params": ("max_params", _typed("max-params", int)),
     "max-flops": ("max_flops", _typed("max-flops", int)),
+    "max-memory": ("max_memory", lambda v: parse_memory(v)),
     "llm-max-cost": ("max_cost", _typed("llm-max-cost", float)),
     "llm-max-tokens": ("max_tokens", _typed("llm-max-tokens", int)),
     "max-cost": ("max_cost", _typed("max-cost", float)),  # the old names, for one release
@@ -367,6 +377,21 @@ def _space_defaults(config: SearchConfig) -> SearchConfig:
         except nb201.NotInSpace as exc:
             raise ConfigError(f"the root architecture {config.root or ''}: {exc}") from None
     return config
+
+
+def parse_memory(value) -> int:
+    """A memory budget: MiB as a number (6144), or with a unit (512M, 6G, 6GiB). Returns bytes."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = f"{value!r}"
+    else:
+        text = str(value).strip()
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([mMgGtT]?)(?:i?[bB])?", text)
+    if not m or float(m.group(1)) <= 0 or not math.isfinite(float(m.group(1))):
+        raise ConfigError(f"max-memory: expected a positive size such as 6144 (MiB), 512M or 6G, not {value!r}")
+    size = float(m.group(1)) * 2 ** {"": 20, "m": 20, "g": 30, "t": 40}[m.group(2).lower()]
+    if size > 2 ** 60:
+        raise ConfigError(f"max-memory: {value!r} is larger than any machine")
+    return int(size)
 
 
 def parse_time_limit(value):

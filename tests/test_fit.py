@@ -32,8 +32,6 @@ def brute_force(model, budget, limit=600):
             continue
         if budget.flops is not None and f.flops > budget.flops:
             continue
-        if budget.memory is not None and model.memory(x) > budget.memory:
-            continue
         if model.feasible(x):
             best = x
     return best
@@ -89,13 +87,22 @@ def test_binding_budget_is_the_one_the_next_width_exceeds():
     assert unlimited.x == 64 and unlimited.binding == ["max-width"]
 
 
-def test_memory_budget():
+def test_memory_is_a_limit_at_the_fitted_widths_not_a_target():
+    """Parameters and FLOPs choose the widths; a training step over the memory budget is refused."""
     model = model_for(ARCH)
     free = fit(model, Budget(1_500_000, None))
-    limit = model.memory(free.x) // 2
-    result = fit(model, Budget(1_500_000, None, limit))
-    assert result.x < free.x and result.memory <= limit and result.binding == ["memory"]
-    assert result.x == brute_force(model, Budget(1_500_000, None, limit))
+    needed = model.training_memory(free.x, 256).total
+    within = fit(model, Budget(1_500_000, None, needed))
+    assert within.x == free.x and within.memory == needed and within.binding == free.binding
+    with pytest.raises(FitError, match=r"over the memory budget: a training step at batch 256 needs about"):
+        fit(model, Budget(1_500_000, None, needed - 1))
+    # The batch decides: a quarter of the batch fits a quarter of the activations.
+    assert fit(model, Budget(1_500_000, None, needed // 2, batch_size=64)).x == free.x
+
+
+def test_memory_alone_fits_no_width():
+    with pytest.raises(FitError, match="no limit on parameters or FLOPs"):
+        fit(model_for(ARCH), Budget(memory=10 ** 12))
 
 
 def test_fit_is_deterministic_and_matches_build_network():
@@ -137,12 +144,6 @@ class _Wavy:
 
     def broken(self, x):
         return [] if x % 2 == 0 else ["odd width"]
-
-    def memory(self, x):
-        return 0
-
-    def memory_monotone(self):
-        return True
 
     def widths(self, x):
         return [x, 2 * x, 4 * x]

@@ -41,10 +41,13 @@ def _g(value: int) -> str:
 @click.option("--max-flops", type=click.FloatRange(min=0, min_open=True), default=None,
               help="FLOPs budget in G, thop convention (replaces the preset's).")
 @click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Peak activation memory budget in MiB (batch 1, float32).")
+              help="Training memory budget in MiB: a training step's activations, parameters, gradients and "
+                   "optimizer state at --batch-size [default: half of this machine's RAM].")
+@click.option("--batch-size", type=click.IntRange(1, 1 << 20), default=None,
+              help="Batch size the memory budget is checked at [default: 256, NAS-Bench-201's].")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, max_params, max_flops, max_memory,
-             fmt):
+             batch_size, fmt):
     """Fit FILEs' networks to the budget and print widths, parameters, FLOPs and the binding budget.
 
     \b
@@ -52,9 +55,11 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     nadc cost blocks/*.txt --network imagenet --dataset cifar100 --format json
     nadc cost ARCH.nad --widths 16 --depths 5,5,5      (evaluate, no fit)
 
-    FLOPs follow thop's profile convention (what NADER reports); see docs/networks.md.
+    FLOPs follow thop's profile convention (what NADER reports). A network whose training step
+    needs more memory than the budget is refused (exit 1). See docs/networks.md.
     """
-    from nader.compiler.fit import Budget, FitError, preset_budget
+    from nader.compiler.fit import DEFAULT_BATCH_SIZE, Budget, FitError, preset_budget
+    from nader.runtime.memory import default_memory_budget
     from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
     from nader.compiler.datasets import dataset_info
     from nader.compiler.network import analyze
@@ -68,19 +73,22 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
         depth_values = resolve_depths(skel, int_list(depths, "--depths"))
     except BuildError as error:
         raise click.UsageError(str(error)) from None
-    budget = None
-    if width_values is not None and (max_params or max_flops or max_memory):
-        raise click.UsageError("--max-params/--max-flops/--max-memory set a budget to fit; drop --widths to fit")
-    if width_values is None and (max_params or max_flops or max_memory):
+    if width_values is not None and (max_params or max_flops):
+        raise click.UsageError("--max-params/--max-flops set a budget to fit; drop --widths to fit")
+    memory = int(max_memory * 2 ** 20) if max_memory else default_memory_budget("cpu")[0]
+    batch = batch_size or DEFAULT_BATCH_SIZE
+    budget: Optional[Budget] = Budget(memory=memory, label="command line", batch_size=batch)  # widths given: a check
+    if width_values is None:
         try:
-            base = preset_budget(skel.name, data.name, depth_values)
+            base: Optional[Budget] = preset_budget(skel.name, data.name, depth_values)
         except FitError:
-            base = Budget()
-        budget = Budget(
-            int(max_params * 1e6) if max_params else base.params,
-            int(max_flops * 1e9) if max_flops else base.flops,
-            int(max_memory * 2 ** 20) if max_memory else base.memory,
-            label="command line")
+            base = None
+        if max_params or max_flops:
+            base = base or Budget()
+            budget = Budget(int(max_params * 1e6) if max_params else base.params,
+                            int(max_flops * 1e9) if max_flops else base.flops, memory, "command line", batch)
+        else:  # no preset: the fit names what to give
+            budget = base.with_memory(memory, batch) if base is not None else None
     results = load(files)
     failed = False
     objects = []
@@ -116,9 +124,11 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
             if info.get("budget"):
                 budget_text = f" ({Budget(**info['budget']).describe()})"
             print_notes(path, info)
+            training = info["training_memory"]
             click.echo(f"{path}: {skel.name}/{data.name} widths {','.join(map(str, info['widths']))} "
                        f"depths {','.join(map(str, info['depths']))}{stride}  params {_m(info['params'])} ({info['params']:,})  "
-                       f"FLOPs {_g(info['flops'])} ({info['flops']:,}){binding}{budget_text}")
+                       f"FLOPs {_g(info['flops'])} ({info['flops']:,})  training memory "
+                       f"{training['total'] / 2**20:,.0f} MiB at batch {training['batch_size']}{binding}{budget_text}")
     if fmt == "json":
         click.echo(json.dumps(objects, indent=2))
     raise SystemExit(1 if failed else 0)

@@ -288,12 +288,16 @@ class BlockCost:
     total: Cost = NO_COST
     elements: dict[int, Poly] = field(default_factory=dict)  # output elements per node
     schedule: list[tuple[int, list[int]]] = field(default_factory=list)  # (node, tensors freed after it)
+    inputs: frozenset = frozenset()  # the block's input nodes (their tensors are the caller's)
 
     def evaluate(self, sizes: Mapping[str, int]) -> Figures:
         return self.total.evaluate(sizes)
 
     def peak_elements(self, sizes: Mapping[str, int]) -> int:
         return peak_elements(self, sizes)
+
+    def saved_elements(self, sizes: Mapping[str, int]) -> int:
+        return saved_elements(self, sizes)
 
 
 def block_cost(block: Block, result: ShapeResult, convention: str = "torch") -> BlockCost:
@@ -319,6 +323,8 @@ def block_cost(block: Block, result: ShapeResult, convention: str = "torch") -> 
             raise CostError(f"node {node_id} of `{block.name}` has no shape")
         if op in result.contract.inputs or op is Op.OUTPUT:
             c = NO_COST
+            if op is not Op.OUTPUT:
+                cost.inputs = cost.inputs | {node_id}
         else:
             rule = COST_RULES.get(op)  # type: ignore[arg-type]
             if rule is None:
@@ -363,6 +369,18 @@ def peak_elements(cost: BlockCost, sizes: Mapping[str, int]) -> int:
         for tensor in frees:
             live -= values.get(tensor, 0)
     return peak
+
+
+def saved_elements(cost: BlockCost, sizes: Mapping[str, int]) -> int:
+    """Activation elements a training step keeps from the block's forward for its backward.
+
+    An estimate, like `peak_elements`: every operation's output counts once (autograd keeps the
+    input of a convolution, normalization, linear layer or product and the output of an
+    activation, and those are other nodes' outputs), views included; the block's inputs are
+    counted by whatever produced them.
+    """
+    return sum(_int(cost.elements[n].evaluate(sizes)) for n, _ in cost.schedule
+               if n in cost.elements and n not in cost.inputs)
 
 
 # -- substitution and monotonicity --------------------------------------------------------
@@ -445,5 +463,5 @@ def cost_of(block: Block, result: ShapeResult, sizes: Mapping[str, int]) -> Figu
 
 __all__ = ["CONVENTIONS", "COST_RULES", "BlockCost", "Cost", "CostError", "Figures", "NO_COST", "adaptive_avg_pool_cost",
            "block_cost", "bn_cost", "conv_cost", "cost_of", "evaluate_int", "linear_cost", "nondecreasing",
-           "numel", "peak_elements", "substitute"]
+           "numel", "peak_elements", "saved_elements", "substitute"]
 
