@@ -176,7 +176,7 @@ class Checker:
         x = self.space.base_width if self.space is not None else None
         if x is not None:  # the space fixes the widths: no fit; only the memory a trial needs is checked
             figures = model.figures(x)
-            if self.budget.memory is not None:
+            if self.budget is not None and self.budget.memory is not None:
                 memory = model.training_memory(x, self.budget.batch_size).total
                 if memory > self.budget.memory:
                     return Checked("over-budget", hash=h, diagnostics={
