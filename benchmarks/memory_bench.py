@@ -15,7 +15,7 @@ but memory bounds them), on digits-sized inputs (16x16). It prints one row per c
 estimate, measured, their ratio, and whether the default budget on this machine would refuse
 it. The chain of 2,000 ReLUs is estimated only (it takes about 10 GB to train).
 
-    python benchmarks/memory_bench.py [--device cpu|cuda] [--batch 256] [--steps 2]
+    python benchmarks/memory_bench.py [--device cpu|cuda] [--batch 64] [--steps 2]
 """
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def measure(text: str, dataset: str, batch: int, steps: int, device: str) -> dic
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--dataset", default="digits")
     args = parser.parse_args(argv)
