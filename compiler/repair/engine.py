@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix, sort_key
+from nader.dsl.limits import DEFAULT_LIMITS
 from nader.dsl.parser import parse
 
 from ..passes.verify import BlockReport, verify_program
@@ -44,7 +45,8 @@ class _State:
 
 
 def _verify(text: str, options: dict) -> _State:
-    parsed = parse(text)
+    options = dict(options)
+    parsed = parse(text, options.pop("path", "<string>"), options.pop("input_limits", DEFAULT_LIMITS))
     reports, file_level = verify_program(parsed, **options)
     errors = [(None, d) for d in file_level if d.is_error]
     warnings = sum(not d.is_error for d in file_level)
@@ -105,7 +107,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     """Repair the errors of a block file's text with safe fixes (and unsafe ones when `unsafe`).
 
     `disabled` names fix kinds not to use; `verify_options` are `verify_program`'s (role,
-    stem_stride, limits, domain). The result holds the repaired text, the fixes applied and the
+    stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds the repaired text, the fixes applied and the
     errors that remain; the same text and options always give the same result.
     """
     state = _verify(text, verify_options)
