@@ -9,7 +9,7 @@ order, so the same text always gets the same repair.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix, sort_key
@@ -121,3 +121,42 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
             state, fix = step
             applied.append(fix)
     return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors))
+
+
+def suggest_fixes(text: str, reports: list[BlockReport], **verify_options) -> None:
+    """Attach to each error of `reports` (verified from `text`) that carries no fix the best fix the
+    kinds offer (safe or unsafe) whose result verifies with fewer errors; `nadc verify` shows them.
+
+    The reports' diagnostics are replaced in place; valid blocks cost nothing.
+    """
+    if all(report.ok for report in reports):
+        return
+    state = _verify(text, verify_options)
+    kinds = all_kinds()
+    lines = text.split("\n")
+    both = frozenset({SAFE, UNSAFE})
+    for report in reports:
+        if report.ok:
+            continue
+        mine = [(r, d) for r, d in state.errors if r is not None and r.block.span == report.block.span]
+        for k, d in enumerate(report.diagnostics):
+            if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS:
+                continue
+            match = next((r for r, e in mine if e.code is d.code and e.span == d.span), None)
+            if match is None:
+                continue
+            best = None
+            single = _State(text, state.reports, [(match, d)], state.warnings)
+            for index, (_, fix) in enumerate(_candidates(single, both, frozenset())):
+                try:
+                    after = _verify(apply_fix(text, fix), verify_options)
+                except (IndexError, ValueError):
+                    continue
+                if after.score[0] >= state.score[0]:
+                    continue
+                kind = kinds.get(fix.kind)
+                rank = (after.score, after.nodes - state.nodes, fix.safety != SAFE, kind.order if kind else 50, index)
+                if best is None or rank < best[0]:
+                    best = (rank, fix)
+            if best is not None:
+                report.diagnostics[k] = replace(d, fix=best[1])

@@ -23,13 +23,17 @@ class FixKind:
 
     name: str  # "merge-inputs-add"
     safety: str  # "safe" | "unsafe"
-    codes: tuple[str, ...]  # ("NAD207",)
+    codes: tuple[str, ...]  # ("NAD207",); ("*",): any error
     summary: str  # one line
     doc: str  # markdown: what it does, when it applies, an example
     order: int = 50  # ties between equally good candidates go to the lower order
 
+    @property
+    def answers(self) -> str:
+        return "any error" if self.codes == ("*",) else ", ".join(self.codes)
+
     def explain(self) -> str:
-        return (f"# {self.name} ({self.safety} fix)\n\nAnswers: {', '.join(self.codes)}. {self.summary}\n\n"
+        return (f"# {self.name} ({self.safety} fix)\n\nAnswers: {self.answers}. {self.summary}\n\n"
                 f"{textwrap.dedent(self.doc).strip()}\n")
 
 
@@ -76,4 +80,4 @@ def all_kinds() -> dict[str, FixKind]:
 
 def kinds_for(code: str) -> list[ModuleType]:
     """The discovered kind modules answering `code`, in their order."""
-    return sorted((m for m in discovered() if code in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))
+    return sorted((m for m in discovered() if code in m.KIND.codes or "*" in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))
