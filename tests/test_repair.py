@@ -239,3 +239,16 @@ def test_nadc_explain_documents_every_fix_kind():
         page = run_nadc(["explain", name])
         assert page.code == 0 and f"# {name} ({kind.safety} fix)" in page.stdout
     assert "`merge-inputs-add` (unsafe)" in run_nadc(["explain", "NAD207"]).stdout
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_texts(max_blocks=2))
+def test_nadc_fix_never_crashes_on_damaged_files(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("fuzz") / "block.nad"
+    path.write_bytes(text.encode("utf-8"))
+    for fmt in ("full", "json"):
+        run = run_nadc(["fix", "--unsafe", "--diff", "--format", fmt, str(path)])
+        output = run.stdout + run.stderr
+        assert run.code in (0, 1), output[-2000:]
+        assert "Traceback" not in output and "internal error" not in output, output[-2000:]
+    assert path.read_bytes() == text.encode("utf-8")  # --diff writes nothing
