@@ -26,6 +26,19 @@ from .result import AppliedFix, RepairResult
 MOST_STEPS = 24
 MOST_DIAGNOSTICS = 8
 MOST_CANDIDATES = 24
+#: Verifications one repair (or one file's suggestions) may run in all: what bounds the time a large
+#: damaged block can take (each verification of a block of n nodes costs about n).
+MOST_VERIFICATIONS = 400
+
+
+class _Budget:
+    def __init__(self, text: str):
+        # a larger file gets fewer verifications: the work stays about the same
+        self.left = max(40, MOST_VERIFICATIONS * 2000 // max(2000, len(text)))
+
+    def take(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
 
 
 @dataclass
@@ -82,11 +95,13 @@ def _candidates(state: _State, allowed: frozenset, disabled: frozenset) -> Itera
                 yield d.code.code, fix
 
 
-def _step(state: _State, allowed: frozenset, disabled: frozenset, options: dict):
+def _step(state: _State, allowed: frozenset, disabled: frozenset, options: dict, budget: _Budget):
     """The best (new state, applied fix) from one candidate, or None when none leaves fewer errors."""
     kinds = all_kinds()
     best = None
     for index, (code, fix) in enumerate(_candidates(state, allowed, disabled)):
+        if not budget.take():
+            break
         try:
             text = apply_fix(state.text, fix)
         except (IndexError, ValueError):
@@ -111,11 +126,12 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     errors that remain; the same text and options always give the same result.
     """
     state = _verify(text, verify_options)
+    budget = _Budget(text)
     applied: list[AppliedFix] = []
     phases = (frozenset({SAFE}), frozenset({SAFE, UNSAFE})) if unsafe else (frozenset({SAFE}),)
     for allowed in phases:
         while state.errors and len(applied) < MOST_STEPS:
-            step = _step(state, allowed, frozenset(disabled), verify_options)
+            step = _step(state, allowed, frozenset(disabled), verify_options, budget)
             if step is None:
                 break
             state, fix = step
@@ -132,6 +148,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], **verify_options) -> No
     if all(report.ok for report in reports):
         return
     state = _verify(text, verify_options)
+    budget = _Budget(text)
     kinds = all_kinds()
     lines = text.split("\n")
     both = frozenset({SAFE, UNSAFE})
@@ -148,6 +165,8 @@ def suggest_fixes(text: str, reports: list[BlockReport], **verify_options) -> No
             best = None
             single = _State(text, state.reports, [(match, d)], state.warnings)
             for index, (_, fix) in enumerate(_candidates(single, both, frozenset())):
+                if not budget.take():
+                    break
                 try:
                     after = _verify(apply_fix(text, fix), verify_options)
                 except (IndexError, ValueError):
