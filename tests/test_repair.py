@@ -277,6 +277,7 @@ KIND_EXAMPLES = {
                           "5:reshape(1,C,1,1)\n6:Mul\n0->2\n2->3\n3->4\n4->5\n5->6\n0->6\n6->1\n",
     "role-contract": _H + "2:Conv2d(out_channels=C*2,kernel_size=1)\n0->2\n2->1\n",
     "torch-operation-name": _H + "2:BatchNorm2d(C)\n0->2\n2->1\n",
+    "size-expression": _H + "2:Conv2d(out_channels=C-C,kernel_size=1)\n0->2\n2->1\n",
 }
 
 
