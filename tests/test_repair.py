@@ -278,6 +278,7 @@ KIND_EXAMPLES = {
     "role-contract": _H + "2:Conv2d(out_channels=C*2,kernel_size=1)\n0->2\n2->1\n",
     "torch-operation-name": _H + "2:BatchNorm2d(C)\n0->2\n2->1\n",
     "size-expression": _H + "2:Conv2d(out_channels=C-C,kernel_size=1)\n0->2\n2->1\n",
+    "connect-terminal": "##B##\n0:input\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n0->2\n2->3\n",
 }
 
 
