@@ -34,6 +34,9 @@ MOST_CANDIDATES = 24
 MOST_VERIFICATIONS = 400
 
 
+#: Errors past which a file is not repaired at all: each verification would report them all again,
+#: and a text that broken is not a slip to mend (fuzzing found 300-error files taking seconds).
+MOST_ERRORS = 40
 #: Verifications `suggest_fixes` may run per file: `nadc verify` pays them on every failing file.
 MOST_SUGGESTION_VERIFICATIONS = 16
 
@@ -41,7 +44,7 @@ MOST_SUGGESTION_VERIFICATIONS = 16
 class _Budget:
     def __init__(self, text: str, most: int = MOST_VERIFICATIONS):
         # a larger file gets fewer verifications: the work stays about the same
-        self.left = max(most // 10, most * 2000 // max(2000, len(text)))
+        self.left = max(most // 50, most * 2000 // max(2000, len(text)))
 
     def take(self) -> bool:
         self.left -= 1
@@ -139,6 +142,8 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     state = _verify(text, verify_options)
     budget = _Budget(text)
     applied: list[AppliedFix] = []
+    if len(state.errors) > MOST_ERRORS:
+        return RepairResult(text, text, (), tuple(d for _, d in state.errors))
     phases = (frozenset({SAFE}), frozenset({SAFE, UNSAFE})) if unsafe else (frozenset({SAFE}),)
     for allowed in phases:
         while state.errors and len(applied) < MOST_STEPS:
@@ -181,6 +186,8 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     The reports' diagnostics are replaced in place; valid blocks cost nothing.
     """
     if all(report.ok for report in reports):
+        return
+    if sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
         return
     budget = _Budget(text, MOST_SUGGESTION_VERIFICATIONS)
     kinds = all_kinds()
