@@ -208,11 +208,11 @@ def test_nadc_fix_diff_and_check_write_nothing(tmp_path):
 
 def test_nadc_fix_json_and_stdin(tmp_path):
     run = run_nadc(["fix", "--unsafe", "--format", "json", "-"], stdin=BN_TWO_INPUTS)
-    # standard input: the repaired text on stdout, then the JSON records
-    text, _, records = run.stdout.partition("[\n")
-    assert run.code == 0 and errors(text) == 0
-    (record,) = json.loads("[\n" + records)
+    (record,) = json.loads(run.stdout)  # standard input's repaired text is the record's `text`
+    assert run.code == 0 and errors(record["text"]) == 0
     assert record["file"] == "<stdin>" and record["ok"] and record["applied"][0]["kind"] == "merge-inputs-add"
+    plain = run_nadc(["fix", "--unsafe", "-"], stdin=BN_TWO_INPUTS)
+    assert plain.code == 0 and plain.stdout == record["text"]
 
 
 def test_nadc_fix_usage_errors_exit_2(tmp_path):
