@@ -136,8 +136,9 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     """Repair the errors of a block file's text with safe fixes (and unsafe ones when `unsafe`).
 
     `disabled` names fix kinds not to use; `verify_options` are `verify_program`'s (role,
-    stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds the repaired text, the fixes applied and the
-    errors that remain; the same text and options always give the same result.
+    stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds
+    the repaired text, the fixes applied and the errors that remain; the same text and options
+    always give the same result. A file with more than MOST_ERRORS errors is left as it is.
     """
     state = _verify(text, verify_options)
     budget = _Budget(text)

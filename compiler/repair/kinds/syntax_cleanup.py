@@ -46,5 +46,6 @@ def candidates(ctx, diagnostic):
 
 
 def _fix(line_no: int, old: str, new: str, what: str) -> Fix:
-    return Fix((Edit(Span(line_no, 1, line_no, len(old) + 1), new.rstrip()),), KIND.name, SAFE,
+    end = "\r" if old.endswith("\r") else ""
+    return Fix((Edit(Span(line_no, 1, line_no, len(old) + 1), new.rstrip() + end),), KIND.name, SAFE,
                f"remove {what} from line {line_no}: `{new.strip()}`")
