@@ -28,7 +28,7 @@ def candidates(ctx, diagnostic):
     line_no = diagnostic.span.line
     if not 1 <= line_no <= len(ctx.lines):
         return
-    line = ctx.lines[line_no - 1]
+    line = ctx.lines[line_no - 1].rstrip("\r")
     code, hash_, comment = line.partition("#") if not line.lstrip().startswith("#") else (line, "", "")
     tried = set()
     steps = []
@@ -46,6 +46,5 @@ def candidates(ctx, diagnostic):
 
 
 def _fix(line_no: int, old: str, new: str, what: str) -> Fix:
-    end = "\r" if old.endswith("\r") else ""
-    return Fix((Edit(Span(line_no, 1, line_no, len(old) + 1), new.rstrip() + end),), KIND.name, SAFE,
+    return Fix((Edit(Span(line_no, 1, line_no, len(old) + 1), new.rstrip()),), KIND.name, SAFE,
                f"remove {what} from line {line_no}: `{new.strip()}`")
