@@ -295,3 +295,17 @@ def test_each_fix_kind_repairs_its_example(kind):
     assert result.ok and errors(result.text) == 0
     assert {f.kind for f in result.applied} == {kind}
     assert result.applied[0].safety == all_kinds()[kind].safety
+
+
+def test_a_node_that_only_looks_dead_behind_a_broken_line_is_kept():
+    """`3:BN;` does not parse, so node 2 seems dead: the line is mended, node 2 is not deleted."""
+    text = "##B##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN;\n0->2\n2->3\n3->1\n"
+    result = repair_text(text)
+    assert result.ok and [f.kind for f in result.applied] == ["syntax-cleanup"]
+    assert result.text == text.replace("3:BN;", "3:BN")
+
+
+def test_repair_keeps_a_crlf_files_line_ends():
+    text = BN_TWO_INPUTS.replace("\n", "\r\n")
+    result = repair_text(text, unsafe=True)
+    assert result.ok and result.text.count("\r\n") == result.text.count("\n")
