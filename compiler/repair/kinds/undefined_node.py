@@ -1,0 +1,38 @@
+"""Drop the wires of an edge that names an undefined node (NAD202), unless a line that did not parse defines it."""
+from __future__ import annotations
+
+import re
+
+from nader.dsl.diagnostics import UNSAFE
+
+from . import FixKind
+
+KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end that names no node.", """
+    `3->9` where no node 9 is defined: the wire goes (the output then gets what feeds it from
+    another fix if needed).
+""", order=30)
+
+_NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
+
+
+def candidates(ctx, diagnostic):
+    defined = ctx.block.node_map()
+    written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
+    for index, edge in enumerate(ctx.block.edges):
+        if edge.span.line != diagnostic.span.line:
+            continue
+        if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
+            return  # the node is written on a line that does not parse: mend that line instead
+        edit = ctx.editor()
+        if edge.target not in defined:
+            edit.edge_sources[index] = []
+            yield edit.fix(KIND.name, f"remove the edge {edge.source_text()}: node {edge.target} is not defined", UNSAFE)
+            return
+        missing = [j for j, s in enumerate(edge.sources) if s not in defined]
+        for position in reversed(missing):
+            edit.remove_wire(index, position)
+        if missing:
+            names = ", ".join(str(edge.sources[j]) for j in missing)
+            yield edit.fix(KIND.name, f"remove the wire{'s' if len(missing) > 1 else ''} from undefined node "
+                                      f"{names} into {edge.target}", UNSAFE)
+        return
