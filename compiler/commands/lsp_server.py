@@ -27,6 +27,9 @@ from urllib.parse import unquote
 from nader import __version__
 from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references
 from nader.compiler.editor import rename_edits, symbols
+from nader.compiler.passes import SQUARE, Limits
+from nader.compiler.repair import repair_text
+from nader.compiler.repair.config import FixConfigError, fix_config_for
 from nader.dsl.diagnostics import Diagnostic, Edit, Fix, Severity, code_table
 from nader.dsl.format import format_source
 from nader.dsl.span import Span
@@ -35,6 +38,8 @@ log = logging.getLogger("nadc.lsp")
 
 _KINDS = {"operation": T.CompletionItemKind.Function, "parameter": T.CompletionItemKind.Property,
           "symbol": T.CompletionItemKind.Constant, "node": T.CompletionItemKind.Variable}
+#: The kind of the whole-file repair: editors run it on save when asked (`source.fixAll`).
+FIX_ALL = "source.fixAll.nadc"
 _SEVERITY = {Severity.ERROR: T.DiagnosticSeverity.Error, Severity.WARNING: T.DiagnosticSeverity.Warning}
 
 
@@ -173,18 +178,26 @@ def _text_edits(lines: list[str], fix: Fix) -> list[T.TextEdit]:
 
 
 def _fix_title(analysis: Analysis, d: Diagnostic) -> str:
+    """The action's title: the fix's own message, else what its edit does; unsafe ones say so."""
+    fix = d.fix
+    title = getattr(fix, "message", "") or _edit_text(analysis, fix)
+    unsafe = getattr(fix, "safety", "safe") == "unsafe"
+    return f"{d.code.code}: {title}" + (" (unsafe: changes the architecture)" if unsafe else "")
+
+
+def _edit_text(analysis: Analysis, fix: Fix) -> str:
     lines = analysis.lines
-    if len(d.fix.edits) == 1:
-        e: Edit = d.fix.edits[0]
+    if len(fix.edits) == 1:
+        e: Edit = fix.edits[0]
         old = lines[e.span.line - 1][e.span.col - 1:e.span.end_col - 1] if e.span.line == e.span.end_line \
             and 0 < e.span.line <= len(lines) else ""
         if old and e.text:
-            return f"{d.code.code}: replace `{old}` with `{e.text.strip()}`"
+            return f"replace `{old}` with `{e.text.strip()}`"
         if e.text:
-            return f"{d.code.code}: insert `{e.text.strip()}`"
+            return f"insert `{e.text.strip()}`"
         if old:
-            return f"{d.code.code}: remove `{old}`"
-    return f"{d.code.code}: apply the fix ({d.code.name})"
+            return f"remove `{old}`"
+    return "apply the fix"
 
 
 # -- features -----------------------------------------------------------------------------------
@@ -279,21 +292,46 @@ async def on_range_formatting(ls: LanguageServer, params: T.DocumentRangeFormatt
     return _format_edits(analysis, (params.range.start.line + 1, params.range.end.line + 1))
 
 
-@server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix]))
+@server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(
+    code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL]))
 async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list[T.CodeAction]:
+    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked), and `nadc fix`'s
+    safe repair of the whole file as a fix-all action."""
     uri = params.text_document.uri
     _, analysis = await _analysis(ls, uri)
     lines = analysis.lines
     first, last = params.range.start.line + 1, params.range.end.line + 1
+    wanted = params.context.only
     actions = []
-    for d in analysis.diagnostics:
-        if d.fix is None or d.span.end_line < first or d.span.line > last:
-            continue
-        actions.append(T.CodeAction(
-            title=_fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
-            diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=True,
-            edit=T.WorkspaceEdit(changes={uri: _text_edits(lines, d.fix)})))
+    if not wanted or any(k.startswith(T.CodeActionKind.QuickFix) for k in wanted):
+        for d in analysis.diagnostics:
+            if d.fix is None or d.span.end_line < first or d.span.line > last:
+                continue
+            actions.append(T.CodeAction(
+                title=_fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
+                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=getattr(d.fix, "safety", "safe") == "safe",
+                edit=T.WorkspaceEdit(changes={uri: _text_edits(lines, d.fix)})))
+    if wanted and any(FIX_ALL.startswith(k) for k in wanted) and any(d.is_error for d in analysis.diagnostics):
+        repaired = await asyncio.get_running_loop().run_in_executor(state.executor, _repaired, analysis)
+        if repaired is not None:
+            end = _position(lines, len(lines), len(lines[-1]) + 1)
+            actions.append(T.CodeAction(title="nadc fix: repair the file (as `nadc fix` does)", kind=FIX_ALL,
+                                        edit=T.WorkspaceEdit(changes={uri: [T.TextEdit(T.Range(T.Position(0, 0), end),
+                                                                                       repaired)]})))
     return actions
+
+
+def _repaired(analysis: Analysis) -> Optional[str]:
+    """The text after `nadc fix`'s repairs (safe ones; unsafe too where `[tool.nadc.fix]` says so), or
+    None when they change nothing or the configuration cannot be used."""
+    try:
+        config = fix_config_for(analysis.path)
+    except FixConfigError:
+        return None
+    result = repair_text(analysis.parsed.source, unsafe=config.unsafe, disabled=config.disabled, role=None,
+                         stem_stride=None, limits=Limits(), domain=SQUARE, path=analysis.path,
+                         input_limits=analysis.limits)
+    return result.text if result.changed else None
 
 
 def _locations(uri: str, analysis: Analysis, spans: list[Span]) -> list[T.Location]:

@@ -1,6 +1,7 @@
 """One analysis of a file's text: the parse, `verify`'s reports and `lint`'s findings, merged.
 
-The same library calls as `nadc verify` (each stem at the stride it has, square sizes) and
+The same library calls as `nadc verify` (each stem at the stride it has, square sizes, the repairs
+it suggests for errors) and
 `nadc lint` (the selection of the nearest `[tool.nadc.lint]`), under the input limits of the
 nearest `[tool.nadc.limits]`, so an editor shows what the command line prints.
 """
@@ -11,7 +12,8 @@ from typing import Optional
 
 from nader.compiler.lint.config import ConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
-from nader.compiler.passes import BlockReport, verify_program
+from nader.compiler.passes import SQUARE, BlockReport, Limits, verify_program
+from nader.compiler.repair import suggest_fixes
 from nader.dsl.diagnostics import Diagnostic, sort_key
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS, InputLimits, LimitsError, limits_for
@@ -68,6 +70,9 @@ def analyze(text: str, path: str) -> Analysis:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     parsed = parse(text, path, limits)  # bounds the text itself: past `text-bytes`, NAD122 and no blocks
     reports, file_level = verify_program(parsed, stem_stride=None)
+    # the repairs `nadc verify` attaches to errors without a fix (only files with errors pay for them)
+    suggest_fixes(text, reports, file_level, role=None, stem_stride=None, limits=Limits(), domain=SQUARE, path=path,
+                  input_limits=limits)
     verified = list(file_level)
     for report in reports:
         verified.extend(report.diagnostics)
