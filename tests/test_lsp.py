@@ -219,3 +219,36 @@ async def test_a_hostile_file_meets_the_limits_and_the_server_lives_on(client, t
                                                                  T.Position(1, 0)))
     assert hover is not None and "input" in _text(hover)  # still answering
     close_doc(client, path)
+
+
+async def test_code_actions_are_marked_safe_or_unsafe(client):
+    path = REPO_ROOT / "tests" / "golden" / "NAD105" / "input.nad"
+    text = path.read_text()
+    diagnostics = await open_doc(client, path, text)
+    end = T.Position(len(text.split("\n")), 0)
+    actions = await client.text_document_code_action_async(T.CodeActionParams(
+        T.TextDocumentIdentifier(uri_of(path)), T.Range(T.Position(0, 0), end), T.CodeActionContext(diagnostics)))
+    close_doc(client, path)
+    verified = json.loads(run_nadc(["verify", str(path), "--format", "json"]).stdout)
+    safety = {(d["line"] - 1, d["code"]): d["fix"]["safety"] for obj in verified for d in obj["diagnostics"] if d["fix"]}
+    assert {"safe", "unsafe"} <= set(safety.values())
+    shown = {(a.diagnostics[0].range.start.line, a.diagnostics[0].code): a for a in actions}
+    assert set(shown) == set(safety)
+    for key, action in shown.items():
+        assert action.is_preferred == (safety[key] == "safe")
+        assert ("unsafe" in action.title) == (safety[key] == "unsafe")
+
+
+async def test_fix_all_repairs_as_nadc_fix_does(client, tmp_path):
+    source = REPO_ROOT / "tests" / "golden" / "NAD104" / "input.nad"
+    path = tmp_path / "fixall.nad"
+    path.write_text(source.read_text())
+    diagnostics = await open_doc(client, path, path.read_text())
+    actions = await client.text_document_code_action_async(T.CodeActionParams(
+        T.TextDocumentIdentifier(uri_of(path)), T.Range(T.Position(0, 0), T.Position(0, 0)),
+        T.CodeActionContext(diagnostics, only=["source.fixAll"])))
+    (action,) = actions
+    repaired = apply_edits(path.read_text(), action.edit.changes[uri_of(path)])
+    close_doc(client, path)
+    assert run_nadc(["fix", str(path)]).code in (0, 1)
+    assert repaired == path.read_text() != source.read_text()
