@@ -1,7 +1,8 @@
 """`nadc lsp` latency: from a didChange to the publishDiagnostics of that version.
 
 Starts `nadc lsp` (the one beside this Python) as editors do, opens a 20-line and a 200-line file
-(copies of examples/resnet_basic.nad's base block, renamed) and sends `--changes` edits to each,
+(copies of examples/resnet_basic.nad's base block, renamed), and the 200-line one with a shape error
+in the edited line (so verify's repair suggestions run too), and sends `--changes` edits to each,
 one at a time, as a person typing: each edit rewrites one node line with a new kernel size and a
 new comment, so the line is one the parser has not seen. It times each edit from the moment the
 change is written to the server's stdin to the moment the diagnostics of that version are read
@@ -26,8 +27,9 @@ BASE = (REPO / "examples" / "resnet_basic.nad").read_text().split("##ResNetBasic
 BASE = BASE[BASE.index("##ResNetBasic##"):]  # the base block, 19 lines
 
 
-def text_of(lines: int, edit: int) -> str:
-    """About `lines` lines: copies of the base block; the first block's node 2 carries the edit."""
+def text_of(lines: int, edit: int, broken: bool = False) -> str:
+    """About `lines` lines: copies of the base block; the first block's node 2 carries the edit (with
+    `broken`, a stride of 2 too, which a base block cannot have: NAD311, and the repairs verify suggests)."""
     blocks = []
     k = 0
     while sum(b.count("\n") for b in blocks) + BASE.count("\n") <= lines:
@@ -37,7 +39,7 @@ def text_of(lines: int, edit: int) -> str:
     text += "# padding\n" * max(0, lines - text.count("\n"))
     kernel = 1 + 2 * (edit % 3)
     return text.replace("2:Conv2d(out_channels=C,kernel_size=3,stride=1)",
-                        f"2:Conv2d(out_channels=C,kernel_size={kernel},stride=1)  # edit {edit}", 1)
+                        f"2:Conv2d(out_channels=C,kernel_size={kernel},stride={2 if broken else 1})  # edit {edit}", 1)
 
 
 class Server:
@@ -79,14 +81,14 @@ class Server:
         self.process.wait(timeout=10)
 
 
-def measure(server: Server, lines: int, changes: int, warmup: int) -> list[float]:
-    uri = (REPO / f"bench-{lines}.nad").as_uri()  # never written: the editor's buffer is the text
+def measure(server: Server, lines: int, changes: int, warmup: int, broken: bool = False) -> list[float]:
+    uri = (REPO / f"bench-{lines}{'-broken' if broken else ''}.nad").as_uri()  # never written: the buffer is the text
     server.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "nad", "version": 0,
-                                                          "text": text_of(lines, 0)}})
+                                                          "text": text_of(lines, 0, broken)}})
     server.until(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
     times = []
     for version in range(1, warmup + changes + 1):
-        text = text_of(lines, version)
+        text = text_of(lines, version, broken)
         start = time.perf_counter()
         server.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                "contentChanges": [{"text": text}]})
@@ -112,18 +114,19 @@ def main() -> None:
     server.send("initialized", {})
     rows = {}
     try:
-        for lines in (20, 200):
-            times = sorted(measure(server, lines, args.changes, args.warmup))
+        for lines, broken in ((20, False), (200, False), (200, True)):
+            times = sorted(measure(server, lines, args.changes, args.warmup, broken))
             p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
-            rows[lines] = (statistics.median(times) * 1000, p95 * 1000, len(times))
+            rows[lines, broken] = (statistics.median(times) * 1000, p95 * 1000, len(times))
     finally:
         server.close()
-    median, p95, _ = rows[200]
+    median, p95, _ = rows[200, False]
     verdict = "met" if p95 <= 50 else "NOT met"
     print(f"lsp: 200-line file, didChange -> diagnostics median {median:.1f} ms, p95 {p95:.1f} ms "
           f"- target 50 ms {verdict}")
-    for lines, (median, p95, count) in rows.items():
-        print(f"  {lines:>4}-line file: median {median:.1f} ms, p95 {p95:.1f} ms ({count} changes)")
+    for (lines, broken), (median, p95, count) in rows.items():
+        what = ", with a shape error" if broken else ""
+        print(f"  {lines:>4}-line file{what}: median {median:.1f} ms, p95 {p95:.1f} ms ({count} changes)")
 
 
 if __name__ == "__main__":
