@@ -2,7 +2,7 @@
 
 Starts `nadc lsp` (the one beside this Python) as editors do, opens a 20-line and a 200-line file
 (copies of examples/resnet_basic.nad's base block, renamed), and the 200-line one with a shape error
-in the edited line (so verify's repair suggestions run too), and sends `--changes` edits to each,
+in the edited line (NAD301; so verify's repair suggestions run too), and sends `--changes` edits to each,
 one at a time, as a person typing: each edit rewrites one node line with a new kernel size and a
 new comment, so the line is one the parser has not seen. It times each edit from the moment the
 change is written to the server's stdin to the moment the diagnostics of that version are read
@@ -29,7 +29,7 @@ BASE = BASE[BASE.index("##ResNetBasic##"):]  # the base block, 19 lines
 
 def text_of(lines: int, edit: int, broken: bool = False) -> str:
     """About `lines` lines: copies of the base block; the first block's node 2 carries the edit (with
-    `broken`, a stride of 2 too, which a base block cannot have: NAD311, and the repairs verify suggests)."""
+    `broken`, a stride of 2 too: the Add then joins two sizes, NAD301, and verify suggests a repair)."""
     blocks = []
     k = 0
     while sum(b.count("\n") for b in blocks) + BASE.count("\n") <= lines:

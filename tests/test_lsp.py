@@ -45,13 +45,16 @@ async def client(lsp_client: pytest_lsp.LanguageClient):
 
 def _key(d: T.Diagnostic) -> tuple:
     r = d.range
+    related = tuple((i.location.range.start.line, i.location.range.start.character, i.message)
+                    for i in d.related_information or ())
     return (d.code, r.start.line, r.start.character, r.end.line, r.end.character,
-            "error" if d.severity == T.DiagnosticSeverity.Error else "warning")
+            "error" if d.severity == T.DiagnosticSeverity.Error else "warning", related)
 
 
 def _cli_key(d: dict) -> tuple:
+    related = tuple((r["line"] - 1, r["col"] - 1, r["message"]) for r in d["related"])
     return (d["code"], max(d["line"] - 1, 0), max(d["col"] - 1, 0), max(d["end_line"] - 1, 0),
-            max(d["end_col"] - 1, 0), d["severity"])
+            max(d["end_col"] - 1, 0), d["severity"], related)
 
 
 def _cli_diagnostics(path: Path) -> set:
@@ -61,11 +64,21 @@ def _cli_diagnostics(path: Path) -> set:
     return {_cli_key(d) for obj in verified for d in obj["diagnostics"]} | {_cli_key(d) for d in linted}
 
 
+def _cli_fixes(path: Path) -> int:
+    """How many of `nadc verify --format json`'s and `nadc lint`'s own diagnostics carry a fix."""
+    verified = json.loads(run_nadc(["verify", str(path), "--format", "json"]).stdout)
+    keys = {_cli_key(d): bool(d["fix"]) for obj in verified for d in obj["diagnostics"]}
+    for d in json.loads(run_nadc(["lint", str(path), "--format", "json"]).stdout)["diagnostics"]:
+        keys.setdefault(_cli_key(d), bool(d["fix"]))
+    return sum(keys.values())
+
+
 @pytest.mark.parametrize("path", [EXAMPLE, *GOLDEN], ids=lambda p: p.parent.name)
 async def test_diagnostics_are_verify_and_lint_s(client, path: Path):
     diagnostics = await open_doc(client, path, path.read_text(encoding="utf-8"))
     close_doc(client, path)
     assert {_key(d) for d in diagnostics} == _cli_diagnostics(path)
+    assert sum(bool(d.data["fix"]) for d in diagnostics) == _cli_fixes(path)
     assert all(d.source == "nadc" and d.code_description is not None for d in diagnostics)
 
 
