@@ -115,3 +115,11 @@ def test_the_extension_names_the_grammar_and_the_server():
     assert ".nad" in language["extensions"]
     assert '"lsp"' in (VSCODE / package["main"]).read_text() or "['lsp']" in (VSCODE / package["main"]).read_text()
     json.loads((VSCODE / language["configuration"]).read_text())
+
+
+def test_nadc_lsp_without_the_extra_says_what_to_install():
+    probe = ("import sys; sys.modules['pygls'] = None; sys.modules['lsprotocol'] = None\n"
+             "from nader.compiler.cli import main\nmain(['lsp'])\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "nader-toolchain[lsp]" in done.stderr and "Traceback" not in done.stderr
