@@ -185,6 +185,9 @@ async def test_a_code_action_applied_makes_its_diagnostic_go_away(client, tmp_pa
     text = EXAMPLE.read_text().replace("4:ReLU\n", "4:Relu\n", 1)
     diagnostics = await open_doc(client, path, text)
     (typo,) = [d for d in diagnostics if d.code == "NAD104"]
+    shown = await client.text_document_hover_async(T.HoverParams(T.TextDocumentIdentifier(uri_of(path)),
+                                                                  typo.range.start))
+    assert _text(shown).startswith("**NAD104** (unknown-operation, error)") and "(safe)" in _text(shown)
     actions = await client.text_document_code_action_async(T.CodeActionParams(
         T.TextDocumentIdentifier(uri_of(path)), typo.range, T.CodeActionContext([typo])))
     (action,) = [a for a in actions if a.diagnostics and a.diagnostics[0].code == "NAD104"]
@@ -210,6 +213,8 @@ async def test_definition_references_rename_symbols_and_folding(client):
     new_text = apply_edits(text, renamed.changes[doc.uri])
     assert "0->conv\nconv->3" in new_text and "conv:Conv2d(out_channels=C" in new_text
     assert run_nadc(["verify", "-"], stdin=new_text).code == 0
+    with pytest.raises(Exception, match="has a node `3` already"):  # the server answers with an error
+        await client.text_document_rename_async(T.RenameParams(doc, T.Position(use, 0), "3"))
     outline = await client.text_document_document_symbol_async(T.DocumentSymbolParams(doc))
     assert [s.name for s in outline] == ["ResNetBasic", "ResNetBasic_stem", "ResNetBasic_downsample"]
     assert [c.name for c in outline[1].children] == ["0", "1", "2", "3"]

@@ -18,11 +18,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
+from urllib.parse import unquote
 
 from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from urllib.parse import unquote
 
 from nader import __version__
 from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references

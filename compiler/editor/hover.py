@@ -68,7 +68,10 @@ def _edge_hover(block: Block, edge: Edge, report: Optional[BlockReport]) -> str:
 
 
 def _diagnostic_text(d: Diagnostic) -> str:
-    fix = "; a fix is offered (quick fix)" if d.fix is not None else ""
+    fix = ""
+    if d.fix is not None:
+        what = f": {d.fix.message}" if d.fix.message else ""
+        fix = f"\n\nfix `{d.fix.kind}` ({d.fix.safety}){what} — offered as a quick fix"
     head = f"**{d.code.code}** ({d.code.name}, {d.level}): {d.message}"
     return head + (f"\n\nhelp: {d.help}" if d.help else "") + fix + f"\n\n{d.code.summary} (`nadc explain {d.code.code}`)"
 
@@ -96,6 +99,6 @@ def hover(analysis: Analysis, line: int, col: int) -> Optional[tuple[str, Span]]
             ["needs:\n" + "\n".join(_constraints(report))] if report and report.constraints else []))
         span = block.header_span
     if notes:
-        text = "\n\n---\n\n".join(([text] if text else []) + notes)
+        text = "\n\n---\n\n".join(notes + ([text] if text else []))  # the problem first
         span = span or next(d.span for d in analysis.diagnostics if _covers(d.span, line, col))
     return (text, span) if text else None
