@@ -89,7 +89,11 @@ async def test_open_change_close(client, tmp_path):
     assert [d.code for d in first] == ["NAD104"]
     assert first[0].range.start == T.Position(4, 2)  # line 5, after `2:`
     assert "explain" in first[0].code_description.href or first[0].code_description.href.endswith("NAD104.md")
-    assert list(await change_doc(client, path, EXAMPLE.read_text(), 2)) == []
+    client.text_document_did_change(T.DidChangeTextDocumentParams(  # an incremental change: the typo only
+        T.VersionedTextDocumentIdentifier(2, uri_of(path)),
+        [T.TextDocumentContentChangePartial(T.Range(T.Position(4, 2), T.Position(4, 8)), "Conv2d")]))
+    assert list(await published(client, uri_of(path), 2)) == []
+    assert [d.code for d in await change_doc(client, path, broken, 3)] == ["NAD104"]
     close_doc(client, path)
     assert list(await published(client, uri_of(path))) == []
 
