@@ -26,6 +26,7 @@ COMMANDS = {
     "hash": ("nader.compiler.commands.hash", "hash_cmd", "Print the canonical hash of each block."),
     "diff": ("nader.compiler.commands.diff", "diff_cmd", "Show nodes and edges added, removed or changed between two blocks."),
     "grammar": ("nader.compiler.commands.grammar", "grammar_cmd", "Print the language's grammar (GBNF, Lark or EBNF) for constrained decoding."),
+    "lsp": ("nader.compiler.commands.lsp", "lsp_cmd", "Run the language server for editors (needs the `lsp` extra)."),
     "explain": ("nader.compiler.commands.explain", "explain_cmd", "Print the documentation of a diagnostic code, the operations or a mutation operator."),
 }
 

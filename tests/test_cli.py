@@ -440,7 +440,7 @@ PROBE = textwrap.dedent("""
         main(sys.argv[1:])
     except SystemExit:
         pass
-    heavy = sorted(m for m in ("torch", "onnx", "onnxruntime") if m in sys.modules)
+    heavy = sorted(m for m in ("torch", "onnx", "onnxruntime", "pygls", "lsprotocol") if m in sys.modules)
     sys.__stderr__.write("HEAVY-MODULES:" + ",".join(heavy) + "\\n")
 """)
 
@@ -450,6 +450,8 @@ PROBE = textwrap.dedent("""
     ["{file}", "--emit", "ir"],
     ["{file}", "--emit", "json", "--format", "json"],
     ["explain", "NAD104"],
+    ["verify", "{file}"],
+    ["lint", "{file}"],
 ])
 def test_front_end_does_not_import_torch(tmp_path, argv):
     block = tmp_path / "x.nad"

@@ -270,3 +270,13 @@ def test_top_level_imports_form_no_cycle():
         graph.add_edges_from((package, m) for m in modules() if m.startswith(package + "."))
     cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
     assert not cycles, f"top-level import cycles: {cycles}"
+
+
+#: The language server's protocol packages (the optional extra `lsp`): only `nadc lsp`'s protocol
+#: layer imports them, so the library (`nader.compiler.editor` included) works without them.
+PROTOCOL_PACKAGES = ("pygls", "lsprotocol")
+
+
+def test_only_the_language_server_imports_its_protocol_packages():
+    importers = {i.module for i in imports() if i.target.split(".")[0] in PROTOCOL_PACKAGES}
+    assert importers == {"nader.compiler.commands.lsp_server"}, importers

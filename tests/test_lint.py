@@ -400,8 +400,9 @@ def test_corpus_lints_without_false_alarms():
 def test_pre_commit_hooks():
     yaml = pytest.importorskip("yaml")
     hooks = {h["id"]: h for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
-    assert set(hooks) == {"nadc-lint", "nadc-fmt"}
+    assert set(hooks) == {"nadc-lint", "nadc-fmt", "nadc-verify"}
     assert hooks["nadc-lint"]["entry"] == "nadc lint" and hooks["nadc-fmt"]["entry"] == "nadc fmt --check"
+    assert hooks["nadc-verify"]["entry"] == "nadc verify"
     for hook in hooks.values():
         program, command = hook["entry"].split()[:2]
         assert program == "nadc" and command in COMMANDS and hook["language"] == "python"
@@ -412,3 +413,15 @@ def test_pre_commit_hooks():
     assert re.search(r'^nadc = "nader\.compiler\.cli:main"', pyproject, re.M)
     run = run_nadc(["fmt", "--help"])
     assert run.code == 0 and "--check" in run.stdout
+
+
+def test_a_block_that_does_not_verify_passes_lint_and_fmt_but_not_the_verify_hook(tmp_path):
+    yaml = pytest.importorskip("yaml")
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
+    block = tmp_path / "halves.nad"  # a base block that halves H and W: style is fine, the shapes are not
+    block.write_text("##Halves##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3,stride=2)\n3:BN\n"
+                     "0->2\n2->3\n3->1\n", encoding="utf-8")
+    codes = {}
+    for hook_id, hook in hooks.items():  # run as pre-commit does: the entry, then the staged files
+        codes[hook_id] = run_nadc([*hook["entry"].split()[1:], str(block)]).code
+    assert codes == {"nadc-lint": 0, "nadc-fmt": 0, "nadc-verify": 1}
