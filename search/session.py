@@ -27,8 +27,8 @@ from .config import SearchConfig, differences, merge
 from .evaluator import TrainingEvaluator
 from .evaluators.lookup import TableEvaluator
 from .evaluators.tabular import EvaluatorError
-from .fidelity import schedule_of
 from .lock import RunLock
+from .preflight import check_rungs, preflight
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .prescreen import Prescreener
 from .store import SearchStore
@@ -67,18 +67,8 @@ def _layer(x) -> dict:
 
 
 def _check_rungs(config: SearchConfig, evaluator) -> None:
-    """A multi-fidelity search on a table needs an answer at every rung's epochs: refuse it at the
-    start, naming the budgets the table has, rather than fail every trial of a rung."""
-    schedule = schedule_of(config)
-    if schedule is None:
-        return
-    held = evaluator.table.valid_schedules(evaluator.dataset)
-    missing = [e for e in schedule.budgets if e not in held]
-    if missing:
-        have = ", ".join(map(str, sorted(held))) if len(held) < 20 else f"{min(held)} to {max(held)}"
-        raise ConfigError(f"--fidelity needs validation accuracy at {', '.join(map(str, schedule.budgets))} epochs; "
-                          f"the table has none at {', '.join(map(str, missing))} (it has {have or 'none'}): choose "
-                          f"--min-epochs, --eta and --epochs (or --preset) whose rungs it holds")
+    """Every rung of a multi-fidelity search answered by the table (`preflight.check_rungs`)."""
+    check_rungs(config, evaluator.table, evaluator.dataset)
 
 
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
@@ -165,11 +155,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                               f"this tree with the new settings")
         if changed:
             warnings.append(f"continuing with changed settings: {'; '.join(changed)}")
-    if evaluator is None and not config.evaluator and config.dataset != "digits" and \
-            not (config.executor == "ray" and config.address):
-        from nader.runtime.data import check_dataset
-
-        check_dataset(config.dataset, config.data_dir)
+    warnings += preflight(config, own_evaluator=evaluator is not None)  # what every trial needs, before any
     store.set_config(config.to_record())
     if strategy is None:
         strategy = get_strategy(config.strategy)(**config.strategy_options)
