@@ -168,6 +168,9 @@ def _strategy_epilog() -> str:
               help="nader ablation: one Modifier round, no compiler feedback.")
 @click.option("--no-experience", "no_experience", is_flag=True, help="nader ablation: no Reflector lessons.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--progress", "progress_mode", type=click.Choice(("auto", "rich", "plain", "off")), default="auto",
+              show_default=True, help="stderr while searching: rich (a live display), plain (one line per finished "
+                                      "trial, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
 @repair_option
@@ -215,6 +218,7 @@ def _run(config_file, fmt, force, flags):
 
     progress = None
     repair = flags.pop("repair", False)
+    progress_mode = flags.pop("progress_mode", None)
     try:
         toml = read_toml(config_file) if config_file else {}
         flags = _agent_flags(flags)
@@ -233,7 +237,7 @@ def _run(config_file, fmt, force, flags):
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
         _table_summary({**toml, **given})
-        progress = LiveProgress(stream=sys.stderr)
+        progress = LiveProgress(stream=sys.stderr, mode=progress_mode)
         unwatch = observe_new_clients(progress.llm)  # the LLM strategies' clients report each call
         try:
             summary = run_search(toml, given, force=force, observer=progress)
@@ -340,6 +344,8 @@ def _summary_text(s) -> str:
                      f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
         lines.append("no architecture trained successfully")
+    if s.failures:
+        lines.append(records.failures_text(s.failures))
     lines.append(f"run directory: {s.run_dir} (nader-search status|best|export {s.run_dir})")
     return "\n".join(lines)
 

@@ -46,6 +46,7 @@ class SearchSummary:
     seconds: float
     resumed: bool
     warnings: list = field(default_factory=list)
+    failures: list = field(default_factory=list)  # why trials failed, grouped (`records.failures`)
 
     def to_json(self) -> dict:
         best = None
@@ -55,7 +56,8 @@ class SearchSummary:
             best = {k: self.best.get(k) for k in keys}
         return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
                 "trials": self.trials, "counts": self.counts, "resumed": self.resumed,
-                "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings}
+                "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings,
+                "failures": self.failures}
 
 
 def _layer(x) -> dict:
@@ -206,7 +208,7 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     best = records.best(store.conn, damaged)
     warnings = list(dict.fromkeys(warnings + store.problems + damaged))
     return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
-                         time.monotonic() - t0, resumed, warnings)
+                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn))
 
 
 def _end_anyway(store, session, reason: str, trials: int) -> None:
