@@ -236,8 +236,8 @@ def _run(config_file, fmt, force, flags):
             given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
-        _table_summary({**toml, **given})
         progress = LiveProgress(stream=sys.stderr, mode=progress_mode)
+        progress.preamble = _table_summary({**toml, **given})  # shown once the checks pass and the run starts
         unwatch = observe_new_clients(progress.llm)  # the LLM strategies' clients report each call
         try:
             summary = run_search(toml, given, force=force, observer=progress)
@@ -313,12 +313,12 @@ def _agent_flags(flags: dict) -> dict:
     return flags
 
 
-def _table_summary(settings: dict) -> None:
-    """A derived table's load summary (cells covered, unknown strings, missing numbers) before the
-    search starts; the table is opened once per process, so the search reuses it."""
+def _table_summary(settings: dict) -> list:
+    """A derived table's load summary (cells covered, unknown strings, missing numbers), for when
+    the search starts; the table is opened once per process, so the search reuses it."""
     spec = settings.get("evaluator") or ""
     if not spec.startswith("table:"):
-        return
+        return []
     from .evaluator import SEARCH_TRAINING_SETS
     from .evaluators.lookup import opened
     from .evaluators.tabular import EvaluatorError
@@ -326,10 +326,9 @@ def _table_summary(settings: dict) -> None:
     try:
         table = opened(spec, settings.get("table_map"))
     except EvaluatorError:
-        return  # the search's own check reports it
+        return []  # the search's own check reports it
     dataset = settings.get("dataset") or "cifar10"
-    for line in table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset)):
-        click.echo(line, err=True)
+    return table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset))
 
 
 def _summary_text(s) -> str:

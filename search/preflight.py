@@ -9,13 +9,16 @@ refused up front (`ConfigError`: exit 2, one line naming the fix), not after bur
   accuracy at the preset's epochs, every rung's with `--fidelity`), the `--table-map` columns, the seeds (an official file's trials) and, under
   `--time-limit sim:N`, the per-epoch times. An official file is probed on a few of its cells:
   one cell's hole is a failed trial later, a hole in every probe is the file's. A derived table
-  without a test accuracy is a warning: its trials still rank by validation, only the reported
-  figure is missing.
+  without a test accuracy is a warning of its summary: its trials still rank by validation, only
+  the reported figure is missing. A derived table whose columns name no dataset serves any; its
+  file name naming another dataset than the one asked for (``nb201_cifar10.json`` with
+  ``--dataset imagenet16-120``) is refused.
 """
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import re
 import sys
 from typing import List, Optional, Tuple
 
@@ -173,18 +176,30 @@ def _check_file_table(config, table, dataset: str) -> List[str]:
             raise ConfigError(f"table {name} has no validation accuracy at {epochs} epochs for {dataset} "
                               f"(valid_acc@{epochs}, the search's signal); {has}, or --table-map "
                               f"valid_acc@{epochs}=COLUMN names one; its columns: {', '.join(table.columns)}")
-    warnings = []
-    if not table.test_schedules(dataset) & {200, *_epochs(config)}:  # the trials still rank by validation
-        warnings.append(f"table {name} has no test accuracy for {dataset} (test_acc@200 or "
-                        f"test_acc@{_epochs(config)[-1]}): the run reports none (--table-map test_acc@E=COLUMN "
-                        f"names one)")
+    named = _named_dataset(name) if not held else None
+    if named is not None and named != _family(dataset):
+        raise ConfigError(f"table {name}: its name says {named}, its columns name no dataset, and the search asks "
+                          f"for {dataset}: choose --dataset {named}, or name the columns {dataset}:COLUMN if it "
+                          f"holds {dataset}")
     if config.sim_time_limit is not None and table.column("epoch_seconds", dataset) is None:
         raise ConfigError(f"--time-limit sim:{config.sim_time_limit:g} counts the table's simulated training "
                           f"time, but table {name} has no seconds per epoch (epoch_seconds): --table-map "
                           f"epoch_seconds=COLUMN names them, or give a --trials limit instead")
-    if not held and dataset != "cifar10-valid":
-        warnings.append(f"table {name} names no dataset in its columns: its numbers are taken as {dataset}'s")
-    return warnings
+    return []  # what may still fail (holes, no test accuracy) the table's summary lists
+
+
+_NAMED = re.compile(r"(?<![a-z0-9])(cifar-?100|cifar-?10|imagenet-?16(?:-120)?)(?![0-9])")
+
+
+def _family(dataset: str) -> str:
+    return {"cifar10-valid": "cifar10"}.get(dataset, dataset)
+
+
+def _named_dataset(filename: str) -> Optional[str]:
+    """The one dataset a table's file name names (``nb201_cifar10_full.json``: cifar10), or None."""
+    found = {m.replace("-", "") for m in _NAMED.findall(filename.lower())}
+    found = {"imagenet16-120" if f.startswith("imagenet") else f for f in found}
+    return found.pop() if len(found) == 1 else None
 
 
 def _probe_cells(config, table) -> List[str]:

@@ -62,6 +62,7 @@ class LiveProgress(Observer):
         self.mode = resolve_mode(mode, self.stream)
         self.enabled = self.mode == "rich"
         enabled = self.enabled
+        self.preamble: list = []  # lines written once the search starts (a table's summary), in every mode
         self.failed_kind: Dict[int, str] = {}  # arch id -> its last failed seed's error kind
         self.finished_before = 0  # trials finished before this session: not the ETA's sample
         self.loop: Optional[SearchLoop] = None
@@ -77,6 +78,9 @@ class LiveProgress(Observer):
     # ------------------------------------------------------------------ observer hooks
     def started(self, loop):
         self.loop = loop
+        for line in self.preamble:
+            self.stream.write(line + "\n")
+        self.preamble = []
         self.t0 = time.monotonic()
         self.rejected = sum(1 for n in loop.tree if n.status in REJECTED)
         self.llm.set_total(loop.config.trials, done=loop.tree.trials())

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from nader.runtime.errors import ConfigError
+from nader.runtime.errors import ConfigError, DatasetError
 from nader.runtime.executors import make_executor
 from nader.runtime.faults import InfrastructureError
 from nader.runtime.integrity import StoreError
@@ -124,7 +124,7 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
         try:
             return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy,
                                evaluator, t0)
-        except ConfigError:
+        except (ConfigError, DatasetError):
             if new and not store.nodes():  # settings refused at the start: leave no run behind to trip the next one
                 store.close()
                 _forget_new_run(run_dir)

@@ -226,6 +226,11 @@ class FileTable:
         if not any(m.startswith("valid_acc@") for m in wanted):
             lines.append("warning: no validation accuracy column (valid_acc@E, or --table-map valid_acc@E=COLUMN): "
                          "every trial will fail")
+        if not any(m.startswith("test_acc@") for m in wanted):
+            lines.append("warning: no test accuracy column (test_acc@E, or --table-map test_acc@E=COLUMN): the run "
+                         "reports none")
+        if dataset and not self.datasets() and dataset != "cifar10-valid":
+            lines.append(f"warning: the columns name no dataset: their numbers are taken as {dataset}'s")
         for metric in wanted:
             column = self.column(metric, dataset or "")
             if column is None:
