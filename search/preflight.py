@@ -23,6 +23,14 @@ import sys
 from typing import List, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
+from nader.runtime.presets import get_preset
+
+from .evaluator import SEARCH_TRAINING_SETS
+from .evaluators.lookup import opened
+from .evaluators.table import FileTable
+from .evaluators.tabular import API_DATASET, EvaluatorError
+from .fidelity import schedule_of
+from .spaces import nb201
 
 LLM_STRATEGIES = ("nader", "fairnad", "genius")
 KB_STRATEGIES = ("nader", "fairnad")
@@ -103,8 +111,6 @@ def preflight(config, own_evaluator: bool = False) -> List[str]:
 def check_rungs(config, table, dataset: str) -> None:
     """A multi-fidelity search on a table needs an answer at every rung's epochs: refuse it at the
     start, naming the budgets the table has, rather than fail every trial of a rung."""
-    from .fidelity import schedule_of
-
     schedule = schedule_of(config)
     if schedule is None:
         return
@@ -117,10 +123,6 @@ def check_rungs(config, table, dataset: str) -> None:
 
 
 def _epochs(config) -> List[int]:
-    from nader.runtime.presets import get_preset
-
-    from .fidelity import schedule_of
-
     schedule = schedule_of(config)
     if schedule is not None:
         return list(schedule.budgets)
@@ -140,11 +142,6 @@ def _have(held: set) -> str:
 
 
 def check_table(config) -> List[str]:
-    from .evaluator import SEARCH_TRAINING_SETS
-    from .evaluators.lookup import opened
-    from .evaluators.table import FileTable
-    from .evaluators.tabular import EvaluatorError
-
     try:
         table = opened(config.evaluator, config.table_map)
     except EvaluatorError as exc:
@@ -203,8 +200,6 @@ def _named_dataset(filename: str) -> Optional[str]:
 
 
 def _probe_cells(config, table) -> List[str]:
-    from .spaces import nb201
-
     cells = []
     try:
         cells.append(str(nb201.cell_of_text(config.root_text)))
@@ -217,8 +212,6 @@ def _probe_cells(config, table) -> List[str]:
 
 
 def _check_official(config, table, dataset: str) -> List[str]:
-    from .evaluators.tabular import API_DATASET, EvaluatorError
-
     name = table.path.name
     cells = _probe_cells(config, table)
     if not cells:
@@ -270,8 +263,6 @@ def _official_datasets(table, cells) -> set:
 
 
 def _first_record(table, cells, dataset, epochs) -> Optional[object]:
-    from .evaluators.tabular import EvaluatorError
-
     for cell in cells:
         try:
             return table.evaluate(cell, dataset, epochs, None)
