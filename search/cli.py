@@ -23,7 +23,7 @@ import click
 
 from nader.agents.llm.options import LLM_FLAGS, llm_options
 from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
-from nader.runtime.options import executor_option, trial_timeout_option
+from nader.runtime.options import executor_option, progress_option, trial_timeout_option
 
 from .config import DATASETS, PROXIES
 
@@ -168,9 +168,8 @@ def _strategy_epilog() -> str:
               help="nader ablation: one Modifier round, no compiler feedback.")
 @click.option("--no-experience", "no_experience", is_flag=True, help="nader ablation: no Reflector lessons.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@click.option("--progress", "progress_mode", type=click.Choice(("auto", "rich", "plain", "off")), default="auto",
-              show_default=True, help="stderr while searching: rich (a live display), plain (one line per finished "
-                                      "trial, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
+@progress_option("stderr while searching: rich (a live display), plain (one line per finished trial, for logs "
+                 "and batch jobs), off; auto: rich on a terminal, else plain.")
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
 @repair_option

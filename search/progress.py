@@ -25,12 +25,11 @@ from typing import Dict, Optional
 
 from nader.agents.llm.progress import CallProgress, _clock
 from nader.runtime.numbers import human
+from nader.runtime.progress import PROGRESS_MODES as MODES  # noqa: F401 - one spelling, shared with eval
+from nader.runtime.progress import resolve_progress as resolve_mode
 
 from .loop import Observer, SearchLoop
 from .tree import FINAL, REJECTED
-
-MODES = ("auto", "rich", "plain", "off")
-
 
 class _Silent:
     def write(self, text: str) -> int:
@@ -40,17 +39,6 @@ class _Silent:
 
     def isatty(self) -> bool:
         return False
-
-
-def resolve_mode(mode: Optional[str], stream) -> str:
-    """rich, plain or off: `auto` (or None) is rich on a terminal, plain elsewhere."""
-    mode = (mode or "auto").lower()
-    if mode not in MODES:
-        raise ValueError(f"progress: expected one of {', '.join(MODES)}, not {mode!r}")
-    if mode == "auto":
-        isatty = getattr(stream, "isatty", None)
-        return "rich" if isatty and isatty() else "plain"
-    return mode
 
 
 class LiveProgress(Observer):
