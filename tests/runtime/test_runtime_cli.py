@@ -39,6 +39,10 @@ def test_json_records(arch):
         for k in ("test_acc", "valid_acc", "train_loss", "params", "flops", "seconds"):
             assert r[k] is not None
         assert "error" not in r
+    lines = res.stderr.splitlines()  # off a terminal: one plain line per finished job
+    assert [line.split(": ")[0] for line in lines] == ["[1/2] tiny.nad digits seed 777", "[2/2] tiny.nad digits seed 888"]
+    off = invoke("eval", arch, "--seeds", "777", "--format", "json", "--progress", "off", *FAST, *TINY)
+    assert off.exit_code == 0 and off.stderr == ""
 
 
 def test_table_and_resume_through_run_dir(arch, tmp_path):
