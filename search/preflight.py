@@ -137,6 +137,13 @@ def _fix_epochs(held: set) -> str:
     return f" (--epochs {max(held)} reads it)"
 
 
+def _columns(table, most: int = 12) -> str:
+    """The table's columns for a one-line message: the first `most`, then how many in all."""
+    cols = table.columns
+    shown = ", ".join(cols[:most]) or "none"
+    return shown if len(cols) <= most else f"{shown}, ... ({len(cols):,} in all)"
+
+
 def _have(held: set) -> str:
     return ", ".join(map(str, sorted(held))) if len(held) < 20 else f"{min(held)} to {max(held)}"
 
@@ -160,11 +167,16 @@ def _check_file_table(config, table, dataset: str) -> List[str]:
             close = difflib.get_close_matches(column, [c.rpartition(":")[2] for c in table.columns], n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigError(f"--table-map {metric}={column}: table {name} has no column {column!r} "
-                              f"for {dataset}; {hint}its columns: {', '.join(table.columns) or 'none'}")
+                              f"for {dataset}; {hint}its columns: {_columns(table)}")
     held = table.datasets()
     if held and dataset not in held and not table.valid_schedules(dataset):
         raise ConfigError(f"table {name} holds {', '.join(sorted(held))}, not {dataset}: choose --dataset "
                           f"{' or '.join(sorted(held))}, or a table of {dataset}")
+    named = _named_dataset(name) if not held else None
+    if named is not None and named != _family(dataset):
+        raise ConfigError(f"table {name}: its name says {named}, its columns name no dataset, and the search asks "
+                          f"for {dataset}: choose --dataset {named}, or name the columns {dataset}:COLUMN if it "
+                          f"holds {dataset}")
     valid = table.valid_schedules(dataset)
     for epochs in _epochs(config):
         if epochs not in valid:
@@ -172,12 +184,7 @@ def _check_file_table(config, table, dataset: str) -> List[str]:
                 "it has no validation accuracy column"
             raise ConfigError(f"table {name} has no validation accuracy at {epochs} epochs for {dataset} "
                               f"(valid_acc@{epochs}, the search's signal); {has}, or --table-map "
-                              f"valid_acc@{epochs}=COLUMN names one; its columns: {', '.join(table.columns)}")
-    named = _named_dataset(name) if not held else None
-    if named is not None and named != _family(dataset):
-        raise ConfigError(f"table {name}: its name says {named}, its columns name no dataset, and the search asks "
-                          f"for {dataset}: choose --dataset {named}, or name the columns {dataset}:COLUMN if it "
-                          f"holds {dataset}")
+                              f"valid_acc@{epochs}=COLUMN names one; its columns: {_columns(table)}")
     if config.sim_time_limit is not None and table.column("epoch_seconds", dataset) is None:
         raise ConfigError(f"--time-limit sim:{config.sim_time_limit:g} counts the table's simulated training "
                           f"time, but table {name} has no seconds per epoch (epoch_seconds): --table-map "
