@@ -7,10 +7,10 @@
       #7 <- #4 add-residual     seed 777  starting
 
 **plain** (auto off a terminal: nohup, Slurm, a pipe): one line per finished trial, in a stable
-key=value form a log or a test can read (`eta` once a trial of this session has finished and the
-trial count bounds the run; a wall-clock --time-limit caps it)::
+key=value form a log or a test can read (`eta` once a trial of this session has finished: its mean
+time per trial times the trials left, capped by a wall-clock --time-limit)::
 
-    trial done=5/30 id=7 status=ok valid_acc=93.21 params=1.21M flops=0.19G best=93.21 best_id=4 elapsed=0:41 eta=3:55
+    trial done=5/30 id=7 status=ok valid_acc=93.21 params=1.21M flops=190.20M best=93.21 best_id=4 elapsed=0:41 eta=3:55
     trial done=6/30 id=8 status=failed error=missing-value best=93.21 best_id=4 elapsed=0:43 eta=3:49
 
 **off**: nothing. The LLM strategies' calls (`llm`, watching every client the run makes) add
@@ -25,7 +25,6 @@ from typing import Dict, Optional
 
 from nader.agents.llm.progress import CallProgress, _clock
 from nader.runtime.numbers import human
-from nader.runtime.progress import PROGRESS_MODES as MODES  # noqa: F401 - one spelling, shared with eval
 from nader.runtime.progress import resolve_progress as resolve_mode
 
 from .loop import Observer, SearchLoop
