@@ -411,12 +411,12 @@ def status_command(run_dir, fmt, repair):
         sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
         cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
         cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
-        return recs, sessions, cfg
+        return recs, sessions, cfg, records.failures(conn)
 
-    recs, sessions, cfg = _read(run_dir, repair, read)
+    recs, sessions, cfg, failures = _read(run_dir, repair, read)
     if fmt == "json":
         click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
-                               "archs": recs}, indent=2, default=str))
+                               "archs": recs, "failures": failures}, indent=2, default=str))
         return
     last = sessions[-1]["stop_reason"] if sessions else None
     state = last or ("running or killed" if sessions else "not started")
@@ -424,6 +424,8 @@ def status_command(run_dir, fmt, repair):
     click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {origin}; "
                f"{len(sessions)} session(s), last: {state}")
     click.echo(records.summary_line(records.counts_of(recs)))
+    if failures:
+        click.echo(records.failures_text(failures))
     click.echo(records.status_table(recs))
 
 

@@ -90,6 +90,10 @@ def test_the_summary_groups_and_counts_the_failed_trials_reasons(tmp_path, spars
     assert f"#{failed[0]['arch_id']}" in group
     as_json = json.loads(_run(tmp_path, sparse, "--progress", "off").stdout)  # the same run, resumed
     assert [(g["kind"], g["count"]) for g in as_json["failures"]] == [("missing-entry", len(failed))]
+    status = CliRunner().invoke(main, ["status", str(tmp_path / "run")])  # and what `status` says
+    assert status.exit_code == 0 and group in status.stdout.splitlines()
+    status = json.loads(CliRunner().invoke(main, ["status", str(tmp_path / "run"), "--format", "json"]).stdout)
+    assert status["failures"] == as_json["failures"]
 
 
 def test_a_run_where_nothing_trains_says_why(tmp_path):
