@@ -120,15 +120,17 @@ def failures(conn) -> List[dict]:
     cell strings and counts aside), most frequent first: ``{"kind", "count", "example",
     "arch_ids"}`` (the first few architectures). Each architecture counts once, by its first
     failed seed."""
-    rows = conn.execute("SELECT a.arch_id, a.status, s.error_kind, s.error FROM archs a JOIN arch_seeds s "
-                        "ON s.arch_id = a.arch_id WHERE a.status IN ('failed', 'diverged') AND s.status != 'ok' "
-                        "ORDER BY a.arch_id, s.seed")
+    # Text read as bytes and decoded leniently: a damaged cell must not stop a summary.
+    rows = conn.execute("SELECT a.arch_id, CAST(a.status AS BLOB), CAST(s.error_kind AS BLOB), CAST(s.error AS BLOB) "
+                        "FROM archs a JOIN arch_seeds s ON s.arch_id = a.arch_id "
+                        "WHERE a.status IN ('failed', 'diverged') AND s.status != 'ok' ORDER BY a.arch_id, s.seed")
     groups: dict = {}
     seen: set = set()
-    for arch_id, status, kind, error in rows:
+    for arch_id, *cells in rows:
         if arch_id in seen:
             continue
         seen.add(arch_id)
+        status, kind, error = (None if c is None else bytes(c)[:2000].decode("utf-8", "replace") for c in cells)
         text = str(error or status)[:500]
         kind = str(kind or status)
         key = (kind, _NUMBER.sub("N", _CELL.sub("CELL", text)))
