@@ -28,8 +28,8 @@ from .evaluator import TrainingEvaluator
 from .evaluators.lookup import TableEvaluator
 from .evaluators.tabular import EvaluatorError
 from .lock import RunLock
-from .preflight import check_rungs, preflight
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
+from .preflight import check_rungs, preflight
 from .prescreen import Prescreener
 from .store import SearchStore
 from .strategies import get_strategy
