@@ -24,7 +24,7 @@ import click
 
 from .faults import describe_os_error
 from .numbers import human
-from .options import executor_option, old_timeout_option, trial_timeout_option
+from .options import executor_option, old_timeout_option, progress_option, trial_timeout_option
 from .options import trial_timeout as trial_timeout_of
 
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
@@ -154,16 +154,19 @@ def render_table(results) -> str:
               help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
                    "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
+@progress_option("stderr while training: rich (an epoch bar per job, drawn in place), plain (one line per "
+                 "finished job, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
 @repair_option
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                  batch_size, chance_epochs, device, threads, compile_, trial_timeout, old_timeout, trials_per_gpu,
-                 builder, repair):
+                 builder, progress_mode, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
     timeout = trial_timeout_of(trial_timeout, old_timeout)
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair)
+                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair,
+                    progress_mode)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
@@ -186,7 +189,7 @@ def _terminate_like_interrupt() -> None:
 
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
          batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None,
-         repair=False) -> int:
+         repair=False, progress_mode=None) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
     from .faults import InfrastructureError
     from .integrity import StoreError
@@ -251,7 +254,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                 return 2
             if repair:
                 repair_not_needed(run_dir)
-        progress = Progress(jobs, stream=sys.stderr)
+        progress = Progress(jobs, stream=sys.stderr, mode=progress_mode)
         ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout,
                            trials_per_gpu=trials_per_gpu)
         try:

@@ -457,3 +457,9 @@ def check_dataset(name: str, data_dir=None) -> None:
     for f in files:
         if not f.is_file():
             raise DatasetError(f"{what}: missing file {f}\n{LAYOUT}")
+        try:  # present but unreadable (permissions, a broken mount) fails every trial too
+            with f.open("rb") as handle:
+                handle.read(1)
+        except OSError as exc:
+            raise DatasetError(f"{what}: cannot read {f}: {exc.strerror or exc}; make the data folder readable "
+                               f"by this user") from None

@@ -1,5 +1,6 @@
 """Command-line options that `nader-search eval` and `nader-search run` share, declared once so
-that one setting has one spelling in both: `--executor local|pool|ray` and `--trial-timeout`.
+that one setting has one spelling in both: `--executor local|pool|ray`, `--trial-timeout` and
+`--progress auto|rich|plain|off`.
 
 eval's old spellings (`--executor inprocess`, `--timeout`) still work for one release, hidden
 from `--help`, with a warning. The option objects live here, on the runtime floor, because eval
@@ -11,6 +12,8 @@ import re
 from typing import Optional
 
 import click
+
+from .progress import PROGRESS_MODES
 
 EXECUTORS = ("local", "pool", "ray")
 _OLD_EXECUTORS = {"inprocess": "local", "in-process": "local"}
@@ -46,6 +49,13 @@ def duration(ctx, param, value) -> Optional[float]:
 def executor_option(default: Optional[str], help: str):
     return click.option("--executor", type=ExecutorChoice(), default=default, show_default=default is not None,
                         help=help)
+
+
+def progress_option(help: str):
+    """`--progress`: rich (drawn in place), plain (one line per finished trial, for logs), off;
+    auto: rich on a terminal, plain elsewhere (`progress.resolve_progress`)."""
+    return click.option("--progress", "progress_mode", type=click.Choice(PROGRESS_MODES, case_sensitive=False),
+                        default="auto", show_default=True, help=help)
 
 
 def trial_timeout_option(help: str = "Kill a trial after this long (600, 90s, 10m, 2h; pool executor)."):

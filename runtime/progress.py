@@ -1,6 +1,7 @@
-"""A tiny progress display on stderr: one line per running job, an epoch bar each.
-
-Quiet (draws nothing) unless the stream is a terminal. No dependency.
+"""A tiny progress display on stderr (`--progress`): **rich** (auto on a terminal) draws one line
+per running job, an epoch bar each, in place, and a line per finished job above them; **plain**
+(auto elsewhere: nohup, Slurm, a pipe) writes only the line per finished job, with the elapsed
+time; **off** writes nothing. No dependency.
 """
 from __future__ import annotations
 
@@ -9,16 +10,32 @@ import threading
 import time
 from typing import Dict, Optional, Sequence
 
+PROGRESS_MODES = ("auto", "rich", "plain", "off")  # --progress (options.progress_option)
+
+
+def resolve_progress(mode: Optional[str], stream) -> str:
+    """rich, plain or off: `auto` (or None) is rich when `stream` is a terminal, plain elsewhere."""
+    mode = (mode or "auto").lower()
+    if mode not in PROGRESS_MODES:
+        raise ValueError(f"progress: expected one of {', '.join(PROGRESS_MODES)}, not {mode!r}")
+    if mode == "auto":
+        isatty = getattr(stream, "isatty", None)
+        return "rich" if isatty and isatty() else "plain"
+    return mode
+
 
 class Progress:
     BAR = 20
 
-    def __init__(self, jobs: Sequence, stream=None, enabled: Optional[bool] = None, min_interval: float = 0.0):
+    def __init__(self, jobs: Sequence, stream=None, enabled: Optional[bool] = None, min_interval: float = 0.0,
+                 mode: Optional[str] = None):
+        """`mode`: auto, rich, plain or off; the older `enabled` says rich (True) or off (False)."""
         self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty())
-        self.enabled = enabled
+        if mode is None and enabled is not None:
+            mode = "rich" if enabled else "off"
+        self.mode = resolve_progress(mode, self.stream)
+        self.enabled = self.mode == "rich"  # draws in place
+        self.t0 = time.monotonic()
         self.total = len(jobs)
         self.labels: Dict[str, str] = {}
         for j in jobs:
@@ -55,16 +72,19 @@ class Progress:
             if r.status != "ok":
                 self.failed += 1
             self.state.pop(r.job_id, None)
-            if self.enabled:
+            if self.mode != "off":
                 self._clear()
                 acc = f"test {r.test_acc:.2f}%" if r.test_acc is not None else (r.error or "")[:60]
-                self.stream.write(f"[{self.done}/{self.total}] {self.labels.get(r.job_id, r.job_id)}: {r.status} {acc}\n")
+                elapsed = f" ({time.monotonic() - self.t0:.0f} s)" if self.mode == "plain" else ""
+                self.stream.write(f"[{self.done}/{self.total}] {self.labels.get(r.job_id, r.job_id)}: {r.status} "
+                                  f"{acc}{elapsed}\n")
+                self.stream.flush()
             self._draw(force=True)
 
     def cached(self, r) -> None:
         with self._lock:
             self.done += 1
-            if self.enabled:
+            if self.mode != "off":
                 self._clear()
                 self.stream.write(f"[{self.done}/{self.total}] {self.labels.get(r.job_id, r.job_id)}: "
                                   f"{r.status} (already in the run store)\n")

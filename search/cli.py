@@ -23,7 +23,7 @@ import click
 
 from nader.agents.llm.options import LLM_FLAGS, llm_options
 from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
-from nader.runtime.options import executor_option, trial_timeout_option
+from nader.runtime.options import executor_option, progress_option, trial_timeout_option
 
 from .config import DATASETS, PROXIES
 
@@ -184,6 +184,8 @@ def _strategy_epilog() -> str:
               help="nader ablation: one Modifier round, no compiler feedback.")
 @click.option("--no-experience", "no_experience", is_flag=True, help="nader ablation: no Reflector lessons.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@progress_option("stderr while searching: rich (a live display), plain (one line per finished trial, for logs "
+                 "and batch jobs), off; auto: rich on a terminal, else plain.")
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
 @repair_option
@@ -231,6 +233,7 @@ def _run(config_file, fmt, force, flags):
 
     progress = None
     repair = flags.pop("repair", False)
+    progress_mode = flags.pop("progress_mode", None)
     try:
         toml = read_toml(config_file) if config_file else {}
         flags = _agent_flags(flags)
@@ -248,8 +251,8 @@ def _run(config_file, fmt, force, flags):
             given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
-        _table_summary({**toml, **given})
-        progress = LiveProgress(stream=sys.stderr)
+        progress = LiveProgress(stream=sys.stderr, mode=progress_mode)
+        progress.preamble = _table_summary({**toml, **given})  # shown once the checks pass and the run starts
         unwatch = observe_new_clients(progress.llm)  # the LLM strategies' clients report each call
         try:
             summary = run_search(toml, given, force=force, observer=progress)
@@ -325,12 +328,12 @@ def _agent_flags(flags: dict) -> dict:
     return flags
 
 
-def _table_summary(settings: dict) -> None:
-    """A derived table's load summary (cells covered, unknown strings, missing numbers) before the
-    search starts; the table is opened once per process, so the search reuses it."""
+def _table_summary(settings: dict) -> list:
+    """A derived table's load summary (cells covered, unknown strings, missing numbers), for when
+    the search starts; the table is opened once per process, so the search reuses it."""
     spec = settings.get("evaluator") or ""
     if not spec.startswith("table:"):
-        return
+        return []
     from .evaluator import SEARCH_TRAINING_SETS
     from .evaluators.lookup import opened
     from .evaluators.tabular import EvaluatorError
@@ -338,10 +341,9 @@ def _table_summary(settings: dict) -> None:
     try:
         table = opened(spec, settings.get("table_map"))
     except EvaluatorError:
-        return  # the search's own check reports it
+        return []  # the search's own check reports it
     dataset = settings.get("dataset") or "cifar10"
-    for line in table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset)):
-        click.echo(line, err=True)
+    return table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset))
 
 
 def _summary_text(s) -> str:
@@ -356,6 +358,8 @@ def _summary_text(s) -> str:
                      f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
         lines.append("no architecture trained successfully")
+    if s.failures:
+        lines.append(records.failures_text(s.failures))
     lines.append(f"run directory: {s.run_dir} (nader-search status|best|export {s.run_dir})")
     return "\n".join(lines)
 
@@ -423,12 +427,12 @@ def status_command(run_dir, fmt, repair):
         sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
         cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
         cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
-        return recs, sessions, cfg
+        return recs, sessions, cfg, records.failures(conn)
 
-    recs, sessions, cfg = _read(run_dir, repair, read)
+    recs, sessions, cfg, failures = _read(run_dir, repair, read)
     if fmt == "json":
         click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
-                               "archs": recs}, indent=2, default=str))
+                               "archs": recs, "failures": failures}, indent=2, default=str))
         return
     last = sessions[-1]["stop_reason"] if sessions else None
     state = last or ("running or killed" if sessions else "not started")
@@ -436,6 +440,8 @@ def status_command(run_dir, fmt, repair):
     click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {origin}; "
                f"{len(sessions)} session(s), last: {state}")
     click.echo(records.summary_line(records.counts_of(recs)))
+    if failures:
+        click.echo(records.failures_text(failures))
     click.echo(records.status_table(recs))
 
 

@@ -177,6 +177,10 @@ class SearchConfig:
         if space.skeleton is not None and self.skeleton != space.skeleton:
             raise ConfigError(f"the {self.space} space runs on the {space.skeleton} skeleton, not {self.skeleton}; "
                               f"leave --skeleton out")
+        kind = (self.evaluator or "").partition(":")[0].strip().lower()
+        if kind and kind != "training" and not self.root_text:  # a table answers cells; the space brings a root
+            raise ConfigError(f"--evaluator {kind}: a tabular benchmark answers NAS-Bench-201 cells: add --space "
+                              f"nb201 (or `space = \"nb201\"` in the TOML file)")
         if self.evaluator is not None:
             self.check_evaluator()
         if self.sim_time_limit is not None and not self.evaluator:
@@ -226,7 +230,8 @@ class SearchConfig:
                               f"not {self.evaluator!r}")
         check_table_map(self.table_map)
         if self.dataset not in TABULAR_DATASETS:
-            raise ConfigError(f"the {kind} table has no {self.dataset}; choose --dataset "
+            what = "a derived table" if kind == TABLE_KIND else f"the {kind} benchmark"
+            raise ConfigError(f"--evaluator {kind}: {what} has no {self.dataset} results; choose --dataset "
                               f"{', '.join(TABULAR_DATASETS)}")
 
 

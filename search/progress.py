@@ -1,12 +1,20 @@
-"""The live view of a running search (stderr, only when it is a terminal).
+"""What a running search shows on stderr: ``--progress auto|rich|plain|off``.
+
+**rich** (auto on a terminal): a live display, redrawn in place::
 
     rea on digits  trials 5/8  best valid 93.21% (#4)  rejected 2  0:41
       #6 <- #2 insert-se        seed 777  epoch 2/3  loss 0.621
       #7 <- #4 add-residual     seed 777  starting
 
-Drawn with rich's Live display. The LLM strategies' calls (`llm`, watching every client the run
-makes) add their last call's line there, or write one plain line per call when stderr is not a
-terminal (nothing else is written then).
+**plain** (auto off a terminal: nohup, Slurm, a pipe): one line per finished trial, in a stable
+key=value form a log or a test can read (`eta` once a trial of this session has finished: its mean
+time per trial times the trials left, capped by a wall-clock --time-limit)::
+
+    trial done=5/30 id=7 status=ok valid_acc=93.21 params=1.21M flops=190.20M best=93.21 best_id=4 elapsed=0:41 eta=3:55
+    trial done=6/30 id=8 status=failed error=missing-value best=93.21 best_id=4 elapsed=0:43 eta=3:49
+
+**off**: nothing. The LLM strategies' calls (`llm`, watching every client the run makes) add
+their last call's line to the live display, or one plain line per call.
 """
 from __future__ import annotations
 
@@ -15,19 +23,35 @@ import threading
 import time
 from typing import Dict, Optional
 
-from nader.agents.llm.progress import CallProgress
+from nader.agents.llm.progress import CallProgress, _clock
+from nader.runtime.numbers import human
+from nader.runtime.progress import resolve_progress as resolve_mode
 
 from .loop import Observer, SearchLoop
-from .tree import REJECTED
+from .tree import FINAL, REJECTED
+
+class _Silent:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool:
+        return False
 
 
 class LiveProgress(Observer):
-    def __init__(self, stream=None, enabled: Optional[bool] = None):
+    def __init__(self, stream=None, enabled: Optional[bool] = None, mode: Optional[str] = None):
+        """`mode`: auto, rich, plain or off; the older `enabled` says rich (True) or plain (False)."""
         self.stream = stream if stream is not None else sys.stderr
-        if enabled is None:
-            isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty())
-        self.enabled = enabled
+        if mode is None and enabled is not None:
+            mode = "rich" if enabled else "plain"
+        self.mode = resolve_mode(mode, self.stream)
+        self.enabled = self.mode == "rich"
+        enabled = self.enabled
+        self.preamble: list = []  # lines written once the search starts (a table's summary), in every mode
+        self.failed_kind: Dict[int, str] = {}  # arch id -> its last failed seed's error kind
+        self.finished_before = 0  # trials finished before this session: not the ETA's sample
         self.loop: Optional[SearchLoop] = None
         self.running: Dict[str, dict] = {}  # job label -> state
         self.labels: Dict[int, str] = {}
@@ -35,14 +59,19 @@ class LiveProgress(Observer):
         self.t0 = time.monotonic()
         self._lock = threading.Lock()
         self._live = None
-        self.llm = CallProgress(stream=self.stream, enabled=enabled, unit="trials", draw=False)
+        llm_stream = _Silent() if self.mode == "off" else self.stream
+        self.llm = CallProgress(stream=llm_stream, enabled=enabled, unit="trials", draw=False)
 
     # ------------------------------------------------------------------ observer hooks
     def started(self, loop):
         self.loop = loop
+        for line in self.preamble:
+            self.stream.write(line + "\n")
+        self.preamble = []
         self.t0 = time.monotonic()
         self.rejected = sum(1 for n in loop.tree if n.status in REJECTED)
         self.llm.set_total(loop.config.trials, done=loop.tree.trials())
+        self.finished_before = self._finished()
         if self.enabled and self._live is None:
             from rich.console import Console
             from rich.live import Live
@@ -59,6 +88,44 @@ class LiveProgress(Observer):
 
     def finished(self, node):
         self._count_trials()
+        if self.mode == "plain" and self.loop is not None:
+            self.stream.write(self.plain_line(node) + "\n")
+            self.stream.flush()
+
+    def _finished(self) -> int:
+        return sum(1 for n in self.loop.tree if n.status in FINAL) if self.loop is not None else 0
+
+    def plain_line(self, node) -> str:
+        """One finished trial, key=value (see the module docstring)."""
+        c = self.loop.config
+        done = self._finished()
+        parts = [f"trial done={done}/{c.trials}", f"id={node.arch_id}", f"status={node.status}"]
+        if node.valid_acc is not None:
+            parts.append(f"valid_acc={node.valid_acc:.2f}")
+        if node.status == "ok":
+            parts += [f"{k}={human(v)}" for k, v in (("params", node.params), ("flops", node.flops)) if v is not None]
+        elif node.arch_id in self.failed_kind:
+            parts.append(f"error={self.failed_kind[node.arch_id]}")
+        best = self.loop.tree.best()
+        parts += [f"best={best.valid_acc:.2f}", f"best_id={best.arch_id}"] if best else ["best=-"]
+        elapsed = time.monotonic() - self.t0
+        parts.append(f"elapsed={_clock(elapsed)}")
+        eta = self.eta(elapsed, done)
+        if eta is not None:
+            parts.append(f"eta={_clock(eta)}")
+        return " ".join(parts)
+
+    def eta(self, elapsed: float, done: int) -> Optional[float]:
+        """Seconds left: this session's mean time per finished trial times the trials left, capped
+        by a wall-clock time limit; None before a trial of this session has finished."""
+        c = self.loop.config
+        this_session = done - self.finished_before
+        if this_session <= 0:
+            return None
+        left = max(0, c.trials - done) * elapsed / this_session
+        if c.time_limit is not None:
+            left = min(left, max(0.0, c.time_limit - elapsed))
+        return left
 
     def _count_trials(self):
         if self.loop is not None:
@@ -82,6 +149,8 @@ class LiveProgress(Observer):
                 st["loss"] = ev.get("train_loss")
 
     def seed_done(self, outcome):
+        if outcome.status != "ok":
+            self.failed_kind[outcome.arch_id] = outcome.error_kind or outcome.status
         with self._lock:
             if outcome.job_id:
                 self.running.pop(outcome.job_id, None)

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import re
 from typing import List, Optional
 
 from nader.runtime.integrity import cell_problem, json_cell
@@ -107,6 +108,49 @@ def best(conn, problems: Optional[list] = None) -> Optional[dict]:
 
 def counts(conn) -> dict:
     return {s: n for s, n in conn.execute("SELECT status, COUNT(*) FROM archs GROUP BY status ORDER BY status")}
+
+
+_CELL = re.compile(r"\|[^\s|]+~\d\|(?:[^\s]*\|)?")  # a NAS-Bench-201 string, in an error message
+_NUMBER = re.compile(r"(?<![\w@])\d+(?:\.\d+)?")
+FAILURE_EXAMPLES = 5  # architecture ids listed per reason
+
+
+def failures(conn) -> List[dict]:
+    """Why trials failed or diverged, grouped: one entry per reason (the error's kind and its text,
+    cell strings and counts aside), most frequent first: ``{"kind", "count", "example",
+    "arch_ids"}`` (the first few architectures). Each architecture counts once, by its first
+    failed seed."""
+    # Text read as bytes and decoded leniently: a damaged cell must not stop a summary.
+    rows = conn.execute("SELECT a.arch_id, CAST(a.status AS BLOB), CAST(s.error_kind AS BLOB), CAST(s.error AS BLOB) "
+                        "FROM archs a JOIN arch_seeds s ON s.arch_id = a.arch_id "
+                        "WHERE a.status IN ('failed', 'diverged') AND s.status != 'ok' ORDER BY a.arch_id, s.seed")
+    groups: dict = {}
+    seen: set = set()
+    for arch_id, *cells in rows:
+        if arch_id in seen:
+            continue
+        seen.add(arch_id)
+        status, kind, error = (None if c is None else bytes(c)[:2000].decode("utf-8", "replace") for c in cells)
+        text = str(error or status)[:500]
+        kind = str(kind or status)
+        key = (kind, _NUMBER.sub("N", _CELL.sub("CELL", text)))
+        group = groups.setdefault(key, {"kind": kind, "count": 0, "example": text, "arch_ids": []})
+        group["count"] += 1
+        if len(group["arch_ids"]) < FAILURE_EXAMPLES:
+            group["arch_ids"].append(arch_id)
+    return sorted(groups.values(), key=lambda g: (-g["count"], g["arch_ids"][0]))
+
+
+def failures_text(groups: List[dict]) -> str:
+    """The failed trials' reasons, one line each (empty when none failed)."""
+    if not groups:
+        return ""
+    total = sum(g["count"] for g in groups)
+    lines = [f"{total} trial{'s' if total != 1 else ''} failed or diverged, by reason:"]
+    for g in groups:
+        ids = ", ".join(f"#{i}" for i in g["arch_ids"]) + (", ..." if g["count"] > len(g["arch_ids"]) else "")
+        lines.append(f"  {g['count']:>4} {g['kind']}: {g['example'][:200]} ({ids})")
+    return "\n".join(lines)
 
 
 def counts_of(recs: List[dict]) -> dict:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from nader.runtime.errors import ConfigError
+from nader.runtime.errors import ConfigError, DatasetError
 from nader.runtime.executors import make_executor
 from nader.runtime.faults import InfrastructureError
 from nader.runtime.integrity import StoreError
@@ -27,9 +27,9 @@ from .config import SearchConfig, differences, merge
 from .evaluator import TrainingEvaluator
 from .evaluators.lookup import TableEvaluator
 from .evaluators.tabular import EvaluatorError
-from .fidelity import schedule_of
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
+from .preflight import check_rungs, preflight
 from .prescreen import Prescreener
 from .store import SearchStore
 from .strategies import get_strategy
@@ -46,6 +46,7 @@ class SearchSummary:
     seconds: float
     resumed: bool
     warnings: list = field(default_factory=list)
+    failures: list = field(default_factory=list)  # why trials failed, grouped (`records.failures`)
 
     def to_json(self) -> dict:
         best = None
@@ -55,7 +56,8 @@ class SearchSummary:
             best = {k: self.best.get(k) for k in keys}
         return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
                 "trials": self.trials, "counts": self.counts, "resumed": self.resumed,
-                "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings}
+                "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings,
+                "failures": self.failures}
 
 
 def _layer(x) -> dict:
@@ -67,18 +69,8 @@ def _layer(x) -> dict:
 
 
 def _check_rungs(config: SearchConfig, evaluator) -> None:
-    """A multi-fidelity search on a table needs an answer at every rung's epochs: refuse it at the
-    start, naming the budgets the table has, rather than fail every trial of a rung."""
-    schedule = schedule_of(config)
-    if schedule is None:
-        return
-    held = evaluator.table.valid_schedules(evaluator.dataset)
-    missing = [e for e in schedule.budgets if e not in held]
-    if missing:
-        have = ", ".join(map(str, sorted(held))) if len(held) < 20 else f"{min(held)} to {max(held)}"
-        raise ConfigError(f"--fidelity needs validation accuracy at {', '.join(map(str, schedule.budgets))} epochs; "
-                          f"the table has none at {', '.join(map(str, missing))} (it has {have or 'none'}): choose "
-                          f"--min-epochs, --eta and --epochs (or --preset) whose rungs it holds")
+    """Every rung of a multi-fidelity search answered by the table (`preflight.check_rungs`)."""
+    check_rungs(config, evaluator.table, evaluator.dataset)
 
 
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
@@ -132,7 +124,7 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
         try:
             return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy,
                                evaluator, t0)
-        except ConfigError:
+        except (ConfigError, DatasetError):
             if new and not store.nodes():  # settings refused at the start: leave no run behind to trip the next one
                 store.close()
                 _forget_new_run(run_dir)
@@ -165,11 +157,7 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                               f"this tree with the new settings")
         if changed:
             warnings.append(f"continuing with changed settings: {'; '.join(changed)}")
-    if evaluator is None and not config.evaluator and config.dataset != "digits" and \
-            not (config.executor == "ray" and config.address):
-        from nader.runtime.data import check_dataset
-
-        check_dataset(config.dataset, config.data_dir)
+    warnings += preflight(config, own_evaluator=evaluator is not None)  # what every trial needs, before any
     store.set_config(config.to_record())
     if strategy is None:
         strategy = get_strategy(config.strategy)(**config.strategy_options)
@@ -220,7 +208,7 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     best = records.best(store.conn, damaged)
     warnings = list(dict.fromkeys(warnings + store.problems + damaged))
     return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
-                         time.monotonic() - t0, resumed, warnings)
+                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn))
 
 
 def _end_anyway(store, session, reason: str, trials: int) -> None:

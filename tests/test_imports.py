@@ -98,7 +98,7 @@ LAZY_IMPORTS = {
     ("nader.search.config", "nader.search.evaluators.tabular"): CONFIG_EVALUATORS,
     ("nader.search.prescreen", "nader.runtime.data"): "start-up: torch",
     ("nader.search.prescreen", "nader.runtime.pipeline"): "start-up: torch",
-    ("nader.search.session", "nader.runtime.data"): "start-up: torch",
+    ("nader.search.preflight", "nader.runtime.data"): "start-up: torch",
     ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
     # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
     ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,

@@ -44,6 +44,13 @@ KIND = "table"
 MAX_BYTES = 512 * 2**20  # a whole NB201 table with every epoch is far smaller
 MAX_ROWS = 1_000_000
 METRIC = re.compile(r"(valid_acc|test_acc)@([1-9][0-9]{0,3})|epoch_seconds|params|flops")
+DATASETS = ("cifar10-valid", "cifar10", "cifar100", "imagenet16-120")  # the tables' dataset names
+# Other spellings of a metric's column, read without --table-map when only one column of a table
+# (per dataset) reads as that metric: GENIUS's `val_acc_200`, `test_acc_200`, NATS-Bench-style
+# `cifar10-valid-valid-accuracy-12`, `ImageNet16-120/test_acc@200`.
+_DATASET_PREFIX = re.compile(r"(cifar10-valid|cifar100|cifar10|imagenet16-120)[:/_.\- ]+(.+)", re.I)
+_ALIAS = re.compile(r"(val|valid|validation|x-valid|test|x-test|ori-test)[_\- ]?(?:acc|accuracy|top1)"
+                    r"(?:[_@\- ]?(?:epoch|ep|e)?[_\- ]?([1-9][0-9]{0,3}))", re.I)
 
 
 def check_table_map(table_map: Optional[dict]) -> None:
@@ -109,6 +116,30 @@ def _csv_rows(path: Path, text: str) -> Dict[str, dict]:
     return out
 
 
+def recognised(columns) -> Dict[str, str]:
+    """Metric (``DATASET:metric`` for a dataset's column) -> the column that holds it, for the
+    columns not named as metrics but whose reading is unambiguous; two columns reading as one
+    metric (for one dataset) leave it out, for --table-map to settle."""
+    found: Dict[str, List[str]] = {}
+    for column in columns:
+        dataset, _, name = column.rpartition(":")
+        if not dataset:
+            m = _DATASET_PREFIX.fullmatch(name)
+            if m:
+                dataset, name = m.group(1).lower(), m.group(2)
+        if dataset and dataset.lower() not in DATASETS:
+            continue
+        m = _ALIAS.fullmatch(name.strip())
+        if not m or METRIC.fullmatch(name):
+            if METRIC.fullmatch(name) and dataset and column != f"{dataset.lower()}:{name}":
+                found.setdefault(f"{dataset.lower()}:{name}", []).append(column)
+            continue
+        kind = "valid_acc" if m.group(1).lower() in ("val", "valid", "validation", "x-valid") else "test_acc"
+        metric = f"{kind}@{int(m.group(2))}"
+        found.setdefault(f"{dataset.lower()}:{metric}" if dataset else metric, []).append(column)
+    return {metric: cols[0] for metric, cols in found.items() if len(cols) == 1 and metric not in columns}
+
+
 class FileTable:
     """Answers trials from a derived table; same `evaluate` as `tabular.TabularEvaluator`."""
 
@@ -136,6 +167,7 @@ class FileTable:
                 self.duplicates += 1
             self.rows[cell] = row
         self.columns = sorted({c for row in self.rows.values() for c in row})
+        self.aliases = recognised(self.columns)  # metric (or DATASET:metric) -> column
 
     def __repr__(self) -> str:
         return f"FileTable({self.path})"
@@ -147,10 +179,20 @@ class FileTable:
         for candidate in (f"{dataset}:{name}", name):
             if candidate in self.columns:
                 return candidate
+        if metric in self.table_map:  # a mapped column is taken as named, never guessed
+            return None
+        for candidate in (f"{dataset}:{metric}", metric):
+            if candidate in self.aliases:
+                return self.aliases[candidate]
         return None
 
+    def datasets(self) -> set:
+        """The datasets the table's columns name (empty: its columns serve every dataset)."""
+        return {c.partition(":")[0] for c in (*self.columns, *self.aliases) if ":" in c
+                and c.partition(":")[0] in DATASETS}
+
     def _schedules(self, metric: str, dataset: str) -> set:
-        names = {c.rpartition(":")[2] for c in self.columns} | set(self.table_map)
+        names = {c.rpartition(":")[2] for c in (*self.columns, *self.aliases)} | set(self.table_map)
         out = set()
         for name in names:
             m = METRIC.fullmatch(name)
@@ -172,16 +214,23 @@ class FileTable:
         lines = [f"table {self.path.name}: {len(self.rows):,} cells of the NAS-Bench-201 space "
                  f"({nb201.SPACE_SIZE - len(self.rows):,} of {nb201.SPACE_SIZE:,} absent), "
                  f"columns: {', '.join(self.columns) or 'none'}"]
+        if self.aliases:
+            lines.append(f"columns read as metrics: {self.recognised_text()}")
         if self.unknown:
             shown = ", ".join(repr(a[:60]) for a in self.unknown[:3])
             lines.append(f"warning: {len(self.unknown):,} rows name no NAS-Bench-201 cell (ignored), e.g. {shown}")
         if self.duplicates:
             lines.append(f"warning: {self.duplicates:,} cells appear more than once (the last row is used)")
-        metrics = [m for m in self.table_map] + [c.rpartition(":")[2] for c in self.columns]
+        metrics = [m for m in self.table_map] + [c.rpartition(":")[2] for c in (*self.columns, *self.aliases)]
         wanted = sorted({m for m in metrics if METRIC.fullmatch(m)})
         if not any(m.startswith("valid_acc@") for m in wanted):
             lines.append("warning: no validation accuracy column (valid_acc@E, or --table-map valid_acc@E=COLUMN): "
                          "every trial will fail")
+        if not any(m.startswith("test_acc@") for m in wanted):
+            lines.append("warning: no test accuracy column (test_acc@E, or --table-map test_acc@E=COLUMN): the run "
+                         "reports none")
+        if dataset and not self.datasets() and dataset != "cifar10-valid":
+            lines.append(f"warning: the columns name no dataset: their numbers are taken as {dataset}'s")
         for metric in wanted:
             column = self.column(metric, dataset or "")
             if column is None:
@@ -192,6 +241,10 @@ class FileTable:
             if holes:
                 lines.append(f"warning: {metric} ({column}): {holes:,} cells without a value (failed trials if drawn)")
         return lines
+
+    def recognised_text(self) -> str:
+        """`metric <- column` for the columns read under another name ('' when none)."""
+        return ", ".join(f"{m} <- {c}" for m, c in sorted(self.aliases.items()))
 
     # ------------------------------------------------------------------ answering
     def cell(self, arch: str) -> nb201.Cell:

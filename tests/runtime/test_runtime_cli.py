@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 import json
 
 import pytest
@@ -38,6 +39,10 @@ def test_json_records(arch):
         for k in ("test_acc", "valid_acc", "train_loss", "params", "flops", "seconds"):
             assert r[k] is not None
         assert "error" not in r
+    lines = res.stderr.splitlines()  # off a terminal: one plain line per finished job
+    assert [line.split(": ")[0] for line in lines] == ["[1/2] tiny.nad digits seed 777", "[2/2] tiny.nad digits seed 888"]
+    off = invoke("eval", arch, "--seeds", "777", "--format", "json", "--progress", "off", *FAST, *TINY)
+    assert off.exit_code == 0 and off.stderr == ""
 
 
 def test_table_and_resume_through_run_dir(arch, tmp_path):
@@ -95,14 +100,19 @@ def test_help_lists_eval():
     assert res.exit_code == 0 and "eval" in res.output
 
 
-def test_progress_is_quiet_off_a_terminal():
-    stream = io.StringIO()
-    jobs = [Job(arch="x", seed=1, name="a.nad")]
-    p = Progress(jobs, stream=stream)
-    p.event({"type": "epoch", "job_id": jobs[0].job_id, "epoch": 1, "epochs": 2, "train_loss": 1.0, "train_acc": 5.0})
-    p.result(Result(job_id=jobs[0].job_id, seed=1, status="ok", test_acc=50.0))
-    p.close()
-    assert stream.getvalue() == ""
+def test_progress_off_a_terminal_is_one_plain_line_per_finished_job_and_off_is_silent():
+    for mode, lines in ((None, 1), ("plain", 1), ("off", 0)):
+        stream = io.StringIO()
+        jobs = [Job(arch="x", seed=1, name="a.nad"), Job(arch="x", seed=2, name="a.nad")]
+        p = Progress(jobs, stream=stream, mode=mode)
+        p.event({"type": "epoch", "job_id": jobs[0].job_id, "epoch": 1, "epochs": 2, "train_loss": 1.0,
+                 "train_acc": 5.0})
+        p.result(Result(job_id=jobs[0].job_id, seed=1, status="ok", test_acc=50.0))
+        p.close()
+        out = stream.getvalue().splitlines()
+        assert len(out) == lines and "\x1b" not in stream.getvalue() and "epoch" not in stream.getvalue()
+        if lines:
+            assert re.fullmatch(r"\[1/2\] a\.nad digits seed 1: ok test 50\.00% \(\d+ s\)", out[0]), out
 
 
 def test_progress_draws_on_a_terminal():

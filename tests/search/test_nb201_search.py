@@ -178,7 +178,7 @@ def test_cli_flags_and_toml_with_a_nas_bench_201_file(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--evaluator", "nats-bench:/nonexistent/table.pbz2", "--dataset", "cifar10"], "no benchmark file"),
-    (["--evaluator", "nats-bench:x.pbz2"], "has no digits"),
+    (["--evaluator", "nats-bench:x.pbz2"], "--evaluator nats-bench: the nats-bench benchmark has no digits results"),
     (["--evaluator", "nasbench101:x"], "expected training, nats-bench:PATH, nas-bench-201:PATH or table:PATH"),
     (["--skeleton", "darts"], "runs on the nas-bench-201 skeleton"),
 ])

@@ -264,11 +264,19 @@ def test_live_view_draws_only_on_a_terminal(tmp_path):
 
     from nader.search.progress import LiveProgress
 
-    quiet_stream = io.StringIO()
-    quiet = LiveProgress(stream=quiet_stream)
-    run_search(settings(tmp_path / "a", trials=2), observer=quiet)
-    quiet.close()
-    assert quiet.enabled is False and quiet_stream.getvalue() == ""
+    plain_stream = io.StringIO()  # off a terminal: no live view, one plain line per finished trial
+    plain = LiveProgress(stream=plain_stream)
+    run_search(settings(tmp_path / "a", trials=2), observer=plain)
+    plain.close()
+    lines = plain_stream.getvalue().splitlines()
+    assert plain.enabled is False and "\x1b" not in plain_stream.getvalue()
+    assert [line.split()[:4] for line in lines] == [["trial", "done=1/2", "id=0", "status=ok"],
+                                                    ["trial", "done=2/2", "id=1", "status=ok"]]
+    off_stream = io.StringIO()
+    off = LiveProgress(stream=off_stream, mode="off")
+    run_search(settings(tmp_path / "off", trials=2), observer=off)
+    off.close()
+    assert off_stream.getvalue() == ""
 
     class Frames(LiveProgress):
         def __init__(self, **kw):
