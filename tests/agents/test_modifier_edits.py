@@ -41,7 +41,7 @@ def test_edits_profile_asks_for_edits_and_repairs_them(server, tmp_path, first):
     feedback = second[-1]["content"]
     assert "rejected your edits" in feedback
     if first is UNKNOWN:
-        assert "line 2 `replace 14:GELU`" in feedback and "edit-unknown-node" in feedback
+        assert "line 4 `replace 14:GELU`" in feedback  # the reply's line, in its fence and "edit-unknown-node" in feedback
     else:
         assert "your edits make" in feedback and "`4:Frobnicate`" in feedback
 
