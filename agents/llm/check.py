@@ -46,6 +46,10 @@ REPLY_TOKENS = 256  # a typical agent reply: what a per-token slowdown costs is 
 # A full reply (max_tokens at the measured speed) must take at most this share of the request
 # timeout: the rest is for reading the prompt and for a busy moment.
 TIMEOUT_SHARE = 0.75
+# Below these a whole-block reply does not fit (a block of NADER's sizes restated, 30 nodes or more,
+# takes some 400 tokens; the Modifier's first prompt about 1,300, and a repair round adds a reply and
+# its feedback): the profile gets `reply = "edits"`, short replies of edits (nader.dsl.edits).
+EDITS_BELOW_TOKENS, EDITS_BELOW_CONTEXT = 512, 4096
 
 
 class Unreachable(LLMError):
@@ -89,6 +93,7 @@ class CheckReport:
     stream_note: str = ""
     degradations: list[str] = field(default_factory=list)
     profile: Optional[ModelProfile] = None
+    reply_note: str = ""  # why the profile asks for edit replies, when it does
 
     @property
     def exit_code(self) -> int:
@@ -281,11 +286,25 @@ def _recommend(report: CheckReport, current: ModelProfile, config: LLMConfig) ->
     modes = [report.json_modes.get(json), report.grammar.get(next(
         (name for name, mode in GRAMMAR_PROFILE.items() if mode == grammar), ""))]
     slowdown = max([1.0, *(p.relative_to(base) or 1.0 for p in modes if p is not None)])
+    context, cap = report.context_length or current.context, _reply_cap(report, config, slowdown) or current.max_tokens
     return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
-                        json=json, system=system, grammar=grammar,
-                        context=report.context_length or current.context,
-                        max_tokens=_reply_cap(report, config, slowdown) or current.max_tokens)
+                        json=json, system=system, grammar=grammar, context=context, max_tokens=cap,
+                        reply=_reply_form(report, current, context, min(cap or config.max_tokens, config.max_tokens)))
+
+
+def _reply_form(report: CheckReport, current: ModelProfile, context: Optional[int], reply_tokens: int) -> str:
+    """`edits` where a whole block does not fit a reply or the context (the note says which), else
+    the current profile's."""
+    if reply_tokens < EDITS_BELOW_TOKENS:
+        report.reply_note = (f"a reply of at most {reply_tokens} tokens may cut a whole block (under "
+                             f"{EDITS_BELOW_TOKENS}): reply = \"edits\"")
+    elif context is not None and context < EDITS_BELOW_CONTEXT:
+        report.reply_note = (f"a context of {context} tokens holds the Modifier's prompt and a whole block hardly "
+                             f"(under {EDITS_BELOW_CONTEXT}): reply = \"edits\"")
+    else:
+        return current.reply
+    return "edits"
 
 
 def _reply_cap(report: CheckReport, config: LLMConfig, slowdown: float) -> Optional[int]:

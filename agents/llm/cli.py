@@ -100,8 +100,11 @@ def render(report) -> str:
     p = report.profile
     context = f", context = {p.context}" if p.context else ""
     context += f", max_tokens = {p.max_tokens}" if p.max_tokens else ""
+    context += f', reply = "{p.reply}"' if p.reply != "block" else ""
     lines.append(f'recommended   [llm.profiles."{p.pattern}"] token_param = "{p.token_param}", json = "{p.json}",'
                  f' system = "{p.system}", grammar = "{p.grammar}"{context}')
+    if report.reply_note:
+        lines.append(f"reply         {report.reply_note}")
     if report.degradations:
         lines.append("degradations")
         lines += [f"  - {d}" for d in report.degradations]

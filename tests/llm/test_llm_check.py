@@ -258,3 +258,22 @@ def test_a_server_that_never_answers_is_exit_2_with_what_to_try(tmp_path, monkey
         result = check(srv, "--llm-timeout", "0.5")
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "no reply within 0.5 s" in result.output and "busy with an earlier reply" in result.output
+
+
+@pytest.mark.parametrize("tokens_per_s,context,reply", [(200.0, None, "block"), (200.0, 32768, "block"),
+                                                        (1.0, None, "edits"), (200.0, 2048, "edits")])
+def test_a_reply_cap_or_a_context_too_small_for_a_whole_block_recommends_edit_replies(tokens_per_s, context, reply,
+                                                                                     tmp_path):
+    from nader.agents.llm.check import _recommend
+    from nader.agents.llm.config import LLMConfig, load_config
+    from nader.agents.llm.profile_file import write_profile
+    from nader.agents.llm.profiles import ModelProfile
+
+    report = _measured(tokens_per_s)
+    report.context_length = context
+    profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
+    assert profile.reply == reply and bool(report.reply_note) == (reply == "edits")
+    write_profile(tmp_path / "llm.toml", profile)
+    text = (tmp_path / "llm.toml").read_text()
+    assert ('reply = "edits"' in text) == (reply == "edits")
+    assert load_config(tmp_path / "llm.toml").profiles[0].reply == reply
