@@ -48,6 +48,8 @@ def render_full(diagnostics: Iterable[Diagnostic], sources: Mapping[str, str]) -
                 out.append(f"{gutter} | {_caret_line(text, label.span.col, label.span.end_col).replace('^', '-')} {label.message}")
         if d.help:
             out.append(f"{gutter} = help: {d.help}")
+        if d.fix is not None and d.fix.message:
+            out.append(f"{gutter} = fix ({d.fix.safety}, {d.fix.kind}): {d.fix.message}")
         out.append("")
     return "\n".join(out) + ("\n" if out else "")
 

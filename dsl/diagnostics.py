@@ -115,18 +115,48 @@ class Edit:
                 "end_col": self.span.end_col, "text": self.text}
 
 
+#: A fix's safety: a safe one keeps the block's meaning (its canonical hash, where the block is
+#: valid); an unsafe one changes the architecture, minimally, and is applied only when asked.
+SAFE = "safe"
+UNSAFE = "unsafe"
+SAFETIES = (SAFE, UNSAFE)
+
+
 @dataclass(frozen=True)
 class Fix:
-    """Edits that make a diagnostic go away; they never overlap."""
+    """Edits that make a diagnostic go away; they never overlap.
+
+    `kind` names the repair (`close-parameter-name`, `merge-inputs-add`; `nadc explain KIND`
+    documents it), `safety` is `safe` or `unsafe`, `message` says in one line what it does.
+    """
 
     edits: tuple[Edit, ...]
+    kind: str = "edit"
+    safety: str = SAFE
+    message: str = ""
 
     @classmethod
-    def replace(cls, span: Span, text: str) -> "Fix":
-        return cls((Edit(span, text),))
+    def replace(cls, span: Span, text: str, *, kind: str = "edit", safety: str = SAFE, message: str = "") -> "Fix":
+        return cls((Edit(span, text),), kind, safety, message)
 
     def to_json(self) -> dict:
-        return {"edits": [e.to_json() for e in self.edits]}
+        return {"kind": self.kind, "safety": self.safety, "message": self.message,
+                "edits": [e.to_json() for e in self.edits]}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Fix":
+        """The fix `to_json` wrote (a diagnostic's `fix` in `--format json`); ValueError when malformed."""
+        try:
+            edits = tuple(Edit(Span(int(e["line"]), int(e["col"]), int(e["end_line"]), int(e["end_col"])),
+                               str(e["text"])) for e in obj["edits"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a fix: {error}") from None
+        if any(min(e.span) < 1 or (e.span.end_line, e.span.end_col) < (e.span.line, e.span.col) for e in edits):
+            raise ValueError("not a fix: an edit's span is out of order")
+        safety = str(obj.get("safety", SAFE))
+        if safety not in SAFETIES:
+            raise ValueError(f"not a fix: safety `{safety}`")
+        return cls(edits, str(obj.get("kind", "edit")), safety, str(obj.get("message", "")))
 
 
 def apply_fix(text: str, fix: Fix) -> str:

@@ -251,6 +251,31 @@ class Problem:
     fix: Optional[tuple[ColSpan, str]] = None
 
 
+# The kind of the (safe) fix each front-end code's diagnostics carry (`Fix.kind`; `nadc explain KIND`).
+FIX_KINDS = {
+    "NAD101": "remove-unmatched-parenthesis",
+    "NAD102": "edge-arrow",
+    "NAD103": "close-parenthesis",
+    "NAD105": "close-parameter-name",
+    "NAD108": "delete-fence",
+    "NAD111": "add-header",
+    "NAD112": "header",
+    "NAD113": "node-id",
+    "NAD114": "missing-colon",
+    "NAD115": "canonical-operation-name",
+    "NAD116": "header",
+}
+
+
+def fix_message(code: Code, old: str, new: str) -> str:
+    """One line saying what a front-end fix does to the text `old`."""
+    if not new:
+        return f"delete `{old}`"
+    if not old:
+        return f"insert `{new}`"
+    return f"replace `{old}` with `{new}`"
+
+
 # Help for a syntax error whose fix is uncertain, or would not fit where the line stands.
 ADVICE = {
     MARKDOWN_FENCE: "delete the fence; block files hold only headers, nodes, edges and comments",

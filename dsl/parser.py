@@ -30,8 +30,8 @@ from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, l
                      nodes_problem, read_bounded, text_problem, text_size)
 from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
 from .ops import lookup
-from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, INVALID_SYNTAX, MALFORMED_HEADER, MARKDOWN_FENCE,
-                          MISSING_HEADER, SYNTAX_CODES, UNREADABLE_FILE, Problem)
+from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, FIX_KINDS, INVALID_SYNTAX, MALFORMED_HEADER,
+                          MARKDOWN_FENCE, MISSING_HEADER, fix_message, SYNTAX_CODES, UNREADABLE_FILE, Problem)
 from .span import ColSpan, Span
 
 
@@ -345,7 +345,9 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
                     if item is None and not _fix_fits(p.code, current, lines, lineno):
                         help_text = ADVICE[p.code]
                     else:
-                        fix = Fix.replace(Span.on_line(lineno, p.fix[0]), p.fix[1])
+                        cols, new = p.fix
+                        fix = Fix.replace(Span.on_line(lineno, cols), new, kind=FIX_KINDS.get(p.code.code, "edit"),
+                                          message=fix_message(p.code, line[cols.col - 1:cols.end_col - 1], new))
                 emit(p.code, p.message, _new_tuple(Span, (lineno, p.cols[0], lineno, p.cols[1])), help_text,
                      block=block_name, fix=fix)
         if item is None:
@@ -381,7 +383,8 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             header = f"##{header_name(implicit_name)}##"
             emit(MISSING_HEADER, f"no `##Name##` header; the lines form one block named `{implicit_name}`",
                  Span.on_line(lineno, cols), f"add `{header}` as the first line",
-                 fix=Fix.replace(Span(1, 1, 1, 1), header + "\n"))
+                 fix=Fix.replace(Span(1, 1, 1, 1), header + "\n", kind=FIX_KINDS[MISSING_HEADER.code],
+                                 message=f"insert the header `{header}`"))
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
             nodes_left = limits.nodes_per_block - (kind is NodeLine)

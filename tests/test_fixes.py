@@ -12,6 +12,7 @@ random mutations of generated blocks.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -162,9 +163,29 @@ def test_advice_where_a_fix_would_not_be_certain():
 
 def test_a_fix_is_an_edit_of_the_reported_line():
     (d,) = parse(CLEAN.replace("0->2", "0-2")).diagnostics
-    assert d.fix == Fix.replace(d.fix.edits[0].span, "->") and d.fix.edits[0].span.line == d.span.line
+    assert d.fix.edits == Fix.replace(d.fix.edits[0].span, "->").edits and d.fix.edits[0].span.line == d.span.line
     assert apply_fix(CLEAN.replace("0->2", "0-2"), d.fix) == CLEAN
-    assert d.to_json()["fix"] == {"edits": [{"line": 6, "col": 2, "end_line": 6, "end_col": 3, "text": "->"}]}
+    assert d.to_json()["fix"] == {"kind": "edge-arrow", "safety": "safe", "message": "replace `-` with `->`",
+                                  "edits": [{"line": 6, "col": 2, "end_line": 6, "end_col": 3, "text": "->"}]}
+
+
+def test_a_json_fix_applies_as_read_back():
+    """`apply_fix(text, Fix.from_json(diag["fix"]))` (issue 30, point 5), through JSON text."""
+    broken = CLEAN.replace("0->2", "0-2").replace("kernel_size", "kernel_sise")
+    diags = [d for d in parse(broken).diagnostics if d.fix is not None]
+    assert len(diags) == 2
+    text = broken
+    for d in sorted(diags, key=lambda d: d.span, reverse=True):
+        text = apply_fix(text, Fix.from_json(json.loads(json.dumps(d.to_json()))["fix"]))
+    assert text == CLEAN
+    assert Fix.from_json(diags[0].fix.to_json()) == diags[0].fix
+
+
+@pytest.mark.parametrize("bad", [{}, {"edits": [{"line": 1}]}, {"edits": [{"line": 0, "col": 1, "end_line": 1,
+                                 "end_col": 1, "text": ""}]}, {"edits": [], "safety": "maybe"}, {"edits": 3}])
+def test_a_malformed_json_fix_is_refused(bad):
+    with pytest.raises(ValueError):
+        Fix.from_json(bad)
 
 
 FIX_SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Callable, Mapping, Optional
 
-from nader.dsl.diagnostics import DiagnosticSink, Fix, Label
+from nader.dsl.diagnostics import UNSAFE, DiagnosticSink, Fix, Label
 from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
 from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
@@ -103,7 +103,8 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
             where = Span.on_line(node.span.line, node.id_span)
             sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
                       f"give this node an unused id, e.g. `{fresh}`", block.name,
-                      (Label(seen[node.id], "first defined here"),), Fix.replace(where, str(fresh)))
+                      (Label(seen[node.id], "first defined here"),),
+                      Fix.replace(where, str(fresh), kind="fresh-id", message=f"rename the second node {node.id} to {fresh}"))
             fresh += 1
         else:
             seen[node.id] = node.span
@@ -136,14 +137,14 @@ def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
         if not found:
             line = f"{_free_id(block)}:{op}"
             sink.emit(BAD_TERMINALS, f"the block has no `{op}` node", block.header_span,
-                      f"add a node `{line}` and connect it", block.name, fix=_add_line(block, line))
+                      f"add a node `{line}` and connect it", block.name, fix=_add_line(block, line, f"add the node `{line}`"))
         for extra in found[1:]:
             sink.emit(BAD_TERMINALS, f"`{op}` is defined more than once", extra.span,
                       "keep one and send its edges to every consumer", block.name, (Label(found[0].span, "first here"),))
     if not sinks:
         line = f"{_free_id(block)}:output"
         sink.emit(BAD_TERMINALS, "the block has no `output` node", block.header_span,
-                  f"add a node `{line}` and an edge into it", block.name, fix=_add_line(block, line))
+                  f"add a node `{line}` and an edge into it", block.name, fix=_add_line(block, line, f"add the node `{line}`"))
     for extra in sinks[1:]:
         sink.emit(BAD_TERMINALS, "`output` is defined more than once", extra.span,
                   "merge the results with `Add` or `concat` and send that to one output", block.name,
@@ -154,11 +155,13 @@ def _free_id(block: Block) -> int:
     return free_id(n.id for n in block.nodes)
 
 
-def _add_line(block: Block, text: str) -> Fix:
-    """Inserts a node line above the block's first node or edge line (below the header if it has none)."""
+def _add_line(block: Block, text: str, message: str) -> Fix:
+    """Inserts a node line above the block's first node or edge line (below the header if it has none).
+
+    Unsafe: a terminal added changes the graph (it still needs its edges)."""
     lines = [item.span.line for item in (*block.nodes, *block.edges)]
     at = min(lines) if lines else block.header_span.line + 1
-    return Fix.replace(Span(at, 1, at, 1), text + "\n")
+    return Fix.replace(Span(at, 1, at, 1), text + "\n", kind="add-terminal", safety=UNSAFE, message=message)
 
 
 def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None:

@@ -1,0 +1,94 @@
+"""What a fix kind sees: the block, its verification report (role, shapes) and graph helpers."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.ir import Block, Node, NodeId
+from nader.dsl.ops import Op
+
+from ..passes.contract import contract
+from ..passes.structure import dead_nodes
+from ..passes.verify import BlockReport
+from .edit import BlockEditor
+
+
+@dataclass
+class RepairContext:
+    lines: Sequence[str]  # the whole file, split at `\n`
+    report: BlockReport
+
+    @property
+    def block(self) -> Block:
+        return self.report.block
+
+    def editor(self) -> BlockEditor:
+        return BlockEditor(self.block, self.lines)
+
+    def node_at(self, diagnostic: Diagnostic) -> Optional[Node]:
+        """The node whose line the diagnostic points at, if any."""
+        for node in self.block.nodes:
+            if node.span.line == diagnostic.span.line:
+                return node
+        return None
+
+    def node(self, node_id: NodeId) -> Optional[Node]:
+        return self.block.node_map().get(node_id)
+
+    def op(self, node_id: NodeId) -> Optional[Op]:
+        node = self.node(node_id)
+        return node.op if node is not None else None
+
+    # -- shapes --------------------------------------------------------------------------------
+    def shape(self, node_id: NodeId) -> Optional[tuple]:
+        shapes = self.report.shapes
+        return shapes.shapes.get(node_id) if shapes is not None else None
+
+    def channels(self, node_id: NodeId) -> Optional[str]:
+        """The channel count of a 4-d (B,C,H,W) result, as an expression; None when unknown."""
+        shape = self.shape(node_id)
+        return str(shape[1]) if shape is not None and len(shape) == 4 else None
+
+    def output_shape(self) -> tuple:
+        """The shape the role's contract wants out of the block."""
+        return contract(self.report.role, self.report.stem_stride or 1, self.report.domain).output
+
+    def output_channels(self) -> str:
+        """How a layer writes the contract's output channels: `C`, or `dim` where they differ."""
+        out = self.output_shape()[1]
+        return "C" if str(out) == "C" else "dim"
+
+    # -- graph ---------------------------------------------------------------------------------
+    def inputs(self, node_id: NodeId) -> list[NodeId]:
+        return self.block.inputs_of(node_id)
+
+    def consumers(self, node_id: NodeId) -> list[NodeId]:
+        return self.block.consumers_of(node_id)
+
+    def ancestors(self, node_id: NodeId) -> list[NodeId]:
+        """Nodes with a path to `node_id`, nearest first (breadth-first, operand order)."""
+        return self._walk(node_id, self.inputs)
+
+    def descendants(self, node_id: NodeId) -> list[NodeId]:
+        return self._walk(node_id, self.consumers)
+
+    @staticmethod
+    def _walk(start: NodeId, step) -> list[NodeId]:
+        seen = {start}
+        order = []
+        queue = deque([start])
+        while queue:
+            for nxt in step(queue.popleft()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    order.append(nxt)
+                    queue.append(nxt)
+        return order
+
+    def dead(self) -> frozenset:
+        return frozenset(dead_nodes(self.block))
+
+    def output_node(self) -> Optional[Node]:
+        return next((n for n in self.block.nodes if n.op is Op.OUTPUT), None)

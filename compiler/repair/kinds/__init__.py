@@ -1,0 +1,77 @@
+"""The fix kinds: one module each, found by discovery.
+
+A module declares `KIND = FixKind(...)` (its name, safety, the codes it answers and its
+documentation, which `nadc explain KIND` prints) and `candidates(ctx, diagnostic)`, the
+fixes it proposes for one diagnostic, most plausible first. It proposes; the engine
+(`engine.py`) applies each candidate, verifies the result and keeps the best.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
+from types import ModuleType
+
+from nader.dsl.diagnostics import SAFE
+
+
+@dataclass(frozen=True)
+class FixKind:
+    """A kind of repair: its stable name, safety, the diagnostic codes it answers and its doc."""
+
+    name: str  # "merge-inputs-add"
+    safety: str  # "safe" | "unsafe"
+    codes: tuple[str, ...]  # ("NAD207",)
+    summary: str  # one line
+    doc: str  # markdown: what it does, when it applies, an example
+    order: int = 50  # ties between equally good candidates go to the lower order
+
+    def explain(self) -> str:
+        return (f"# {self.name} ({self.safety} fix)\n\nAnswers: {', '.join(self.codes)}. {self.summary}\n\n"
+                f"{textwrap.dedent(self.doc).strip()}\n")
+
+
+#: Kinds the front end and the structure pass attach to their own diagnostics (not discovered:
+#: their fix is computed where the diagnostic is); documented here so `nadc explain` knows them all.
+BUILT_IN = (
+    FixKind("close-parameter-name", SAFE, ("NAD105",), "Replace a misspelt parameter name by the one it is close to.",
+            "`Conv2d(kernel_sise=3)` becomes `Conv2d(kernel_size=3)`, when one name is close enough.", 1),
+    FixKind("edge-arrow", SAFE, ("NAD102",), "Write an edge's arrow as `->`.", "`0-2`, `0=>2` and `0→2` become `0->2`.", 1),
+    FixKind("close-parenthesis", SAFE, ("NAD103",), "Close a `(` at the end of its line.", "`2:Conv2d(out_channels=C` gets its `)`.", 1),
+    FixKind("remove-unmatched-parenthesis", SAFE, ("NAD101",), "Delete a `)` that closes nothing.", "`3:ReLU)` becomes `3:ReLU`.", 1),
+    FixKind("delete-fence", SAFE, ("NAD108",), "Empty a line that holds only a markdown fence.", "A line ```` ``` ```` is emptied.", 1),
+    FixKind("add-header", SAFE, ("NAD111",), "Insert a `##Name##` header named after the file.", "A headerless `resnet.nad` gets `##resnet##`.", 1),
+    FixKind("header", SAFE, ("NAD112", "NAD116"), "Rewrite a malformed header as `##Name##`.", "`##Block#` and `###Block###` become `##Block##`.", 1),
+    FixKind("node-id", SAFE, ("NAD113",), "Drop characters a node id may not hold.", "`2-a:ReLU` becomes `2a:ReLU`.", 1),
+    FixKind("missing-colon", SAFE, ("NAD114",), "Insert the `:` after a node's id.", "`2 Conv2d(...)` becomes `2:Conv2d(...)`.", 1),
+    FixKind("canonical-operation-name", SAFE, ("NAD115",), "Spell an operation by its canonical name.", "`Conv` becomes `Conv2d`.", 1),
+    FixKind("fresh-id", SAFE, ("NAD201",), "Give the second of two nodes sharing an id an unused id.",
+            "The second `2:ReLU` becomes `5:ReLU`; edges naming `2` keep meaning the first.", 1),
+    FixKind("add-terminal", "unsafe", ("NAD204",), "Add a missing `input` or `output` node.",
+            "A block without `output` gets `N:output`; it still needs an edge into it.", 60),
+)
+
+
+@lru_cache(maxsize=1)
+def discovered() -> tuple[ModuleType, ...]:
+    """The kind modules of this package, in name order."""
+    modules = [importlib.import_module(f"{__name__}.{info.name}")
+               for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    return tuple(sorted(modules, key=lambda m: m.KIND.name))
+
+
+def all_kinds() -> dict[str, FixKind]:
+    """Every fix kind by name: the built-in ones and the discovered ones."""
+    kinds = {k.name: k for k in BUILT_IN}
+    for module in discovered():
+        if module.KIND.name in kinds:
+            raise ValueError(f"fix kind {module.KIND.name} declared twice")
+        kinds[module.KIND.name] = module.KIND
+    return dict(sorted(kinds.items()))
+
+
+def kinds_for(code: str) -> list[ModuleType]:
+    """The discovered kind modules answering `code`, in their order."""
+    return sorted((m for m in discovered() if code in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))

@@ -1,0 +1,23 @@
+"""Delete a node whose result never reaches `output`, when it carries an error (safe)."""
+from __future__ import annotations
+
+from nader.dsl.diagnostics import SAFE
+
+from . import FixKind
+
+KIND = FixKind("drop-dead-node", SAFE, ("NAD207", "NAD208", "NAD209", "NAD210", "NAD301", "NAD302", "NAD303",
+                                        "NAD305", "NAD306", "NAD307", "NAD308", "NAD309", "NAD310", "NAD314",
+                                        "NAD315", "NAD316", "NAD104", "NAD105", "NAD109"),
+               "Delete a dead node (its result never reaches `output`) that has an error.", """
+    Compiling drops dead nodes (NAD206), so deleting one keeps the architecture; an error on a
+    dead node (a `ReLU` left without input, a mis-shaped branch nobody reads) goes with it.
+""", order=1)
+
+
+def candidates(ctx, diagnostic):
+    node = ctx.node_at(diagnostic)
+    if node is None or node.id not in ctx.dead():
+        return
+    edit = ctx.editor()
+    edit.drop_node(node)
+    yield edit.fix(KIND.name, f"delete node {node.id} (`{node.op_name}`): its result never reaches `output`", SAFE)

@@ -1,0 +1,60 @@
+"""Match a merge's spatial sizes: drop the stride that shrank one operand, or pool the other (NAD301, NAD302)."""
+from __future__ import annotations
+
+from nader.dsl.diagnostics import UNSAFE
+
+from . import FixKind
+from ._common import merge_node, sizes, with_arg
+
+KIND = FixKind("match-spatial", UNSAFE, ("NAD301", "NAD302"),
+               "Make a merge's operands the same size: stride 1 where one branch downsamples, or pool the other.", """
+    When one operand of `Add`, `Mul` or `concat` is smaller (a stride or pooling on its branch
+    only), the strides on that branch become 1 (no node added); else the larger operand gets an
+    `AvgPool2d` with the ratio as kernel and stride.
+""", order=15)
+
+
+def candidates(ctx, diagnostic):
+    merge = merge_node(ctx, diagnostic)
+    if merge is None:
+        return
+    operands = ctx.inputs(merge.id)
+    shapes = [sizes(ctx.shape(o)) for o in operands]
+    if any(s is None or len(s) != 4 for s in shapes):
+        return
+    largest = max(s[2] for s in shapes)
+    smallest = min(s[2] for s in shapes)
+    if largest == smallest or smallest <= 0:
+        return
+    # 1. stride 1 on the strided nodes only the smaller operands' branches have
+    big_ancestry = set()
+    for o, s in zip(operands, shapes):
+        if s[2] == largest:
+            big_ancestry |= set(ctx.ancestors(o)) | {o}
+    edit = ctx.editor()
+    changed = []
+    for o, s in zip(operands, shapes):
+        if s[2] == largest:
+            continue
+        for a in [o, *ctx.ancestors(o)]:
+            node = ctx.node(a)
+            if a in big_ancestry or node is None or a in changed:
+                continue
+            arg = node.arg("stride")
+            if arg is not None and str(arg.value) not in ("1", "(1,1)"):
+                edit.set_node(node, with_arg(node, "stride", "1"))
+                changed.append(a)
+    if changed:
+        yield edit.fix(KIND.name, f"set stride 1 on node{'s' if len(changed) > 1 else ''} "
+                                  f"{', '.join(map(str, changed))} so the inputs of node {merge.id} keep one size", UNSAFE)
+    # 2. pool the larger operands down
+    if largest % smallest == 0:
+        ratio = largest // smallest
+        edit = ctx.editor()
+        pooled = []
+        for position, (o, s) in enumerate(zip(operands, shapes)):
+            if s[2] == largest:
+                index, slot = edit.wires_into(merge.id)[position]
+                pooled.append(edit.insert_between(index, slot, f"AvgPool2d(kernel_size={ratio},stride={ratio})"))
+        yield edit.fix(KIND.name, f"pool the larger input{'s' if len(pooled) > 1 else ''} of node {merge.id} by {ratio} "
+                                  f"(new node{'s' if len(pooled) > 1 else ''} {', '.join(map(str, pooled))})", UNSAFE)

@@ -1,0 +1,54 @@
+"""Feed a merge an earlier tensor of the right shape instead of a mis-shaped operand (NAD301, NAD302)."""
+from __future__ import annotations
+
+from nader.dsl.diagnostics import UNSAFE
+
+from . import FixKind
+from ._common import merge_node, sizes
+
+KIND = FixKind("re-point-operand", UNSAFE, ("NAD301", "NAD302"),
+               "Take a merge's mis-shaped operand from the nearest earlier node whose shape fits.", """
+    A residual `Add` fed from inside a `permute`d region, or a `concat` fed a branch before its
+    pooling, gets its operand from the nearest ancestor whose shape matches the other operands.
+    No node is added.
+""", order=5)
+
+MOST_ANCESTORS = 8
+
+
+def candidates(ctx, diagnostic):
+    merge = merge_node(ctx, diagnostic)
+    if merge is None:
+        return
+    operands = ctx.inputs(merge.id)
+    below = set(ctx.descendants(merge.id)) | {merge.id}
+    concat = diagnostic.code.code == "NAD302"
+    for position, operand in enumerate(operands):
+        others = [sizes(ctx.shape(o)) for k, o in enumerate(operands) if k != position]
+        others = [s for s in others if s is not None]
+        if not others:
+            continue
+        tried = 0
+        for ancestor in ctx.ancestors(operand):
+            if ancestor in below or ancestor in operands or tried >= MOST_ANCESTORS:
+                continue
+            shape = sizes(ctx.shape(ancestor))
+            if shape is None:
+                continue
+            if not any(_fits(shape, other, concat) for other in others):
+                continue
+            tried += 1
+            edit = ctx.editor()
+            wires = edit.wires_into(merge.id)
+            index, slot = wires[position]
+            edit.set_source(index, slot, ancestor)
+            yield edit.fix(KIND.name, f"feed node {merge.id} (`{merge.op_name}`) from node {ancestor} instead of "
+                                      f"node {operand}, whose shape does not fit", UNSAFE)
+
+
+def _fits(shape, other, concat: bool) -> bool:
+    if len(shape) != len(other):
+        return False
+    if concat:
+        return all(a == b for k, (a, b) in enumerate(zip(shape, other)) if k != 1)
+    return shape == other
