@@ -32,6 +32,13 @@ turn `modifier_edits_repair.v1`, grammar `nadc grammar --reply edits`): the comp
 to the parent (nader.compiler.edit_reply) and the block they make is verified like any reply; an
 attempt keeps the reply as written and, in its check, the block the edits made.
 
+With `repair` (the search's `--repair`), a reply whose block fails is given to the compiler's
+repair (nader.compiler.reply_repair: safe and unsafe fixes, kept only when the block then verifies
+and differs from the parent). `auto`: the repaired block is the result, with no further round, and
+`Modification.repair` records the block as written, the diff and the codes fixed. `suggest`: the
+repair goes back in the feedback turn as the proposed fix (`modifier_repair.v2`), and the LLM
+decides. `off` (the library's default) sends the v1 feedback as before, so recorded runs replay.
+
 The result says whether the first reply verified, how many rounds it took, and the tokens.
 """
 from __future__ import annotations
@@ -45,6 +52,7 @@ from nader.compiler.architecture import (Check, block_name, check_architecture, 
                                         split_architecture)
 from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
+from nader.compiler.reply_repair import REPAIR_MODES, repair_reply
 from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
@@ -61,6 +69,7 @@ REPAIR = "modifier_repair.v1"
 INTERFACE = "modifier_interface.v1"
 EDITS = "modifier_edits.v1"
 EDITS_REPAIR = "modifier_edits_repair.v1"
+SUGGEST = "modifier_repair.v2"  # REPAIR with the compiler's proposed fix (`--repair suggest`)
 
 
 @dataclass
@@ -82,6 +91,8 @@ class Modification:
     interface_attempts: List[Attempt] = field(default_factory=list)
     error: Optional[str] = None
     reply_form: str = "block"  # block | edits: what the LLM was asked to write
+    repair: Optional[dict] = None  # `auto`: the compiler's repair of the last reply (ReplyRepair.record)
+    suggested: int = 0  # `suggest`: feedback turns that carried the compiler's proposed fix
 
     @property
     def first_ok(self) -> bool:
@@ -126,12 +137,15 @@ class Modifier:
     """Writes blocks with an LLM client (`chat_sync`), checked by the compiler."""
 
     def __init__(self, client, *, rounds: int = DEFAULT_ROUNDS, skeleton: str = "nb201", dataset: str = "cifar10",
-                 reply: Optional[str] = None):
+                 reply: Optional[str] = None, repair: str = "off"):
         if rounds < 1:
             raise ValueError("the Modifier needs at least one round")
         if reply is not None and reply not in REPLY_MODES:
             raise ValueError(f"reply is one of {', '.join(REPLY_MODES)}")
+        if repair not in REPAIR_MODES:
+            raise ValueError(f"repair is one of {', '.join(REPAIR_MODES)}")
         self.reply = reply  # None: the model's profile says
+        self.repair = repair
         self.client = client
         self.rounds = rounds
         self.skeleton = skeleton
@@ -151,8 +165,10 @@ class Modifier:
 
     def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
                   arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None,
-                  repair: str = REPAIR) -> Optional[Check]:
-        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out."""
+                  repair: str = REPAIR, out: Optional[Modification] = None,
+                  parent_hash: Optional[str] = None) -> Optional[Check]:
+        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out.
+        With `out` (a base block), the Modifier's `repair` mode applies to each failing reply."""
         messages, rounds = first, []
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
@@ -161,10 +177,20 @@ class Modifier:
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
                 return result
+            fixed = repair_reply(result, parent_hash) if out is not None and self.repair != "off" else None
+            if fixed is not None and self.repair == "auto":
+                out.repair = fixed.record()
+                return fixed.check
             if round_ < self.rounds:
                 feedback = with_cut_off(result.feedback, reply.truncated)
-                rounds += [{"role": "assistant", "content": reply.text},
-                           *render(repair, feedback=feedback, round=round_, rounds=self.rounds - 1)[-1:]]
+                turn = dict(template=repair, feedback=feedback, round=round_, rounds=self.rounds - 1)
+                if self.repair == "suggest":  # the v2 templates take the proposal
+                    turn.update(template=SUGGEST if repair == REPAIR else repair,
+                                proposal=fixed.proposal() if fixed is not None else "")
+                    out.suggested += fixed is not None
+                elif repair == EDITS_REPAIR:
+                    turn["proposal"] = ""
+                rounds += [{"role": "assistant", "content": reply.text}, *render(turn.pop("template"), **turn)[-1:]]
                 messages = fit_conversation(self.client, first, rounds)
         return None
 
@@ -193,11 +219,13 @@ class Modifier:
             messages = self._implement_prompt(block_text, plan, experiences, parent.name, EDITS)
             result = self._converse(messages, lambda text: check_edit_reply(text, block_text, parent_hash),
                                     prompt=EDITS, arch_id=arch_id, attempts=out.attempts,
-                                    grammar=block_grammar("edits"), repair=EDITS_REPAIR)
+                                    grammar=block_grammar("edits"), repair=EDITS_REPAIR, out=out,
+                                    parent_hash=parent_hash)
         else:
             messages = self._implement_prompt(block_text, plan, experiences, parent.name)
             result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
-                                    arch_id=arch_id, attempts=out.attempts, grammar=block_grammar())
+                                    arch_id=arch_id, attempts=out.attempts, grammar=block_grammar(), out=out,
+                                    parent_hash=parent_hash)
         if result is None:
             last = out.attempts[-1].check if out.attempts else None
             out.error = "the block did not verify after {} round{}: {}".format(

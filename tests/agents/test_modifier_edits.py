@@ -67,3 +67,40 @@ def test_block_profile_and_modifier_setting(server, tmp_path):
 def test_the_edit_prompts_are_new_versions():
     from nader.agents.prompts import prompt_doc
     assert "edits" in prompt_doc(EDITS) and "edits" in prompt_doc(EDITS_REPAIR)
+
+
+# ------------------------------------------------------------------ the compiler's repairs
+# A BN fed two branches (NAD207): the compiler moves the extra input to the Add node.
+TWO_INTO_BN = EDIT.replace("replace 4:GELU\n", "replace 4:GELU\nconnect 3->6\n")
+WHOLE_TWO_INTO_BN = BASE.replace("4:ReLU", "4:GELU").replace("6->7\n", "6->7\n3->6\n")
+
+
+@pytest.mark.parametrize("reply, broken, good", [("edits", TWO_INTO_BN, EDIT),
+                                                 ("block", WHOLE_TWO_INTO_BN, BASE.replace("4:ReLU", "4:GELU"))])
+def test_repair_auto_takes_the_compilers_repair_without_another_round(server, tmp_path, reply, broken, good):
+    server.responder = ScriptedLLM({PLAN: [broken, good]})
+    with closing(_client(server, tmp_path, reply=reply)) as client:
+        m = Modifier(client, rounds=3, repair="auto").modify(ARCH, PLAN, arch_id="1")
+        off = Modifier(client, rounds=3).write_block(BASE, PLAN)
+    assert m.ok and not m.first_ok and m.rounds == 1 and len(server.chat_requests) == 1 + 2
+    assert m.repair["fixed"] == ["NAD207"] and "-3->6" in m.repair["diff"] and "3->6" in m.repair["written"]
+    assert "3->6" not in m.base_text and "4:GELU" in m.base_text and m.arch_text.count("##") == 6
+    assert off.ok and off.repair is None and off.rounds == 2  # without repair: the LLM's second round
+
+
+def test_repair_suggest_puts_the_proposed_fix_in_the_feedback(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [WHOLE_TWO_INTO_BN, BASE.replace("4:ReLU", "4:GELU")]})
+    with closing(_client(server, tmp_path)) as client:
+        m = Modifier(client, rounds=3, repair="suggest").write_block(BASE, PLAN)
+    assert m.ok and m.rounds == 2 and m.suggested == 1 and m.repair is None
+    feedback = server.chat_requests[1]["messages"][-1]["content"]
+    assert "proposed fix" in feedback and "NAD207 (move-input, unsafe)" in feedback and "-3->6" in feedback
+
+
+def test_repair_never_applies_where_the_compiler_cannot_make_the_block_verify(server, tmp_path):
+    server.responder = ScriptedLLM({PLAN: [INVALID, EDIT]})
+    with closing(_client(server, tmp_path, reply="edits")) as client:
+        m = Modifier(client, rounds=3, repair="auto").write_block(BASE, PLAN)
+    assert m.ok and m.rounds == 2 and m.repair is None
+    with pytest.raises(ValueError):
+        Modifier(None, repair="always")
