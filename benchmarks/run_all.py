@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OTHERS = ("strategies.py",)  # benchmarks named after what they compare rather than `*_bench.py`
+OTHERS = ("strategies.py", "repair.py")  # benchmarks named after what they compare rather than `*_bench.py`
 
 
 def main(argv: list[str]) -> int:

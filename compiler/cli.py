@@ -20,6 +20,7 @@ COMMANDS = {
     "compile": ("nader.compiler.commands.compile", "compile_cmd", "Parse FILEs and emit IR, JSON, PyTorch or ONNX (the default command)."),
     "fmt": ("nader.compiler.commands.fmt", "fmt_cmd", "Print or write the canonical form of block files."),
     "verify": ("nader.compiler.commands.verify", "verify_cmd", "Check structure and shapes of every block, for all sizes."),
+    "fix": ("nader.compiler.commands.fix", "fix_cmd", "Repair errors in place: safe fixes, and unsafe ones with --unsafe."),
     "lint": ("nader.compiler.commands.lint", "lint_cmd", "Report style problems and suspicious-but-valid patterns."),
     "cost": ("nader.compiler.commands.cost", "cost_cmd", "Fit networks to a budget; print widths, parameters and FLOPs."),
     "hash": ("nader.compiler.commands.hash", "hash_cmd", "Print the canonical hash of each block."),

@@ -256,6 +256,7 @@ FIX_KINDS = {
     "NAD101": "remove-unmatched-parenthesis",
     "NAD102": "edge-arrow",
     "NAD103": "close-parenthesis",
+    "NAD104": "close-operation-name",
     "NAD105": "close-parameter-name",
     "NAD108": "delete-fence",
     "NAD111": "add-header",

@@ -48,10 +48,20 @@ def mutation_table() -> str:
     return reference_table()
 
 
+def fix_table() -> str:
+    """docs/language.md's table of the fix kinds of `nadc fix` (`nader.compiler.repair.all_kinds`)."""
+    from nader.compiler.repair import all_kinds
+
+    rows = ["| fix kind | safety | answers | what it does |", "|---|---|---|---|"]
+    rows += [f"| `{k.name}` | {k.safety} | {k.answers} | {k.summary} |" for k in all_kinds().values()]
+    return "\n".join(rows)
+
+
 #: file -> (marker name, generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "docs/search.md": ("strategies", strategy_table),
     "docs/mutations.md": ("mutations", mutation_table),
+    "docs/language.md": ("fixes", fix_table),
 }
 
 

@@ -131,7 +131,19 @@ def _verify_file(parsed, checks):
     from nader.compiler.passes import verify_program
 
     role, stem_stride, domain, limits = checks
-    return verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
+    reports, file_level = verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
+    if not all(report.ok for report in reports):
+        from nader.compiler.repair import suggest_fixes  # only for files with errors
+        from nader.dsl.limits import LimitsError, limits_for
+
+        path = parsed.program.path
+        try:
+            input_limits = limits_for("-" if path == "<stdin>" else path)
+        except LimitsError:
+            return reports, file_level  # reported when the file was read
+        suggest_fixes(parsed.source, reports, role=role, stem_stride=stem_stride, limits=limits, domain=domain,
+                      path=path, input_limits=input_limits)
+    return reports, file_level
 
 
 def _json_piece(work) -> tuple[str, bool]:

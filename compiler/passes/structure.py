@@ -299,7 +299,10 @@ def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
 
 
 @lru_cache(maxsize=4096)
-def _param_kind_error(kind: ParamKind, value: Value) -> Optional[str]:
+def _param_kind_error(kind: ParamKind, value: Value, text: str) -> Optional[str]:
+    """What `value` (written `text`) should be for a parameter of `kind`, or None when it fits.
+
+    `text` is part of the cache key: `Num(3.0) == Num(3)`, and only one of them is an integer."""
     if kind is ParamKind.SPATIAL:
         items = value.items if isinstance(value, TupleValue) else (value,)
         if len(items) not in (1, 2) or any((c := constant_int(i)) is None or c < 1 for i in items):
@@ -404,7 +407,7 @@ def _check_value(op_name: str, d, p, value) -> tuple:
     else:
         items = (value,)
     for item in items:
-        wanted = _param_kind_error(p.kind, item)
+        wanted = _param_kind_error(p.kind, item, str(item))
         if wanted:
             problems.append((ILL_TYPED_PARAMETER, f"`{p.name}` of `{op_name}` must be {wanted}, not `{item}`",
                              p.name, None))

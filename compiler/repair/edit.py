@@ -130,4 +130,4 @@ class BlockEditor:
                 edits.append(Edit(Span(line, 1, line, len(old) + 1), before + text))
         for line, texts in sorted(inserts.items()):
             edits.append(Edit(Span(line, 1, line, 1), "".join(t + "\n" for t in texts)))
-        return Fix(tuple(edits), kind, safety, message)
+        return Fix(tuple(sorted(edits, key=lambda e: e.span)), kind, safety, message)

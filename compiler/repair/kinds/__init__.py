@@ -23,13 +23,17 @@ class FixKind:
 
     name: str  # "merge-inputs-add"
     safety: str  # "safe" | "unsafe"
-    codes: tuple[str, ...]  # ("NAD207",)
+    codes: tuple[str, ...]  # ("NAD207",); ("*",): any error
     summary: str  # one line
     doc: str  # markdown: what it does, when it applies, an example
     order: int = 50  # ties between equally good candidates go to the lower order
 
+    @property
+    def answers(self) -> str:
+        return "any error" if self.codes == ("*",) else ", ".join(self.codes)
+
     def explain(self) -> str:
-        return (f"# {self.name} ({self.safety} fix)\n\nAnswers: {', '.join(self.codes)}. {self.summary}\n\n"
+        return (f"# {self.name} ({self.safety} fix)\n\nAnswers: {self.answers}. {self.summary}\n\n"
                 f"{textwrap.dedent(self.doc).strip()}\n")
 
 
@@ -38,6 +42,8 @@ class FixKind:
 BUILT_IN = (
     FixKind("close-parameter-name", SAFE, ("NAD105",), "Replace a misspelt parameter name by the one it is close to.",
             "`Conv2d(kernel_sise=3)` becomes `Conv2d(kernel_size=3)`, when one name is close enough.", 1),
+    FixKind("close-operation-name", SAFE, ("NAD104",), "Replace a misspelt operation by the one it is close to.",
+            "`2:Conv2D(...)`, `3:Relu` become `2:Conv2d(...)`, `3:ReLU`, when one name is close enough.", 1),
     FixKind("edge-arrow", SAFE, ("NAD102",), "Write an edge's arrow as `->`.", "`0-2`, `0=>2` and `0→2` become `0->2`.", 1),
     FixKind("close-parenthesis", SAFE, ("NAD103",), "Close a `(` at the end of its line.", "`2:Conv2d(out_channels=C` gets its `)`.", 1),
     FixKind("remove-unmatched-parenthesis", SAFE, ("NAD101",), "Delete a `)` that closes nothing.", "`3:ReLU)` becomes `3:ReLU`.", 1),
@@ -74,4 +80,4 @@ def all_kinds() -> dict[str, FixKind]:
 
 def kinds_for(code: str) -> list[ModuleType]:
     """The discovered kind modules answering `code`, in their order."""
-    return sorted((m for m in discovered() if code in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))
+    return sorted((m for m in discovered() if code in m.KIND.codes or "*" in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))

@@ -5,9 +5,7 @@ from nader.dsl.diagnostics import SAFE
 
 from . import FixKind
 
-KIND = FixKind("drop-dead-node", SAFE, ("NAD207", "NAD208", "NAD209", "NAD210", "NAD301", "NAD302", "NAD303",
-                                        "NAD305", "NAD306", "NAD307", "NAD308", "NAD309", "NAD310", "NAD314",
-                                        "NAD315", "NAD316", "NAD104", "NAD105", "NAD109"),
+KIND = FixKind("drop-dead-node", SAFE, ("*",),
                "Delete a dead node (its result never reaches `output`) that has an error.", """
     Compiling drops dead nodes (NAD206), so deleting one keeps the architecture; an error on a
     dead node (a `ReLU` left without input, a mis-shaped branch nobody reads) goes with it.

@@ -7,10 +7,11 @@ from . import FixKind
 from ._common import overfed_node, underfed_merge
 
 KIND = FixKind("move-input", UNSAFE, ("NAD207",),
-               "Send an extra input of a one-input operation to the merge node downstream that lacks it.", """
+               "Send an extra input of a one-input operation to the merge downstream that lacks it; feed a merge the branches nothing reads.", """
     LLMs often wire a residual connection one node too early: `0->26` into a `BN` while the
     `Add` after it has one input. The wire moves to the nearest downstream merge (`Add`, `Mul`,
-    `concat`) of the node; no node is added.
+    `concat`) of the node; no node is added. A merge left with one input while branches hang
+    unread (a `concat` whose other branches were never wired) gets those branches.
 """, order=5)
 
 
@@ -33,6 +34,7 @@ def candidates(ctx, diagnostic):
     merge = underfed_merge(ctx, diagnostic)
     if merge is None:
         return
+    yield from feed_candidates(ctx, merge)
     for upstream in ctx.ancestors(merge.id):
         up = ctx.node(upstream)
         if up is None or up.opdef is None or up.opdef.arity.max != 1 or len(ctx.inputs(upstream)) < 2:
@@ -67,3 +69,17 @@ def _skips_first(ctx, edit, node_id):
         return any(wire_source in ctx.ancestors(other) for other in sources if other != wire_source)
 
     return sorted(reversed(wires), key=lambda w: not skip(edit.sources(w[0])[w[1]]))
+
+
+def feed_candidates(ctx, merge):
+    """Wire the nodes nothing reads (branches left hanging) into a merge that has one input."""
+    unread = [n.id for n in ctx.block.nodes if n.opdef is not None and n.op_name not in ("output", "input", "input1",
+              "input2") and not ctx.consumers(n.id) and n.id != merge.id and n.id not in ctx.descendants(merge.id)]
+    if not unread:
+        return
+    edit = ctx.editor()
+    for source in unread:
+        edit.add_wire(source, merge.id)
+    yield edit.fix(KIND.name, f"feed the merge node {merge.id} (`{merge.op_name}`) the branch"
+                              f"{'es' if len(unread) > 1 else ''} nothing reads: node{'s' if len(unread) > 1 else ''} "
+                              f"{', '.join(map(str, unread))}", UNSAFE)

@@ -1,0 +1,123 @@
+"""`nadc fix FILE... [--unsafe] [--diff] [--check]`: repair blocks in place, shaped like `ruff check --fix`.
+
+Safe fixes (meaning kept) always apply; unsafe ones (the architecture changes, minimally) with
+`--unsafe` or `unsafe = true` in `[tool.nadc.fix]`. Fixes apply until nothing changes, each
+only where the block then verifies better (`nader.compiler.repair`). The files are rewritten
+in place; `--diff` prints unified diffs instead, `--check` lists what would change. The errors
+left are printed as diagnostics, then a summary. Exit status: 0 when no error remains (and, with
+`--diff` or `--check`, nothing would change), 1 otherwise, 2 on a usage or internal error.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from nader.compiler.commands.fmt import _read
+from nader.compiler.reporting import FORMATS, render
+from nader.dsl.ir import Role
+from nader.dsl.limits import LimitsError, limits_for
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{('es' if word.endswith('x') else 's') if count != 1 else ''}"
+
+
+@click.command("fix")
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--unsafe", is_flag=True, help="Also apply unsafe fixes: they change the architecture, minimally.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the changes as unified diffs instead of writing them.")
+@click.option("--check", is_flag=True, help="Write nothing; list the files that would change and exit 1 if any.")
+@click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
+              help="Verify every block in this role instead of the one its header implies.")
+@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
+              help="Stride of stems (default: the stride each stem has, as `nadc verify`).")
+@click.option("--domain", default="square", show_default=True, metavar="square|any|N",
+              help="Input sizes the repaired blocks must verify for (as `nadc verify --domain`).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
+              help="How to print what remains (`json`: one object per file on stdout).")
+def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
+    """Fix the errors of FILEs in place: safe fixes, and unsafe ones with --unsafe (`-` reads standard
+    input and prints the result).
+
+    \b
+    nadc fix block.nad              apply safe fixes
+    nadc fix --unsafe blocks/*.nad  also unsafe ones (merge inputs with Add, 1x1 Conv2d, ...)
+    nadc fix --diff block.nad       print what would change
+    nadc fix --check blocks/*.nad   exit 1 if anything would change
+    `nadc explain fixes` lists the fix kinds; `[tool.nadc.fix] disable = [...]` turns kinds off.
+    """
+    from nader.compiler.passes import parse_domain
+    from nader.compiler.repair import repair_text
+    from nader.compiler.repair.config import FixConfigError, fix_config_for
+
+    if show_diff and check:
+        raise click.UsageError("--diff and --check exclude each other")
+    try:
+        domain = parse_domain(domain)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--domain") from None
+    options = {"role": Role(role) if role else None, "stem_stride": stem_stride, "domain": domain}
+    records, remaining, sources = [], [], {}
+    fixed = would_change = failed = 0
+    more_with_unsafe = 0
+    for path in files:
+        name = "<stdin>" if path == "-" else path
+        try:
+            limits = limits_for(path)
+            config = fix_config_for(path)
+        except (LimitsError, FixConfigError) as error:
+            raise click.UsageError(str(error)) from None
+        text, unreadable = _read(path, limits)
+        if unreadable is not None:
+            remaining.append(unreadable)
+            records.append({"file": name, "changed": False, "ok": False, "applied": [],
+                            "remaining": [unreadable.to_json()]})
+            continue
+        result = repair_text(text, unsafe=unsafe or config.unsafe, disabled=config.disabled,
+                             input_limits=limits, path=name, **options)
+        sources[name] = result.text
+        remaining.extend(result.remaining)
+        fixed += len(result.applied)
+        if not (unsafe or config.unsafe) and result.remaining:
+            more_with_unsafe += len(repair_text(result.text, unsafe=True, disabled=config.disabled,
+                                                input_limits=limits, path=name, **options).applied)
+        record = {"file": name, **result.to_json()}
+        if result.changed:
+            would_change += 1
+            if show_diff or check:
+                record["diff"] = result.diff(name)
+            elif path == "-":
+                click.echo(result.text, nl=False)
+            else:
+                try:
+                    Path(path).write_bytes(result.text.encode("utf-8"))
+                except OSError as error:
+                    click.echo(f"error: {name}: cannot write: {error.strerror or error}", err=True)
+                    failed += 1
+        elif path == "-" and not (show_diff or check):
+            click.echo(result.text, nl=False)
+        records.append(record)
+        if fmt != "json":
+            verb = "would fix" if (show_diff or check) else "fixed"
+            for f in result.applied:
+                click.echo(f"{name}: {verb} {f.code} ({f.kind}, {f.safety}): {f.message}", err=True)
+            if show_diff and result.changed:
+                click.echo(result.diff(name), nl=False)
+            if check and result.changed:
+                click.echo(f"Would fix: {name}")
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=2))
+    else:
+        if remaining:
+            click.echo(render(remaining, fmt, sources), err=True, nl=False)
+        errors = sum(d.is_error for d in remaining)
+        verb = "Would apply" if (show_diff or check) else "Applied"
+        summary = (f"{verb} {_plural(fixed, 'fix')} in {_plural(would_change, 'file')}; "
+                   f"{_plural(errors, 'error')} remain{'s' if errors == 1 else ''}")
+        if more_with_unsafe:
+            summary += f" ({more_with_unsafe} more fixable with --unsafe)"
+        click.echo(summary + ".", err=True)
+    problems = any(d.is_error for d in remaining) or failed or ((show_diff or check) and would_change)
+    raise SystemExit(1 if problems else 0)
