@@ -115,7 +115,8 @@ class SearchConfig:
 
         if self.repair is not None:
             return self.repair
-        return "auto" if getattr(get_strategy(self.strategy), "block_repairs", False) else "off"
+        writes_blocks = getattr(get_strategy(self.strategy), "block_repairs", False) and self.space == "language"
+        return "auto" if writes_blocks else "off"
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
@@ -226,6 +227,9 @@ class SearchConfig:
             takers = ", ".join(n for n, s in STRATEGIES.items() if getattr(s, "block_repairs", False))
             raise ConfigError(f"--repair {self.repair}: the {self.strategy} strategy writes no block with an LLM "
                               f"(repairs apply to {takers}); leave --repair out or give off")
+        if self.effective_repair() != "off" and self.space != "language":
+            raise ConfigError(f"--repair {self.repair}: the {self.space} space's cells are not blocks the compiler "
+                              "repairs; leave --repair out or give off")
 
     def check_evaluator(self) -> None:
         from .evaluators.table import KIND as TABLE_KIND, check_table_map

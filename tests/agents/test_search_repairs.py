@@ -163,3 +163,23 @@ def test_repair_mode_defaults_identity_and_refusal():
         SearchConfig(strategy="rea", repair="auto").check_repair()
     with pytest.raises(ConfigError, match="choose one of"):
         SearchConfig(strategy="nader", repair="always").check_repair()
+
+
+def test_genius_block_check_repairs_with_auto_and_suggests_with_suggest():
+    from nader.agents.genius import Genius
+
+    arch = open(settings("x")["root"]).read()
+    block = arch.split("##ResNetBasic_stem##")[0]
+    broken = "```\n" + _broken(_mutant(block, "genius")) + "```"
+    genius = Genius(None, repairs=1, iterations=3, dataset="cifar10", skeleton="nb201")
+    record: dict = {}
+    text, feedback = genius.block_check(arch, "auto", record)(broken)
+    assert text is not None and record["repair"]["fixed"] == ["NAD207"] and "_stem##" in text
+    text, feedback = genius.block_check(arch, "suggest", record)(broken)
+    assert text is None and "proposed fix" in feedback and record["suggested"] == 1 and "repair" not in record
+    text, feedback = genius.block_check(arch)(broken)
+    assert text is None and "proposed fix" not in feedback and "NAD207" in feedback
+    assert SearchConfig(strategy="genius").effective_repair() == "auto"
+    assert SearchConfig(strategy="genius", space="nb201").effective_repair() == "off"
+    with pytest.raises(ConfigError, match="cells"):
+        SearchConfig(strategy="genius", space="nb201", repair="auto").check_repair()
