@@ -172,8 +172,9 @@ def _strategy_epilog() -> str:
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
 @click.option("--repair", type=click.Choice(("off", "suggest", "auto", "store")), is_flag=False, flag_value="store",
               default=None, metavar="[off|suggest|auto]",
-              help="The compiler's repair of blocks the LLM writes (nader, fairnad): auto [their default] takes the "
-                   "repaired block and records it, suggest shows the LLM the fix in its feedback, off neither. "
+              help="The compiler's repair of blocks the LLM writes (nader, fairnad, genius on blocks): auto [their "
+                   "default] takes the repaired block and records it, suggest shows the LLM the fix in its "
+                   "feedback, off neither. "
                    "`--repair` alone (or `store`): if RUN/runs.sqlite is damaged, copy what can still be read into "
                    "RUN/runs.recovered.sqlite, say what was recovered and lost, and stop.")
 def run_command(config_file, fmt, force, **flags):

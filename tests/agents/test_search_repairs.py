@@ -183,3 +183,11 @@ def test_genius_block_check_repairs_with_auto_and_suggests_with_suggest():
     assert SearchConfig(strategy="genius", space="nb201").effective_repair() == "off"
     with pytest.raises(ConfigError, match="cells"):
         SearchConfig(strategy="genius", space="nb201", repair="auto").check_repair()
+
+
+def test_run_flag_takes_a_mode_and_alone_still_means_the_store(tmp_path):
+    run = CliRunner().invoke(main, ["run", "--from", settings("x")["root"], "--strategy", "rea", "--repair", "auto",
+                                    "--run-dir", str(tmp_path / "r")])
+    assert run.exit_code == 2 and "--repair auto: the rea strategy writes no block" in run.output
+    alone = CliRunner().invoke(main, ["run", "--repair", "--strategy", "rea", "--run-dir", str(tmp_path / "s")])
+    assert alone.exit_code == 2 and "no root architecture" in alone.output
