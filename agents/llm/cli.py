@@ -61,6 +61,8 @@ def _profile_comments(report) -> list[str]:
     field = report.grammar_field
     comments.append(f"grammar-constrained decoding: {field} is obeyed" if field else
                     "grammar-constrained decoding: none obeyed")
+    if report.reply_note:
+        comments.append(f"edit replies: {report.reply_note}")
     return comments
 
 
