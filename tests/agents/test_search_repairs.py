@@ -59,8 +59,9 @@ def kb_dir(tmp_path_factory):
     return path
 
 
-def _cfg(run, server, kb_dir, trials=TRIALS, **extra):
-    options = {"kb": str(kb_dir), "llm_base_url": server.base_url, "llm_model": "local-model", "rounds": 2}
+def _cfg(run, server, kb_dir, trials=TRIALS, options=None, **extra):
+    options = {"kb": str(kb_dir), "llm_base_url": server.base_url, "llm_model": "local-model", "rounds": 2,
+               **(options or {})}
     return settings(run, strategy="nader", strategy_options=options, trials=trials, seeds=[0], **extra)
 
 
@@ -191,3 +192,25 @@ def test_run_flag_takes_a_mode_and_alone_still_means_the_store(tmp_path):
     assert run.exit_code == 2 and "--repair auto: the rea strategy writes no block" in run.output
     alone = CliRunner().invoke(main, ["run", "--repair", "--strategy", "rea", "--run-dir", str(tmp_path / "s")])
     assert alone.exit_code == 2 and "no root architecture" in alone.output
+
+
+class SameBrokenLLM(ScriptedLLM):
+    """The scripted agents, but the Modifier always writes the same broken block."""
+
+    def __call__(self, body):
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if "Modify it according to this plan" not in first:
+            return super().__call__(body)
+        block = open(settings("x")["root"]).read().split("##ResNetBasic_stem##")[0].replace("4:ReLU", "4:GELU")
+        return reply(fenced(_broken(block)))
+
+
+def test_a_repaired_candidate_is_deduplicated_like_any_other(server, kb_dir, tmp_path):
+    server.responder = SameBrokenLLM()
+    run_search(_cfg(tmp_path / "r", server, kb_dir, trials=3, max_invalid=6, options={"selection": "uniform"}),
+               evaluator=HashEvaluator())
+    rows = [r for r in _tree(tmp_path / "r") if r["origin"] == "llm"]
+    first = next(r for r in rows if r["status"] == "ok")
+    assert "repair" in json.loads(first["change"])
+    dups = [r for r in rows if r["status"] == "duplicate"]
+    assert dups and all(r["duplicate_of"] == first["arch_id"] and "repair" in json.loads(r["change"]) for r in dups)
