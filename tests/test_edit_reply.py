@@ -128,3 +128,9 @@ def test_nadc_grammar_reply_edits_prints_the_edit_grammar():
     assert run_nadc(["grammar", "--reply", "block"]).stdout == run_nadc(["grammar", "--reply"]).stdout \
         == render("gbnf", reply=True)
     assert run_nadc(["grammar", "--reply", "lines"]).code == 2
+
+
+def test_the_docs_give_the_edit_bound():
+    for doc in ("docs/agents.md", "docs/llm.md"):
+        assert f"at most {EDITS_PER_REPLY}" in (REPO / doc).read_text(encoding="utf-8"), doc
+    assert f"1 to {EDITS_PER_REPLY} lines" in (REPO / "docs" / "language.md").read_text(encoding="utf-8")
