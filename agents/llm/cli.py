@@ -107,6 +107,8 @@ def render(report) -> str:
                  f' system = "{p.system}", grammar = "{p.grammar}"{context}')
     if report.reply_note:
         lines.append(f"reply         {report.reply_note}")
+    elif report.block_reply:
+        lines.append(f"reply         a block restated with one change: {report.block_reply}")
     if report.degradations:
         lines.append("degradations")
         lines += [f"  - {d}" for d in report.degradations]

@@ -293,3 +293,27 @@ def test_the_report_names_the_edit_reply_and_why():
     assert "reply         a context of 2048 tokens" in text
     report.profile, report.reply_note = ModelProfile("x"), ""
     assert "reply" not in render(report).split("recommended", 1)[1]
+
+
+@pytest.mark.parametrize("rambles", [False, True])
+def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(rambles, tmp_path, monkeypatch):
+    from loopback import truncated
+
+    from nader.agents.llm.check import BLOCK_PROBE_TOKENS
+
+    def responder(body):
+        if "Rewrite this block" in body["messages"][-1]["content"]:
+            return truncated("0->2\n" * 50) if rambles else reply("##Basic##\n0:input\n1:output\n4:GELU\n0->4\n4->1")
+        return numbers(body)
+
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=responder, models=[{"id": "local-model", "max_model_len": 8192}]) as srv:
+        result = check(srv, "--write", str(tmp_path / "llm.toml"))
+        probes = [b for b in srv.chat_requests if "Rewrite this block" in b["messages"][-1]["content"]]
+    assert len(probes) == 1 and probes[0]["max_tokens"] == BLOCK_PROBE_TOKENS
+    written = (tmp_path / "llm.toml").read_text()
+    if rambles:
+        assert f"did not end within {BLOCK_PROBE_TOKENS} tokens" in result.output
+        assert 'reply = "edits"' in written and "# edit replies:" in written
+    else:
+        assert "a block restated with one change: ended" in result.output and "reply =" not in written
