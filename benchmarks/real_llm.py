@@ -414,6 +414,8 @@ def print_check(report: dict) -> None:
             else:
                 print(f"   {label} {mode}: not accepted ({(probe.get('note') or '')[:100]})")
     print(f"   first token {report.get('first_token_s') or 0:.2f} s, {report.get('tokens_per_s') or 0:.1f} tokens/s")
+    print(f"   a block restated with one change: {report.get('block_reply') or '-'}"
+          + (f"; {report['reply_note']}" if report.get("reply_note") else ""))
     print(f"   recommended profile: {report['profile']}")
     for item in report.get("degradations", []):
         print(f"   degraded: {item}")
