@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+from itertools import accumulate
 import textwrap
 from dataclasses import dataclass, field
 from typing import Optional
@@ -168,10 +169,7 @@ def apply_fix(text: str, fix: Fix) -> str:
     """
     if fix.edits and max(e.span.line for e in fix.edits) > text.count("\n") + 1 and not text.endswith("\n"):
         text += "\n"
-    starts = [0]
-    for k, ch in enumerate(text):
-        if ch == "\n":
-            starts.append(k + 1)
+    starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
 
     def offset(line: int, col: int) -> int:
         return starts[line - 1] + col - 1 if line <= len(starts) else len(text)

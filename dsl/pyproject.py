@@ -1,7 +1,8 @@
 """The `[tool.nadc.<name>]` tables of a pyproject.toml, read once per file.
 
-`nadc lint` (`[tool.nadc.lint]`) and the input limits (`[tool.nadc.limits]`) both configure
-themselves from the nearest pyproject.toml; reading and the read errors are the same for both.
+`nadc lint` (`[tool.nadc.lint]`), the input limits (`[tool.nadc.limits]`) and `nadc fix`
+(`[tool.nadc.fix]`) configure themselves from the nearest pyproject.toml; reading and the read
+errors are the same for all.
 """
 from __future__ import annotations
 

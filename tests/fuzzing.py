@@ -155,7 +155,7 @@ def _guard(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
-COMMANDS = (("verify",), ("--emit", "torch"), ("--emit", "onnx"))
+COMMANDS = (("verify",), ("--emit", "torch"), ("--emit", "onnx"), ("fix",))
 
 
 def check_case(path: Path, hang_s: int = HANG_S) -> Outcome:
@@ -163,6 +163,8 @@ def check_case(path: Path, hang_s: int = HANG_S) -> Outcome:
     failures, slowest = [], 0.0
     for command in COMMANDS:
         argv = ["verify", str(path)] if command == ("verify",) else [str(path), *command]
+        if command == ("fix",):
+            argv = ["fix", "--unsafe", "--diff", str(path)]  # --diff: the case file stays as it is
         if command == ("--emit", "onnx"):
             argv += ["-o", str(path.with_suffix(".onnx"))]
         start = time.perf_counter()

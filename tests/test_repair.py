@@ -208,11 +208,11 @@ def test_nadc_fix_diff_and_check_write_nothing(tmp_path):
 
 def test_nadc_fix_json_and_stdin(tmp_path):
     run = run_nadc(["fix", "--unsafe", "--format", "json", "-"], stdin=BN_TWO_INPUTS)
-    # standard input: the repaired text on stdout, then the JSON records
-    text, _, records = run.stdout.partition("[\n")
-    assert run.code == 0 and errors(text) == 0
-    (record,) = json.loads("[\n" + records)
+    (record,) = json.loads(run.stdout)  # standard input's repaired text is the record's `text`
+    assert run.code == 0 and errors(record["text"]) == 0
     assert record["file"] == "<stdin>" and record["ok"] and record["applied"][0]["kind"] == "merge-inputs-add"
+    plain = run_nadc(["fix", "--unsafe", "-"], stdin=BN_TWO_INPUTS)
+    assert plain.code == 0 and plain.stdout == record["text"]
 
 
 def test_nadc_fix_usage_errors_exit_2(tmp_path):
@@ -252,3 +252,60 @@ def test_nadc_fix_never_crashes_on_damaged_files(tmp_path_factory, text):
         assert run.code in (0, 1), output[-2000:]
         assert "Traceback" not in output and "internal error" not in output, output[-2000:]
     assert path.read_bytes() == text.encode("utf-8")  # --diff writes nothing
+
+
+_H = "##B##\n0:input\n1:output\n"
+#: One failing block per discovered fix kind, which that kind repairs (the best candidate there).
+KIND_EXAMPLES = {
+    "add-missing-parameter": _H + "2:Conv2d(kernel_size=3)\n0->2\n2->1\n",
+    "break-cycle": _H + "2:ReLU\n3:BN\n0->2\n2->3\n3->2\n3->1\n",
+    "channel-symbol": _H + "2:Conv2d(out_channels=channels,kernel_size=3)\n0->2\n2->1\n",
+    "coerce-parameter": _H + "2:Conv2d(out_channels=C,kernel_size=3.0)\n0->2\n2->1\n",
+    "drop-argument": _H + "2:ReLU(inplace=True)\n0->2\n2->1\n",
+    "drop-dead-node": _H + "2:ReLU\n3:BN\n0->2\n2->1\n",
+    "drop-undefined-edge": _H + "2:ReLU\n0->2\n2->1\n2->9\n",
+    "fit-groups": _H + "2:Conv2d(out_channels=C,kernel_size=1,groups=2*C)\n0->2\n2->1\n",
+    "match-channels": _H + "2:Conv2d(out_channels=C*2,kernel_size=1)\n3:Add\n0->2\n2->3\n0->3\n3->1\n",
+    "match-spatial": _H + "2:Conv2d(out_channels=C,kernel_size=3,stride=2)\n3:Add\n0->2\n2->3\n0->3\n3->1\n",
+    "merge-inputs-add": _H + "2:ReLU\n3:BN\n0->2\n0->3\n2->1\n3->1\n",
+    "merge-inputs-concat": _H + "2:Conv2d(out_channels=C*2,kernel_size=1)\n3:BN\n0->2\n0->3\n2->3\n3->1\n",
+    "move-input": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n4:Add\n0->2\n2->3\n0->3\n3->4\n4->1\n",
+    "re-point-operand": _H + "2:permute(0,2,3,1)\n3:LN\n4:permute(0,3,1,2)\n5:Add\n0->2\n2->3\n3->4\n4->5\n3->5\n5->1\n",
+    "re-point-terminal-edge": _H + "2:ReLU\n3:BN\n0->2\n2->1\n1->3\n",
+    "remove-single-input-merge": _H + "2:ReLU\n3:concat(dim=1)\n0->2\n2->3\n3->1\n",
+    "reshape-batch": _H + "2:AdaptiveAvgPool2d(output_size=1)\n3:reshape(C)\n4:Linear(out_channels=C)\n"
+                          "5:reshape(1,C,1,1)\n6:Mul\n0->2\n2->3\n3->4\n4->5\n5->6\n0->6\n6->1\n",
+    "role-contract": _H + "2:Conv2d(out_channels=C*2,kernel_size=1)\n0->2\n2->1\n",
+    "torch-operation-name": _H + "2:BatchNorm2d(C)\n0->2\n2->1\n",
+    "size-expression": _H + "2:Conv2d(out_channels=C-C,kernel_size=1)\n0->2\n2->1\n",
+    "syntax-cleanup": _H + "- 2:Conv2d(out_channels='C',kernel_size=3,)\n0->2\n2->1;\n",
+    "connect-terminal": "##B##\n0:input\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n0->2\n2->3\n",
+}
+
+
+def test_every_discovered_kind_has_an_example():
+    assert sorted(KIND_EXAMPLES) == sorted(m.KIND.name for m in discovered())
+
+
+@pytest.mark.parametrize("kind", sorted(KIND_EXAMPLES))
+def test_each_fix_kind_repairs_its_example(kind):
+    text = KIND_EXAMPLES[kind]
+    assert errors(text) >= 1
+    result = repair_text(text, unsafe=True)
+    assert result.ok and errors(result.text) == 0
+    assert {f.kind for f in result.applied} == {kind}
+    assert result.applied[0].safety == all_kinds()[kind].safety
+
+
+def test_a_node_that_only_looks_dead_behind_a_broken_line_is_kept():
+    """`3:BN;` does not parse, so node 2 seems dead: the line is mended, node 2 is not deleted."""
+    text = "##B##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN;\n0->2\n2->3\n3->1\n"
+    result = repair_text(text)
+    assert result.ok and [f.kind for f in result.applied] == ["syntax-cleanup"]
+    assert result.text == text.replace("3:BN;", "3:BN")
+
+
+def test_repair_keeps_a_crlf_files_line_ends():
+    text = BN_TWO_INPUTS.replace("\n", "\r\n")
+    result = repair_text(text, unsafe=True)
+    assert result.ok and result.text.count("\r\n") == result.text.count("\n")

@@ -24,6 +24,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{('es' if word.endswith('x') else 's') if count != 1 else ''}"
 
 
+def _stdin_result(record: dict, text: str, fmt: str) -> None:
+    """Standard input's repaired text: on stdout, or as the record's `text` in JSON."""
+    if fmt == "json":
+        record["text"] = text
+    else:
+        click.echo(text, nl=False)
+
+
 @click.command("fix")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--unsafe", is_flag=True, help="Also apply unsafe fixes: they change the architecture, minimally.")
@@ -39,7 +47,7 @@ def _plural(count: int, word: str) -> str:
               help="How to print what remains (`json`: one object per file on stdout).")
 def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
     """Fix the errors of FILEs in place: safe fixes, and unsafe ones with --unsafe (`-` reads standard
-    input and prints the result).
+    input and prints the result; in JSON, as the record's `text`).
 
     \b
     nadc fix block.nad              apply safe fixes
@@ -89,7 +97,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
             if show_diff or check:
                 record["diff"] = result.diff(name)
             elif path == "-":
-                click.echo(result.text, nl=False)
+                _stdin_result(record, result.text, fmt)
             else:
                 try:
                     Path(path).write_bytes(result.text.encode("utf-8"))
@@ -97,7 +105,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
                     click.echo(f"error: {name}: cannot write: {error.strerror or error}", err=True)
                     failed += 1
         elif path == "-" and not (show_diff or check):
-            click.echo(result.text, nl=False)
+            _stdin_result(record, result.text, fmt)
         records.append(record)
         if fmt != "json":
             verb = "would fix" if (show_diff or check) else "fixed"

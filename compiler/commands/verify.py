@@ -32,10 +32,13 @@ FILES_PER_RUN = 8
 @click.option("--shapes", "with_shapes", is_flag=True,
               help="Also print every node's inferred shape (JSON: a `shapes` object per block).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
+@click.option("--no-fixes", is_flag=True,
+              help="Do not look for repairs (`nadc fix`) to attach to errors that carry no fix: faster over many "
+                   "failing files.")
 @click.option("--jobs", type=click.IntRange(1), default=None,
               help=f"Processes for JSON output over many files (default: one per core, at least {FILES_PER_JOB} "
                    "files each); the output is the same for any number.")
-def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt, jobs):
+def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt, no_fixes, jobs):
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for every size of the domain.
 
     JSON output is a list with one object per block: file, block, role, domain, ok, diagnostics,
@@ -57,7 +60,7 @@ def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt,
     gc.disable()
     try:
         role = Role(role) if role else None
-        checks = (role, stem_stride, domain, _limits(max_elements))
+        checks = (role, stem_stride, domain, _limits(max_elements), not no_fixes)
         if fmt == "json":
             failed = _verify_json(files, checks, with_shapes, jobs)
         else:
@@ -130,9 +133,9 @@ def _runs(count: int, processes: int) -> list[tuple[int, int]]:
 def _verify_file(parsed, checks):
     from nader.compiler.passes import verify_program
 
-    role, stem_stride, domain, limits = checks
+    role, stem_stride, domain, limits, fixes = checks
     reports, file_level = verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
-    if not all(report.ok for report in reports):
+    if fixes and not all(report.ok for report in reports):
         from nader.compiler.repair import suggest_fixes  # only for files with errors
         from nader.dsl.limits import LimitsError, limits_for
 
@@ -141,7 +144,7 @@ def _verify_file(parsed, checks):
             input_limits = limits_for("-" if path == "<stdin>" else path)
         except LimitsError:
             return reports, file_level  # reported when the file was read
-        suggest_fixes(parsed.source, reports, role=role, stem_stride=stem_stride, limits=limits, domain=domain,
+        suggest_fixes(parsed.source, reports, file_level, role=role, stem_stride=stem_stride, limits=limits, domain=domain,
                       path=path, input_limits=input_limits)
     return reports, file_level
 

@@ -120,14 +120,16 @@ class BlockEditor:
             inserts.setdefault(after_nodes + 1, []).extend(self.new_nodes)
         if self.new_edges:
             inserts.setdefault(after_all + 1, []).extend(f"{','.join(map(str, s))}->{t}" for s, t in self.new_edges)
+        crlf = bool(self.lines) and self.lines[0].endswith("\r")  # keep a CRLF file's line ends
+        end = "\r\n" if crlf else "\n"
         edits = []
         for line, text in sorted(changed.items()):
             old = self.lines[line - 1] if line <= len(self.lines) else ""
-            before = "".join(t + "\n" for t in inserts.pop(line, ()))
+            before = "".join(t + end for t in inserts.pop(line, ()))
             if text is None:
                 edits.append(Edit(Span(line, 1, line + 1, 1), before))
-            elif text != old or before:
-                edits.append(Edit(Span(line, 1, line, len(old) + 1), before + text))
+            elif text != old.rstrip("\r") or before:
+                edits.append(Edit(Span(line, 1, line, len(old) + 1), before + text + ("\r" if old.endswith("\r") else "")))
         for line, texts in sorted(inserts.items()):
-            edits.append(Edit(Span(line, 1, line, 1), "".join(t + "\n" for t in texts)))
+            edits.append(Edit(Span(line, 1, line, 1), "".join(t + end for t in texts)))
         return Fix(tuple(sorted(edits, key=lambda e: e.span)), kind, safety, message)

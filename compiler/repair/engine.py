@@ -10,13 +10,16 @@ order, so the same text always gets the same repair.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
-from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix, sort_key
+from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Edit, Fix, apply_fix, sort_key
 from nader.dsl.limits import DEFAULT_LIMITS
 from nader.dsl.parser import parse
+from nader.dsl.span import Span
 
-from ..passes.verify import BlockReport, verify_program
+from ..passes.contract import SQUARE
+from ..passes.shapes import Limits
+from ..passes.verify import BlockReport, verify_block, verify_program
 from .context import RepairContext
 from .kinds import all_kinds, kinds_for
 from .result import AppliedFix, RepairResult
@@ -31,10 +34,17 @@ MOST_CANDIDATES = 24
 MOST_VERIFICATIONS = 400
 
 
+#: Errors past which a file is not repaired at all: each verification would report them all again,
+#: and a text that broken is not a slip to mend (fuzzing found 300-error files taking seconds).
+MOST_ERRORS = 40
+#: Verifications `suggest_fixes` may run per file: `nadc verify` pays them on every failing file.
+MOST_SUGGESTION_VERIFICATIONS = 16
+
+
 class _Budget:
-    def __init__(self, text: str):
+    def __init__(self, text: str, most: int = MOST_VERIFICATIONS):
         # a larger file gets fewer verifications: the work stays about the same
-        self.left = max(40, MOST_VERIFICATIONS * 2000 // max(2000, len(text)))
+        self.left = max(most // 50, most * 2000 // max(2000, len(text)))
 
     def take(self) -> bool:
         self.left -= 1
@@ -61,6 +71,10 @@ def _verify(text: str, options: dict) -> _State:
     options = dict(options)
     parsed = parse(text, options.pop("path", "<string>"), options.pop("input_limits", DEFAULT_LIMITS))
     reports, file_level = verify_program(parsed, **options)
+    return _state(text, reports, file_level)
+
+
+def _state(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic]) -> _State:
     errors = [(None, d) for d in file_level if d.is_error]
     warnings = sum(not d.is_error for d in file_level)
     for report in reports:
@@ -122,12 +136,15 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     """Repair the errors of a block file's text with safe fixes (and unsafe ones when `unsafe`).
 
     `disabled` names fix kinds not to use; `verify_options` are `verify_program`'s (role,
-    stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds the repaired text, the fixes applied and the
-    errors that remain; the same text and options always give the same result.
+    stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds
+    the repaired text, the fixes applied and the errors that remain; the same text and options
+    always give the same result. A file with more than MOST_ERRORS errors is left as it is.
     """
     state = _verify(text, verify_options)
     budget = _Budget(text)
     applied: list[AppliedFix] = []
+    if len(state.errors) > MOST_ERRORS:
+        return RepairResult(text, text, (), tuple(d for _, d in state.errors))
     phases = (frozenset({SAFE}), frozenset({SAFE, UNSAFE})) if unsafe else (frozenset({SAFE}),)
     for allowed in phases:
         while state.errors and len(applied) < MOST_STEPS:
@@ -139,43 +156,69 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors))
 
 
-def suggest_fixes(text: str, reports: list[BlockReport], **verify_options) -> None:
-    """Attach to each error of `reports` (verified from `text`) that carries no fix the best fix the
-    kinds offer (safe or unsafe) whose result verifies with fewer errors; `nadc verify` shows them.
+def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict) -> Optional[tuple[int, int, int]]:
+    """(errors, warnings, nodes) of the block on lines [start, end) of a file, once `fix` is applied to
+    it, parsed and verified alone; None when the fix reaches outside the block or the lines no longer
+    form one block. What a suggestion is ranked by: it edits one block, the others stay as they are."""
+    if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
+        return None
+    shift = start - 1
+    moved = Fix(tuple(Edit(Span(e.span.line - shift, e.span.col, e.span.end_line - shift, e.span.end_col), e.text)
+                      for e in fix.edits))
+    region = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
+    options = dict(options)
+    parsed = parse(apply_fix(region, moved), options.pop("path", "<string>"), options.pop("input_limits", DEFAULT_LIMITS))
+    if len(parsed.program.blocks) != 1:
+        return None
+    block = parsed.program.blocks[0]
+    report = verify_block(block, role=options.get("role"), stem_stride=options.get("stem_stride", 1),
+                          limits=options.get("limits", Limits()), file=parsed.program.path,
+                          front_end=tuple(parsed.diagnostics), domain=options.get("domain", SQUARE))
+    errors = sum(d.is_error for d in report.diagnostics)
+    return errors, len(report.diagnostics) - errors, len(block.nodes)
+
+
+def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic] = (),
+                  **verify_options) -> None:
+    """Attach to each error of `reports` (verified from `text` with `verify_options`; `file_level`: the
+    file's own diagnostics) that carries no fix the best fix the kinds offer (safe or unsafe) that
+    leaves its block with fewer errors (and the file with no new one); `nadc verify` shows them.
 
     The reports' diagnostics are replaced in place; valid blocks cost nothing.
     """
     if all(report.ok for report in reports):
         return
-    state = _verify(text, verify_options)
-    budget = _Budget(text)
+    if sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
+        return
+    budget = _Budget(text, MOST_SUGGESTION_VERIFICATIONS)
     kinds = all_kinds()
     lines = text.split("\n")
     both = frozenset({SAFE, UNSAFE})
-    for report in reports:
-        if report.ok:
+    starts = [r.block.header_span.line for r in reports] + [len(lines) + 1]
+    for index, report in enumerate(reports):
+        if report.ok or not starts[index] < starts[index + 1]:
             continue
-        mine = [(r, d) for r, d in state.errors if r is not None and r.block.span == report.block.span]
+        before = sum(d.is_error for d in report.diagnostics)
         for k, d in enumerate(report.diagnostics):
             if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS:
                 continue
-            match = next((r for r, e in mine if e.code is d.code and e.span == d.span), None)
-            if match is None:
-                continue
             best = None
-            single = _State(text, state.reports, [(match, d)], state.warnings)
-            for index, (_, fix) in enumerate(_candidates(single, both, frozenset())):
+            single = _State(text, reports, [(report, d)], 0)
+            for position, (_, fix) in enumerate(_candidates(single, both, frozenset())):
                 if not budget.take():
                     break
                 try:
-                    after = _verify(apply_fix(text, fix), verify_options)
+                    after = _block_after(lines, starts[index], starts[index + 1], fix, verify_options)
                 except (IndexError, ValueError):
                     continue
-                if after.score[0] >= state.score[0]:
+                if after is None or after[0] >= before:
                     continue
                 kind = kinds.get(fix.kind)
-                rank = (after.score, after.nodes - state.nodes, fix.safety != SAFE, kind.order if kind else 50, index)
+                rank = (after[:2], after[2] - len(report.block.nodes), fix.safety != SAFE,
+                        kind.order if kind else 50, position)
                 if best is None or rank < best[0]:
                     best = (rank, fix)
+                if after[0] == 0 and after[2] <= len(report.block.nodes):
+                    break  # nothing can rank better but a later, equally good candidate
             if best is not None:
                 report.diagnostics[k] = replace(d, fix=best[1])

@@ -64,6 +64,9 @@ def _values(kind: ParamKind, text: str) -> list[str]:
         out = [str(float(n / 100)) for n in numbers[:1] if 1 <= n < 100]
         return out + ["0.1"]
     if kind is ParamKind.FLAG:
+        words = {"true": "1", "false": "0", "yes": "1", "no": "0", "none": "0"}
+        if inner.lower() in words:
+            return [words[inner.lower()]]
         return ["1" if numbers and numbers[0] else "0"] if numbers else ["1", "0"]
     if kind is ParamKind.SIZE:
         return ["C"]

@@ -16,6 +16,8 @@ def candidates(ctx, diagnostic):
     node = ctx.node_at(diagnostic)
     if node is None or node.id not in ctx.dead():
         return
+    if any(d.is_error and (d.code.code.startswith("NAD1") or d.code.code == "NAD202") for d in ctx.report.diagnostics):
+        return  # a line that did not parse, or an edge to a missing node: the node may only look dead
     edit = ctx.editor()
     edit.drop_node(node)
     yield edit.fix(KIND.name, f"delete node {node.id} (`{node.op_name}`): its result never reaches `output`", SAFE)

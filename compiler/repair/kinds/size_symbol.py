@@ -20,7 +20,7 @@ def candidates(ctx, diagnostic):
     node = ctx.node_at(diagnostic)
     if node is None:
         return
-    line = ctx.lines[node.span.line - 1] if node.span.line <= len(ctx.lines) else ""
+    line = (ctx.lines[node.span.line - 1] if node.span.line <= len(ctx.lines) else "").rstrip("\r")
     if diagnostic.code.code == "NAD109":
         names = [line[diagnostic.span.col - 1:diagnostic.span.end_col - 1]]
     else:

@@ -1,5 +1,7 @@
-"""Drop an edge that names an undefined node, or point it at the node it most likely means (NAD202)."""
+"""Drop the wires of an edge that names an undefined node (NAD202), unless a line that did not parse defines it."""
 from __future__ import annotations
+
+import re
 
 from nader.dsl.diagnostics import UNSAFE
 
@@ -10,12 +12,17 @@ KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end
     another fix if needed).
 """, order=30)
 
+_NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
+
 
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
+    written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
     for index, edge in enumerate(ctx.block.edges):
         if edge.span.line != diagnostic.span.line:
             continue
+        if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
+            return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
         if edge.target not in defined:
             edit.edge_sources[index] = []
