@@ -22,7 +22,9 @@ refuses more. The form, one edit a line after an optional header that names the 
 located problems (line and columns of the reply) for edits that cannot apply: an unknown node,
 an id already taken, an edge that is or is not there. Whether the new block is valid is the
 compiler's to say (nader.compiler.edit_reply); this floor needs no shapes. Nothing is evaluated,
-and the reply's size and lines are checked against the input limits before it is read.
+and the reply's size and lines are checked against the input limits before it is read. A list
+marker (`- `, `1. `) or inline-code quotes around an edit line are taken off, as small models
+write them.
 """
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ VERBS = ("add", "remove", "replace", "connect", "disconnect")
 _ID = r"[A-Za-z0-9_]+"
 _HEADER = re.compile(r"^#{2,}\s*([A-Za-z0-9_.\- ]*?)\s*#{2,}$")
 _FENCE = re.compile(r"^(`{3,}|~{3,})")
+# What small models put around an edit line: a list marker (`- `, `* `, `1. `) and inline code quotes.
+_MARKER = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 _FORMS = {
     "add": re.compile(rf"^({_ID})\s*:\s*(\S.*)$"),
     "replace": re.compile(rf"^({_ID})\s*:\s*(\S.*)$"),
@@ -143,6 +147,9 @@ def parse_edits(text: str, limits: InputLimits = DEFAULT_LIMITS) -> EditReply:
             continue
         if line.startswith("#"):
             continue
+        line = _MARKER.sub("", line, count=1).strip()
+        if len(line) > 1 and line[0] == line[-1] == "`":
+            line = line.strip("`").strip()
         verb, _, rest = line.partition(" ")
         verb = verb.lower()
         form = _FORMS.get(verb)

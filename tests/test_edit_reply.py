@@ -134,3 +134,9 @@ def test_the_docs_give_the_edit_bound():
     for doc in ("docs/agents.md", "docs/llm.md"):
         assert f"at most {EDITS_PER_REPLY}" in (REPO / doc).read_text(encoding="utf-8"), doc
     assert f"1 to {EDITS_PER_REPLY} lines" in (REPO / "docs" / "language.md").read_text(encoding="utf-8")
+
+
+def test_list_markers_and_inline_code_around_edits_are_taken_off():
+    reply = parse_edits("##X##\n- replace 4:GELU\n2. `remove 6`\n* connect 5->7\n")
+    assert not reply.problems and [e.verb for e in reply.edits] == ["replace", "remove", "connect"]
+    assert [p.code for p in parse_edits("-- remove 6\n").problems] == ["edit-syntax"]
