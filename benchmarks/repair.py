@@ -127,11 +127,11 @@ def runs(text: str) -> bool:
     return True
 
 
-_NODE_LINE = re.compile(r"^[ \t]*[A-Za-z0-9_]+[ \t]*:", re.M)
+_NODE_LINE = re.compile(r"^[^\w\n#]*[A-Za-z0-9_]+[ \t]*:", re.M)  # `- 3:BN` too
 
 
 def node_count(text: str) -> int:
-    """Node lines, parsed or not (a line `3:BN(` mended to `3:BN()` adds no node)."""
+    """Node lines, parsed or not (a line `3:BN(` mended to `3:BN()`, or `- 3:BN` to `3:BN`, adds no node)."""
     return len(_NODE_LINE.findall(text))
 
 

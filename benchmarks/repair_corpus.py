@@ -229,6 +229,18 @@ EDITS = [
      ("resnet_basic", "mobilenet_inverted"), "3:BN", "3:BatchNorm2d"),
     ("unknown-symbol", "a size named by a word", "NAD109",
      ("resnet_basic",), "2:Conv2d(out_channels=C,", "2:Conv2d(out_channels=channels,"),
+    ("list-marker", "syntax: a markdown list marker before a line", "NAD101",
+     ("resnet_basic",), "3:BN\n", "- 3:BN\n"),
+    ("quoted-size", "syntax: a quoted size", "NAD101",
+     ("se_block",), "out_channels=C/4", "out_channels='C/4'"),
+    ("semicolon", "syntax: a `;` ending a line", "NAD101",
+     ("convnext",), "4->5\n", "4->5;\n"),
+    ("no-output", "the output node and its edge left out", "NAD204",
+     ("resnet_basic",), "1:output\n", ""),
+    ("bias-false", "torch habit: bias=False", "NAD209",
+     ("resnet_basic",), "5:Conv2d(out_channels=C,kernel_size=3,stride=1)", "5:Conv2d(out_channels=C,kernel_size=3,stride=1,bias=False)"),
+    ("negative-width", "a width that is never positive", "NAD314",
+     ("resnet_basic",), "2:Conv2d(out_channels=C,", "2:Conv2d(out_channels=C-C,"),
     ("missing-out-channels", "a required parameter left out", "NAD208",
      ("resnet_bottleneck",), "8:Conv2d(out_channels=C,kernel_size=1,stride=1)", "8:Conv2d(kernel_size=1,stride=1)"),
 ]
@@ -253,6 +265,8 @@ def cases():
             base = TEMPLATES[template]
             if name == "residual-too-early":
                 text = _residual_too_early(base)
+            elif name == "no-output":
+                text = base.replace("1:output\n", "", 1).replace("8->1\n", "", 1)
             else:
                 assert old in base, (name, template)
                 text = base.replace(old, new, 1)

@@ -62,6 +62,7 @@ def cli():
     nadc FILE... --emit ir|json     compile (the default command)
     nadc fmt FILE... [--check|--write] [--renumber]
     nadc verify FILE... [--format json]
+    nadc fix FILE... [--unsafe] [--diff] [--check]
     nadc explain NAD104
     """
 

@@ -216,7 +216,9 @@ def test_quiet_when_clean(files):
 def test_explain_code_prints_its_doc():
     result = run_nadc(["explain", "NAD104"])
     assert result.code == 0
-    assert result.stdout == code_table()["NAD104"].explain()
+    doc, fixes = result.stdout.split("\n## Fixes (`nadc fix`)\n")  # then the fix kinds answering it
+    assert doc == code_table()["NAD104"].explain()
+    assert "`torch-operation-name` (safe)" in fixes
     assert result.stdout.startswith("# NAD104 (unknown-operation)")
     assert "## What it does" in result.stdout
 

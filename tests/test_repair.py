@@ -21,7 +21,7 @@ from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.verify import verify_program
 from nader.compiler.repair import all_kinds, repair_text, suggest_fixes
 from nader.compiler.repair.kinds import discovered
-from nader.dsl.diagnostics import SAFETIES, apply_fix
+from nader.dsl.diagnostics import SAFETIES, Fix, apply_fix
 from nader.dsl.format import format_block
 from nader.dsl.parser import parse
 
@@ -309,3 +309,13 @@ def test_repair_keeps_a_crlf_files_line_ends():
     text = BN_TWO_INPUTS.replace("\n", "\r\n")
     result = repair_text(text, unsafe=True)
     assert result.ok and result.text.count("\r\n") == result.text.count("\n")
+
+
+def test_nadc_verify_attaches_the_best_repair_unless_told_not_to(tmp_path):
+    path = write(tmp_path, BN_TWO_INPUTS)
+    (report,) = json.loads(run_nadc(["verify", "--format", "json", str(path)]).stdout)
+    (d,) = report["diagnostics"]
+    assert d["code"] == "NAD207" and d["fix"]["kind"] == "merge-inputs-add" and d["fix"]["safety"] == "unsafe"
+    assert errors(apply_fix(BN_TWO_INPUTS, Fix.from_json(d["fix"]))) == 0
+    (bare,) = json.loads(run_nadc(["verify", "--no-fixes", "--format", "json", str(path)]).stdout)
+    assert bare["diagnostics"][0]["fix"] is None
