@@ -138,7 +138,9 @@ class FairNAD:
     def write(self, parent_text: str, plan: str, *, arch_id: Optional[str], progress: dict) -> Written:
         """The parent rewritten to follow the plan; `progress` gets the Modifier's rounds as they end."""
         m = self.modifier.modify(parent_text, plan, arch_id=arch_id, reject_unchanged=False)
-        progress.update(rounds=m.rounds, repairs=max(0, len(m.attempts) - 1), first_ok=m.first_ok)
+        progress.update(rounds=m.rounds, repairs=max(0, len(m.attempts) - 1), first_ok=m.first_ok,
+                        **({"repair": m.repair} if m.repair else {}),
+                        **({"suggested": m.suggested} if m.suggested else {}))
         if not m.ok:
             return Written(None, m.error, "execution")
         problem = structure_problem(parent_text, m.arch_text, self.skeleton, self.depths)

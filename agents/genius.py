@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
 from nader.compiler.architecture import check_architecture, check_base_block, split_architecture, with_blocks_of
+from nader.compiler.reply_repair import repair_reply
 from nader.dsl.ops import reference_text
 
 from .context_fit import client_room, fit_conversation, newest_that_fit
@@ -99,15 +100,30 @@ class Genius:
         kept = newest_that_fit(sizes, room)
         return render(prompt, history=history[len(history) - kept:], left_out=len(history) - kept, **common)
 
-    def block_check(self, root_text: str) -> ReplyCheck:
+    def block_check(self, root_text: str, repair: str = "off", record: Optional[dict] = None) -> ReplyCheck:
         """The block language's check: the reply's base block verifies, and with the root's stem and
-        reduction blocks (renamed after it) it builds a network on the skeleton."""
+        reduction blocks (renamed after it) it builds a network on the skeleton. With `repair` (the
+        search's `--repair`), a block that fails goes to the compiler's repair: `auto` takes the
+        repaired block and puts its record in `record["repair"]`; `suggest` adds the proposed fix to
+        the feedback and counts it in `record["suggested"]`."""
+        record = {} if record is None else record
+
         def check(reply: str) -> Tuple[Optional[str], str]:
+            record.pop("repair", None)
             block = check_base_block(reply)
+            fixed = repair_reply(block) if not block.ok and repair != "off" else None
+            if fixed is not None and repair == "auto":
+                block, record["repair"] = fixed.check, fixed.record()
             if not block.ok:
-                return None, block.feedback
+                if fixed is None:
+                    return None, block.feedback
+                record["suggested"] = record.get("suggested", 0) + 1
+                return None, f"{block.feedback}\nThe compiler's proposed fix (it verifies, but may change the " \
+                             f"architecture):\n{fixed.proposal()}"
             text = with_blocks_of(block.text, root_text)
             built = check_architecture(text, self.skeleton)
+            if not built.ok:
+                record.pop("repair", None)
             return (text, "") if built.ok else (None, built.feedback)
 
         return check

@@ -26,6 +26,19 @@ With the model's context known (the profile's `context`) every request fits it w
 that do not fit are left out, and a repair round that would overflow keeps the first prompt and
 the latest reply and feedback only (`context_fit`); each text says what it left out.
 
+Where the model's profile says `reply = "edits"` (small models, which restate a whole block until
+`max_tokens`), the Modifier asks for edits of the parent instead (`modifier_edits.v1`, its repair
+turn `modifier_edits_repair.v1`, grammar `nadc grammar --reply edits`): the compiler applies them
+to the parent (nader.compiler.edit_reply) and the block they make is verified like any reply; an
+attempt keeps the reply as written and, in its check, the block the edits made.
+
+With `repair` (the search's `--repair`), a reply whose block fails is given to the compiler's
+repair (nader.compiler.reply_repair: safe and unsafe fixes, kept only when the block then verifies
+and differs from the parent). `auto`: the repaired block is the result, with no further round, and
+`Modification.repair` records the block as written, the diff and the codes fixed. `suggest`: the
+repair goes back in the feedback turn as the proposed fix (`modifier_repair.v2`), and the LLM
+decides. `off` (the library's default) sends the v1 feedback as before, so recorded runs replay.
+
 The result says whether the first reply verified, how many rounds it took, and the tokens.
 """
 from __future__ import annotations
@@ -37,19 +50,26 @@ from typing import Callable, List, Optional
 from nader.compiler import grammar_export
 from nader.compiler.architecture import (Check, block_name, check_architecture, check_base_block, renamed,
                                         split_architecture)
+from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
+from nader.compiler.reply_repair import REPAIR_MODES, repair_reply
+from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
 from nader.dsl.parser import parse
 
 from .context_fit import NOTE_CHARS, best_that_fit, client_room, cut_text, fit_conversation
 from .llm.jsonreply import reply_too_long, with_cut_off
+from .llm.profiles import REPLY_MODES, match_profile
 from .prompts import render
 
 DEFAULT_ROUNDS = 3
 IMPLEMENT = "modifier_implement.v1"
 REPAIR = "modifier_repair.v1"
 INTERFACE = "modifier_interface.v1"
+EDITS = "modifier_edits.v1"
+EDITS_REPAIR = "modifier_edits_repair.v1"
+SUGGEST = "modifier_repair.v2"  # REPAIR with the compiler's proposed fix (`--repair suggest`)
 
 
 @dataclass
@@ -70,6 +90,9 @@ class Modification:
     attempts: List[Attempt] = field(default_factory=list)
     interface_attempts: List[Attempt] = field(default_factory=list)
     error: Optional[str] = None
+    reply_form: str = "block"  # block | edits: what the LLM was asked to write
+    repair: Optional[dict] = None  # `auto`: the compiler's repair of the last reply (ReplyRepair.record)
+    suggested: int = 0  # `suggest`: feedback turns that carried the compiler's proposed fix
 
     @property
     def first_ok(self) -> bool:
@@ -113,9 +136,16 @@ UNCHECKED = frozenset({"too-long", "check-error"})
 class Modifier:
     """Writes blocks with an LLM client (`chat_sync`), checked by the compiler."""
 
-    def __init__(self, client, *, rounds: int = DEFAULT_ROUNDS, skeleton: str = "nb201", dataset: str = "cifar10"):
+    def __init__(self, client, *, rounds: int = DEFAULT_ROUNDS, skeleton: str = "nb201", dataset: str = "cifar10",
+                 reply: Optional[str] = None, repair: str = "off"):
         if rounds < 1:
             raise ValueError("the Modifier needs at least one round")
+        if reply is not None and reply not in REPLY_MODES:
+            raise ValueError(f"reply is one of {', '.join(REPLY_MODES)}")
+        if repair not in REPAIR_MODES:
+            raise ValueError(f"repair is one of {', '.join(REPAIR_MODES)}")
+        self.reply = reply  # None: the model's profile says
+        self.repair = repair
         self.client = client
         self.rounds = rounds
         self.skeleton = skeleton
@@ -125,45 +155,77 @@ class Modifier:
     def language_reference() -> str:
         return reference_text()
 
+    def reply_form(self) -> str:
+        """`block` or `edits`: the Modifier's own setting, else the profile of the client's model."""
+        if self.reply is not None:
+            return self.reply
+        config = getattr(self.client, "config", None)
+        model = getattr(config, "model", None)
+        return match_profile(model, tuple(getattr(config, "profiles", ()))).reply if model else "block"
+
     def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
-                  arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None) -> Optional[Check]:
-        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out."""
+                  arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None,
+                  repair: str = REPAIR, out: Optional[Modification] = None,
+                  parent_hash: Optional[str] = None) -> Optional[Check]:
+        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out.
+        With `out` (a base block), the Modifier's `repair` mode applies to each failing reply."""
         messages, rounds = first, []
         for round_ in range(1, self.rounds + 1):
             reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
-                                          prompt=prompt if round_ == 1 else REPAIR, grammar=grammar)
+                                          prompt=prompt if round_ == 1 else repair, grammar=grammar)
             result = checked_reply(check, reply.text)
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
                 return result
+            fixed = repair_reply(result, parent_hash) if out is not None and self.repair != "off" else None
+            if fixed is not None and self.repair == "auto":
+                out.repair = fixed.record()
+                return fixed.check
             if round_ < self.rounds:
                 feedback = with_cut_off(result.feedback, reply.truncated)
-                rounds += [{"role": "assistant", "content": reply.text},
-                           *render(REPAIR, feedback=feedback, round=round_, rounds=self.rounds - 1)[-1:]]
+                turn = dict(template=repair, feedback=feedback, round=round_, rounds=self.rounds - 1)
+                if self.repair == "suggest":  # the v2 templates take the proposal
+                    turn.update(template=SUGGEST if repair == REPAIR else repair,
+                                proposal=fixed.proposal() if fixed is not None else "")
+                    out.suggested += fixed is not None
+                elif repair == EDITS_REPAIR:
+                    turn["proposal"] = ""
+                rounds += [{"role": "assistant", "content": reply.text}, *render(turn.pop("template"), **turn)[-1:]]
                 messages = fit_conversation(self.client, first, rounds)
         return None
 
-    def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str) -> list[dict]:
-        """`modifier_implement.v1` sized to the model's context: the reference and the parent block
-        whole, then the plan (cut when it alone would not fit), then the lessons that fit, best first."""
-        fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name)
+    def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str,
+                          template: str = IMPLEMENT) -> list[dict]:
+        """`modifier_implement.v1` (or `modifier_edits.v1`) sized to the model's context: the reference and
+        the parent block whole, then the plan (cut when it alone would not fit), then the lessons that fit,
+        best first."""
+        fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name,
+                     **({"most": EDITS_PER_REPLY} if template == EDITS else {}))
         experiences = list(experiences)[:5]
-        room = client_room(self.client, render(IMPLEMENT, plan="", experiences=[""] if experiences else [], **fixed),
+        room = client_room(self.client, render(template, plan="", experiences=[""] if experiences else [], **fixed),
                            converse=self.rounds > 1)
         if room is not None:
             plan = cut_text(plan, room - (NOTE_CHARS if experiences else 0))
             experiences = best_that_fit(experiences, room - len(plan))
-        return render(IMPLEMENT, plan=plan, experiences=experiences, **fixed)
+        return render(template, plan=plan, experiences=experiences, **fixed)
 
     def write_block(self, block_text: str, plan: str, experiences: List[str] = (), *,
                     arch_id: Optional[str] = None, reject_unchanged: bool = True) -> Modification:
         """The parent's base block rewritten to follow the plan (verified as a base block)."""
         parent = parse(block_text).program.blocks[0]
         parent_hash = canonical_hash(parent) if reject_unchanged else None
-        messages = self._implement_prompt(block_text, plan, experiences, parent.name)
-        out = Modification(False)
-        result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
-                                arch_id=arch_id, attempts=out.attempts, grammar=block_grammar())
+        out = Modification(False, reply_form=self.reply_form())
+        if out.reply_form == "edits":
+            messages = self._implement_prompt(block_text, plan, experiences, parent.name, EDITS)
+            result = self._converse(messages, lambda text: check_edit_reply(text, block_text, parent_hash),
+                                    prompt=EDITS, arch_id=arch_id, attempts=out.attempts,
+                                    grammar=block_grammar("edits"), repair=EDITS_REPAIR, out=out,
+                                    parent_hash=parent_hash)
+        else:
+            messages = self._implement_prompt(block_text, plan, experiences, parent.name)
+            result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
+                                    arch_id=arch_id, attempts=out.attempts, grammar=block_grammar(), out=out,
+                                    parent_hash=parent_hash)
         if result is None:
             last = out.attempts[-1].check if out.attempts else None
             out.error = "the block did not verify after {} round{}: {}".format(
@@ -205,10 +267,10 @@ class Modifier:
         return out
 
 
-@lru_cache(maxsize=1)
-def block_grammar() -> str:
-    """The GBNF grammar of a reply, as `nadc grammar --format gbnf --reply` prints it."""
-    return grammar_export.render("gbnf", reply=True)
+@lru_cache(maxsize=2)
+def block_grammar(form: str = "block") -> str:
+    """The GBNF grammar of a reply, as `nadc grammar --format gbnf --reply [FORM]` prints it."""
+    return grammar_export.render("gbnf", reply=form)
 
 
 def _extracted(reply: str) -> str:

@@ -193,6 +193,13 @@ class Reflector:
             return self.record("failure", plan, detail, block=last.check.text if last else None,
                                arch_id=arch_id, parent_id=parent_id)
         failing = modification.repaired_from
+        repair = getattr(modification, "repair", None)
+        if failing is not None and repair:  # the compiler's repair (`--repair auto`): which fixes were needed
+            last = modification.attempts[-1]
+            fixes = "\n".join(f"- {f['code']} ({f['kind']}): {f['message']}" for f in repair["applied"])
+            detail = ("The block failed with:\n" + last.check.feedback + "\nThe compiler repaired it with:\n"
+                      + fixes + "\n" + block_diff_text(repair["written"], modification.base_text or ""))
+            return self.record("repair", plan, detail, arch_id=arch_id, parent_id=parent_id)
         if failing is not None:
             detail = ("The first block failed with:\n" + failing.check.feedback + "\nThe fix:\n"
                       + block_diff_text(failing.check.text or "", modification.base_text or ""))

@@ -13,9 +13,10 @@ as a user runs it, in a fresh work folder under the cache:
 1. `llm check --write nader.toml`: the server's quirks and the profile it recommends; then
    `nadc grammar --format gbnf`, whole and `--reply`, each sent once in the server's grammar
    field: accepted or not, and whether a reply that ended on its own parses;
-2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, twice: with that
-   profile, and with the same profile sending the compiler's grammar (`grammar = "llama.cpp"`,
-   or `--grammar-field vllm`);
+2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, for each reply form
+   of `--replies` (`block`: the whole block; `edits`: the profile's `reply = "edits"`, edits of the
+   parent) twice: with that profile, and with the same profile sending the compiler's grammar
+   (`grammar = "llama.cpp"`, or `--grammar-field vllm`);
 3. a `--trials`-trial `run --strategy genius --space nb201` on a generated table
    (`nb201_synthetic.py`), with that profile, stopping after `--max-invalid` invalid proposals.
 
@@ -24,7 +25,11 @@ slowest), tokens per second, attempts that timed out, valid replies (the Modifie
 that parses, syntactic validity; GENIUS's: an `op_list` naming a cell) and replies cut at
 `max_tokens`; for the Modifier also E (the first reply verifies, bench-nad's executability) and
 whether the language reference reached the model (the prompt tokens the server counted cover
-it). It ends with those figures as a markdown table. Gemma 3 270M writes poor blocks; the point is that our side is right.
+it). For the Modifier's first replies it also judges, from the recorded calls, E as issue 28
+defines it (the reply's block, or the block its edits make of the parent, verifies and differs
+from the parent) without and with the compiler's repair (`--repair auto`: nader.compiler.
+reply_repair), with no further call. It ends with those figures as a markdown table. Gemma 3
+270M writes poor blocks; the point is that our side is right.
 """
 from __future__ import annotations
 
@@ -149,6 +154,13 @@ def block_parses(text: str) -> bool:
     return bool(block.strip()) and parse(block).syntax_ok
 
 
+def edits_parse(text: str) -> bool:
+    """The reply holds edits that parse (nader.dsl.edits), whether or not they apply."""
+    from nader.dsl.edits import parse_edits
+
+    return not parse_edits(text).problems
+
+
 def names_a_cell(text: str) -> bool:
     """The reply names a NAS-Bench-201 cell (GENIUS's `op_list`)."""
     from nader.search.strategies.genius import parse_cell_reply
@@ -197,6 +209,44 @@ def call_figures(run_dir: Path, valid) -> dict:
     return roles
 
 
+FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1")
+
+
+def first_reply_e(run_dir: Path) -> dict:
+    """E of the Modifier's first replies in a run's record, as written and after the compiler's
+    repair: the reply's block (or the block its edits make of the parent) verifies as a base block
+    and is not the parent's graph. The parent is the first fenced block of the request's prompt."""
+    from nader.compiler.architecture import check_base_block
+    from nader.compiler.edit_reply import check_edit_reply
+    from nader.compiler.passes.canonical import canonical_hash
+    from nader.compiler.reply_repair import repair_reply
+    from nader.dsl.parser import parse
+
+    path = run_dir / "runs.sqlite"
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = conn.execute("SELECT prompt, request, reply FROM llm_calls WHERE kind = 'chat' AND role = 'modifier' "
+                        "AND status != 'failed' AND prompt IN (?, ?) ORDER BY call_id", FIRST_PROMPTS).fetchall()
+    conn.close()
+    written = repaired = 0
+    for prompt, request, reply in rows:
+        user = next(m["content"] for m in json.loads(request)["messages"] if m["role"] == "user")
+        parent = user.split("```\n", 1)[1].split("\n```", 1)[0] + "\n"
+        parent_hash = canonical_hash(parse(parent).program.blocks[0])
+        text = (json.loads(reply) if reply else {}).get("text") or ""
+        try:
+            check = (check_edit_reply(text, parent, parent_hash) if prompt == "modifier_edits.v1"
+                     else check_base_block(text, parent_hash))
+            fixed = None if check.ok else repair_reply(check, parent_hash)
+        except Exception:  # noqa: BLE001 - a reply the checks raise on is not executable
+            continue
+        written += check.ok
+        repaired += check.ok or fixed is not None
+    n = len(rows)
+    return {"replies": n, "e": round(written / n, 3) if n else None, "e_repair": round(repaired / n, 3) if n else None}
+
+
 def print_calls(title: str, roles: dict) -> None:
     print(f"   {title}")
     for role, r in sorted(roles.items()):
@@ -220,6 +270,8 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=ALIAS, help="model name at the endpoint")
     parser.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
     parser.add_argument("--grammar-field", choices=("llama.cpp", "vllm"), default="llama.cpp")
+    parser.add_argument("--replies", default="block,edits",
+                        help="the Modifier's reply forms to run bench-nad with (block, edits, or both)")
     parser.add_argument("--requests", type=int, default=4, help="NAD requests per bench-nad setting")
     parser.add_argument("--trials", type=int, default=3, help="GENIUS trials, the root included")
     parser.add_argument("--max-invalid", type=int, default=2, help="GENIUS's invalid proposals in a row")
@@ -259,8 +311,13 @@ def main(argv=None) -> int:
         grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
         print(f"\n== the compiler's grammars in the {grammar} field")
         grammars_accepted(base_url, args.model, grammar, args.api_key_env)
-        configs = {"without grammar": profile_variant(config, "nader-no-grammar.toml", grammar="none"),
-                   f"with grammar ({grammar})": profile_variant(config, "nader-grammar.toml", grammar=grammar)}
+        configs = {}
+        for form in [f.strip() for f in args.replies.split(",") if f.strip()]:
+            label = "whole block" if form == "block" else "edit replies"
+            configs[f"{label}, without grammar"] = profile_variant(config, f"nader-{form}-no-grammar.toml",
+                                                                   grammar="none", reply=form)
+            configs[f"{label}, with grammar ({grammar})"] = profile_variant(config, f"nader-{form}-grammar.toml",
+                                                                            grammar=grammar, reply=form)
         print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
               " bench-nad runs both ways")
         results = {}
@@ -271,9 +328,11 @@ def main(argv=None) -> int:
                 "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
                 run.with_suffix(".log"))
             row = json.loads(out)["settings"][0] if code == 0 else {}
-            results[label] = (row, call_figures(run, block_parses), seconds)
+            row = {**row, **{f"first_{k}": v for k, v in first_reply_e(run).items()}}
+            results[label] = (row, call_figures(run, edits_parse if "edit" in label else block_parses), seconds)
             print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
-                  f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s")
+                  f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s;"
+                  f" first replies: E {row.get('first_e')}, with the compiler's repair {row.get('first_e_repair')}")
             print_calls("calls:", results[label][1])
 
         table = work / "nb201.csv"
@@ -330,15 +389,16 @@ def grammars_accepted(base_url: str, model: str, field: str, key: str | None) ->
 def print_summary(results: dict) -> None:
     """One markdown row per step: what benchmarks/README.md quotes."""
     print("\n| step | calls | median s | slowest s | tokens/s | timed out | valid replies | cut at max_tokens |"
-          " E | E after feedback |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          " E | E after feedback | E (issue 28) | E with repair |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for label, (row, roles, _) in results.items():
         for role, r in sorted(roles.items()):
             lat = r["latency"] or [0.0]
             speed = statistics.median(r["tok_s"]) if r["tok_s"] else 0.0
             print(f"| {label} ({role}) | {r['calls']} | {statistics.median(lat):.1f} | {max(lat):.1f} | {speed:.1f} |"
                   f" {r['timed_out']} | {r['syntax_ok']}/{r['replies']} | {r['cut']} |"
-                  f" {row.get('executability', '-')} | {row.get('executability_after_feedback', '-')} |")
+                  f" {row.get('executability', '-')} | {row.get('executability_after_feedback', '-')} |"
+                  f" {row.get('first_e', '-')} | {row.get('first_e_repair', '-')} |")
 
 
 def print_check(report: dict) -> None:
@@ -354,6 +414,8 @@ def print_check(report: dict) -> None:
             else:
                 print(f"   {label} {mode}: not accepted ({(probe.get('note') or '')[:100]})")
     print(f"   first token {report.get('first_token_s') or 0:.2f} s, {report.get('tokens_per_s') or 0:.1f} tokens/s")
+    print(f"   a block restated with one change: {report.get('block_reply') or '-'}"
+          + (f"; {report['reply_note']}" if report.get("reply_note") else ""))
     print(f"   recommended profile: {report['profile']}")
     for item in report.get("degradations", []):
         print(f"   degraded: {item}")

@@ -188,7 +188,13 @@ def _strategy_epilog() -> str:
                  "and batch jobs), off; auto: rich on a terminal, else plain.")
 @click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
 @click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
-@repair_option
+@click.option("--repair", type=click.Choice(("off", "suggest", "auto", "store")), is_flag=False, flag_value="store",
+              default=None, metavar="[off|suggest|auto]",
+              help="The compiler's repair of blocks the LLM writes (nader, fairnad, genius on blocks): auto [their "
+                   "default] takes the repaired block and records it, suggest shows the LLM the fix in its "
+                   "feedback, off neither. "
+                   "`--repair` alone (or `store`): if RUN/runs.sqlite is damaged, copy what can still be read into "
+                   "RUN/runs.recovered.sqlite, say what was recovered and lost, and stop.")
 def run_command(config_file, fmt, force, **flags):
     """Search for better architectures, starting from --from, and print the best one found.
 
@@ -232,7 +238,9 @@ def _run(config_file, fmt, force, flags):
     from .session import run_search
 
     progress = None
-    repair = flags.pop("repair", False)
+    repair = flags.get("repair") == "store"  # `--repair` alone: recover a damaged store
+    if repair:
+        flags["repair"] = None
     progress_mode = flags.pop("progress_mode", None)
     try:
         toml = read_toml(config_file) if config_file else {}
@@ -432,7 +440,8 @@ def status_command(run_dir, fmt, repair):
     recs, sessions, cfg, failures = _read(run_dir, repair, read)
     if fmt == "json":
         click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
-                               "archs": recs, "failures": failures}, indent=2, default=str))
+                               "proposals": records.proposal_counts(recs), "archs": recs, "failures": failures},
+                              indent=2, default=str))
         return
     last = sessions[-1]["stop_reason"] if sessions else None
     state = last or ("running or killed" if sessions else "not started")
@@ -442,6 +451,9 @@ def status_command(run_dir, fmt, repair):
     click.echo(records.summary_line(records.counts_of(recs)))
     if failures:
         click.echo(records.failures_text(failures))
+    proposals = records.proposals_line(records.proposal_counts(recs))
+    if proposals:
+        click.echo(proposals)
     click.echo(records.status_table(recs))
 
 

@@ -84,6 +84,7 @@ class SearchConfig:
     fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
     eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
+    repair: Optional[str] = None  # off | suggest | auto: the compiler's repair of LLM blocks [default: the strategy's]
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -116,6 +117,15 @@ class SearchConfig:
         if memory is None and self.evaluator is None:
             memory = default_memory_budget(self.device, self.trials_per_gpu or 1)[0]
         return Budget(params, flops, memory, label=label, batch_size=resolve(self.preset, self.job_options()).batch_size)
+
+    def effective_repair(self) -> str:
+        """`--repair`, or the strategy's default: `auto` for those whose LLM writes blocks (`block_repairs`), else off."""
+        from .strategies import get_strategy
+
+        if self.repair is not None:
+            return self.repair
+        writes_blocks = getattr(get_strategy(self.strategy), "block_repairs", False) and self.space == "language"
+        return "auto" if writes_blocks else "off"
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
@@ -154,6 +164,7 @@ class SearchConfig:
             **({"table_map": self.table_map} if self.table_map else {}),
             **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
                if self.fidelity else {}),
+            **({"repair": self.effective_repair()} if self.effective_repair() != "off" else {}),
         }
 
     def to_record(self) -> dict:
@@ -214,8 +225,24 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
+        self.check_repair()
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
+
+    def check_repair(self) -> None:
+        from nader.compiler.reply_repair import REPAIR_MODES
+
+        from .strategies import STRATEGIES, get_strategy
+
+        if self.repair is not None and self.repair not in REPAIR_MODES:
+            raise ConfigError(f"repair: choose one of {', '.join(REPAIR_MODES)}, not {self.repair!r}")
+        if self.effective_repair() != "off" and not getattr(get_strategy(self.strategy), "block_repairs", False):
+            takers = ", ".join(n for n, s in STRATEGIES.items() if getattr(s, "block_repairs", False))
+            raise ConfigError(f"--repair {self.repair}: the {self.strategy} strategy writes no block with an LLM "
+                              f"(repairs apply to {takers}); leave --repair out or give off")
+        if self.effective_repair() != "off" and self.space != "language":
+            raise ConfigError(f"--repair {self.repair}: the {self.space} space's cells are not blocks the compiler "
+                              "repairs; leave --repair out or give off")
 
     def check_evaluator(self) -> None:
         from .evaluators.table import KIND as TABLE_KIND, check_table_map
@@ -302,6 +329,7 @@ KEYS = {
     "fidelity": ("fidelity", _typed("fidelity", str)),
     "eta": ("eta", _typed("eta", int)),
     "min-epochs": ("min_epochs", _typed("min-epochs", int)),
+    "repair": ("repair", _typed("repair", str)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

@@ -101,7 +101,8 @@ def search_context(config: SearchConfig, store: Optional[SearchStore]) -> Search
                          dataset=config.dataset,
                          depths=tuple(resolve_depths(skeleton_info(config.skeleton), config.depths)),
                          budget=config.budget(), space=get_space(config.space),
-                         llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage)
+                         llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage,
+                         repair=config.effective_repair())
 
 
 class SearchLoop:

@@ -16,6 +16,7 @@ import math
 import re
 from typing import List, Optional
 
+from nader.compiler.reply_repair import REPAIRED
 from nader.runtime.integrity import cell_problem, json_cell
 from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
@@ -69,6 +70,7 @@ def records(conn, with_text: bool = True, problems: Optional[list] = None) -> Li
     rungs = _rungs(conn, {r["arch_id"]: r for r in out})
     for rec in out:
         rec["seeds"] = seeds.get(rec["arch_id"], [])
+        rec["repair"] = repair_note(rec)
         if rec["arch_id"] in rungs:  # multi-fidelity searches only: other exports stay as they were
             rec["rungs"] = rungs[rec["arch_id"]]
     return out
@@ -160,6 +162,40 @@ def counts_of(recs: List[dict]) -> dict:
     return dict(sorted(out.items()))
 
 
+def repair_of(rec: dict) -> Optional[dict]:
+    """The compiler's repair recorded with an LLM's proposal (`change["repair"]`, `--repair auto`), if any."""
+    repair = (rec.get("change") or {}).get("repair")
+    return repair if isinstance(repair, dict) else None
+
+
+def repair_note(rec: dict) -> Optional[str]:
+    """`repaired by the compiler (NAD207, NAD301)` for a repaired proposal, else None."""
+    repair = repair_of(rec)
+    if repair is None:
+        return None
+    codes = [str(c) for c in repair.get("fixed") or []]
+    return REPAIRED + (f" ({', '.join(codes)})" if codes else "")
+
+
+def proposal_counts(recs: List[dict]) -> Optional[dict]:
+    """The LLM's proposals: valid as written, valid after the compiler's repair, invalid (None
+    when the run has no LLM proposal). A proposal is valid when its block verified (trained,
+    duplicate or over budget alike)."""
+    llm = [r for r in recs if r.get("origin") == "llm"]
+    if not llm:
+        return None
+    invalid = sum(r["status"] == "invalid" for r in llm)
+    repaired = sum(r["status"] != "invalid" and repair_of(r) is not None for r in llm)
+    return {"valid_as_written": len(llm) - invalid - repaired, "valid_after_repair": repaired, "invalid": invalid}
+
+
+def proposals_line(counts_: Optional[dict]) -> Optional[str]:
+    if counts_ is None:
+        return None
+    return (f"LLM proposals: {counts_['valid_as_written']} valid as written, {counts_['valid_after_repair']} valid "
+            f"after repair ({REPAIRED}), {counts_['invalid']} invalid")
+
+
 def _num(v, spec: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
@@ -199,7 +235,8 @@ def status_table(recs: List[dict]) -> str:
     laddered = any(r.get("rungs") for r in recs)
     rows = []
     for r in tree_order(recs):
-        rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], _change(r)[:32], human(r["params"]),
+        change = _change(r)[:32] + (" *" if repair_of(r) else "")
+        rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], change, human(r["params"]),
                      human(r["flops"]), _num(r["valid_acc"], ".2f"), _num(r["test_acc"], ".2f"),
                      _num(r["seconds"], ".1f")] + ([rungs_text(r)] if laddered else []))
     head += ["rungs (^ promoted)"] if laddered else []
@@ -208,6 +245,8 @@ def status_table(recs: List[dict]) -> str:
     lines = ["  ".join(a(h, w) for a, h, w in zip(align, head, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(a(c, w) for a, c, w in zip(align, row, widths)).rstrip() for row in rows]
+    if any(repair_of(r) for r in recs):
+        lines.append(f"* {REPAIRED}: the LLM's block did not verify (`export` holds it, the diff and the codes fixed)")
     return "\n".join(lines)
 
 
@@ -219,7 +258,8 @@ def summary_line(counts_: dict) -> str:
 
 def lineage(rec: dict) -> str:
     """`parent #3, insert-se` for a child; `root` for the root, which has no parent."""
-    return _change(rec) if rec["parent_id"] is None else f"parent #{rec['parent_id']}, {_change(rec)}"
+    text = _change(rec) if rec["parent_id"] is None else f"parent #{rec['parent_id']}, {_change(rec)}"
+    return text + (f", {REPAIRED}" if repair_of(rec) else "")
 
 
 def best_text(rec: dict) -> str:
@@ -230,7 +270,7 @@ def best_text(rec: dict) -> str:
     return head + (rec["text"] or "").rstrip("\n") + "\n"
 
 
-EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text"]
+EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "repair"]
 
 
 def export_json(recs: List[dict]) -> str:

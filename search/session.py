@@ -144,6 +144,8 @@ def _forget_new_run(run_dir: Path) -> None:
 
 def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, evaluator, t0):
     stored = store.config()
+    if stored is not None and "repair" not in stored:
+        stored = {**stored, "repair": "off"}  # a run from before `--repair` made no repairs; it resumes so
     config = merge(stored, *given_layers)
     config.run_dir = str(run_dir)
     config.check()

@@ -94,6 +94,7 @@ LAZY_IMPORTS = {
     ("nader.search.config", "nader.compiler.datasets"): CONFIG_BUDGET,
     ("nader.search.config", "nader.compiler.fit"): CONFIG_BUDGET,
     ("nader.search.config", "nader.compiler.plan"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.compiler.reply_repair"): CONFIG_BUDGET,
     ("nader.search.config", "nader.search.evaluators.table"): CONFIG_EVALUATORS,
     ("nader.search.config", "nader.search.evaluators.tabular"): CONFIG_EVALUATORS,
     ("nader.search.prescreen", "nader.runtime.data"): "start-up: torch",

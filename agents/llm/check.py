@@ -46,6 +46,17 @@ REPLY_TOKENS = 256  # a typical agent reply: what a per-token slowdown costs is 
 # A full reply (max_tokens at the measured speed) must take at most this share of the request
 # timeout: the rest is for reading the prompt and for a busy moment.
 TIMEOUT_SHARE = 0.75
+# Below these a whole-block reply does not fit (a block of NADER's sizes restated, 30 nodes or more,
+# takes some 400 tokens; the Modifier's first prompt about 1,300, and a repair round adds a reply and
+# its feedback): the profile gets `reply = "edits"`, short replies of edits (nader.dsl.edits).
+EDITS_BELOW_TOKENS, EDITS_BELOW_CONTEXT = 512, 4096
+# A block to restate with one change, as the Modifier asks: a model that does not end its reply
+# within BLOCK_PROBE_TOKENS (the block is about 60) restates blocks until max_tokens (Gemma 3 270M
+# on llama.cpp did on every reply, issue 28), and gets `reply = "edits"`.
+BLOCK_PROBE = ("Rewrite this block with node 4 as GELU instead of ReLU. Reply with the block only.\n\n"
+               "##Basic##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n4:ReLU\n"
+               "0->2\n2->3\n3->4\n4->1\n")
+BLOCK_PROBE_TOKENS = 384
 
 
 class Unreachable(LLMError):
@@ -89,6 +100,8 @@ class CheckReport:
     stream_note: str = ""
     degradations: list[str] = field(default_factory=list)
     profile: Optional[ModelProfile] = None
+    reply_note: str = ""  # why the profile asks for edit replies, when it does
+    block_reply: str = ""  # ended | ran to max_tokens | not measured: ...
 
     @property
     def exit_code(self) -> int:
@@ -145,6 +158,7 @@ class _Checker:
         await self._json_modes(report)
         await self._grammar(report)
         await self._stream(report)
+        await self._block_reply(report)
         report.profile = _recommend(report, match_profile(model, self.config.profiles), self.config)
         return report
 
@@ -246,6 +260,15 @@ class _Checker:
             report.grammar[name] = await self._probe(_user("List some numbers."), params,
                                                      lambda text: bool(_GRAMMAR_REPLY.fullmatch(text.strip())))
 
+    async def _block_reply(self, report: CheckReport) -> None:
+        """Whether a block restated with one change ends on its own within BLOCK_PROBE_TOKENS."""
+        try:
+            _, raw = await self._ask(_user(BLOCK_PROBE), self._limit(report, BLOCK_PROBE_TOKENS))
+        except (RequestRejected, Transient) as exc:
+            report.block_reply = f"not measured: {exc}"
+            return
+        report.block_reply = "ran to max_tokens" if raw.finish_reason == "length" else "ended"
+
     async def _stream(self, report: CheckReport) -> None:
         started = time.monotonic()
         try:
@@ -281,11 +304,28 @@ def _recommend(report: CheckReport, current: ModelProfile, config: LLMConfig) ->
     modes = [report.json_modes.get(json), report.grammar.get(next(
         (name for name, mode in GRAMMAR_PROFILE.items() if mode == grammar), ""))]
     slowdown = max([1.0, *(p.relative_to(base) or 1.0 for p in modes if p is not None)])
+    context, cap = report.context_length or current.context, _reply_cap(report, config, slowdown) or current.max_tokens
     return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
-                        json=json, system=system, grammar=grammar,
-                        context=report.context_length or current.context,
-                        max_tokens=_reply_cap(report, config, slowdown) or current.max_tokens)
+                        json=json, system=system, grammar=grammar, context=context, max_tokens=cap,
+                        reply=_reply_form(report, current, context, min(cap or config.max_tokens, config.max_tokens)))
+
+
+def _reply_form(report: CheckReport, current: ModelProfile, context: Optional[int], reply_tokens: int) -> str:
+    """`edits` where a whole block does not fit a reply or the context (the note says which), else
+    the current profile's."""
+    if report.block_reply == "ran to max_tokens":
+        report.reply_note = (f"a block restated with one change did not end within {BLOCK_PROBE_TOKENS} tokens: "
+                             "reply = \"edits\"")
+    elif reply_tokens < EDITS_BELOW_TOKENS:
+        report.reply_note = (f"a reply of at most {reply_tokens} tokens may cut a whole block (under "
+                             f"{EDITS_BELOW_TOKENS}): reply = \"edits\"")
+    elif context is not None and context < EDITS_BELOW_CONTEXT:
+        report.reply_note = (f"a context of {context} tokens holds the Modifier's prompt and a whole block hardly "
+                             f"(under {EDITS_BELOW_CONTEXT}): reply = \"edits\"")
+    else:
+        return current.reply
+    return "edits"
 
 
 def _reply_cap(report: CheckReport, config: LLMConfig, slowdown: float) -> Optional[int]:

@@ -61,6 +61,8 @@ def _profile_comments(report) -> list[str]:
     field = report.grammar_field
     comments.append(f"grammar-constrained decoding: {field} is obeyed" if field else
                     "grammar-constrained decoding: none obeyed")
+    if report.reply_note:
+        comments.append(f"edit replies: {report.reply_note}")
     return comments
 
 
@@ -100,8 +102,13 @@ def render(report) -> str:
     p = report.profile
     context = f", context = {p.context}" if p.context else ""
     context += f", max_tokens = {p.max_tokens}" if p.max_tokens else ""
+    context += f', reply = "{p.reply}"' if p.reply != "block" else ""
     lines.append(f'recommended   [llm.profiles."{p.pattern}"] token_param = "{p.token_param}", json = "{p.json}",'
                  f' system = "{p.system}", grammar = "{p.grammar}"{context}')
+    if report.reply_note:
+        lines.append(f"reply         {report.reply_note}")
+    elif report.block_reply:
+        lines.append(f"reply         a block restated with one change: {report.block_reply}")
     if report.degradations:
         lines.append("degradations")
         lines += [f"  - {d}" for d in report.degradations]

@@ -7,7 +7,9 @@ user message (`"merge"`: Gemma's templates have none, and some servers drop it),
 takes a grammar for constrained decoding (`grammar`: llama.cpp's `grammar`, vLLM's
 `structured_outputs`), the server's context length in tokens (`context`, unknown when unset:
 agents size their prompts to it), and the most completion tokens to ask per call (`max_tokens`,
-unset: `[llm] max_tokens`), for a server too slow to write a full reply within the request timeout. The first pattern
+unset: `[llm] max_tokens`), for a server too slow to write a full reply within the request timeout,
+and how the Modifier asks for a block (`reply`: the whole block, or `"edits"` of the parent, for small
+models that restate a block until `max_tokens`; nader.dsl.edits). The first pattern
 (a shell-style glob, case-insensitive) that matches the model name wins; the user's profiles
 (`[llm.profiles."PATTERN"]`) are tried before the built-in ones, and `*` matches anything.
 """
@@ -25,7 +27,9 @@ TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 JSON_MODES = ("json_schema", "json_object", "none")
 SYSTEM_MODES = ("native", "merge")
 GRAMMAR_MODES = ("none", "llama.cpp", "vllm")
-_CHOICES = {"token_param": TOKEN_PARAMS, "json": JSON_MODES, "system": SYSTEM_MODES, "grammar": GRAMMAR_MODES}
+REPLY_MODES = ("block", "edits")
+_CHOICES = {"token_param": TOKEN_PARAMS, "json": JSON_MODES, "system": SYSTEM_MODES, "grammar": GRAMMAR_MODES,
+            "reply": REPLY_MODES}
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class ModelProfile:
     grammar: str = "none"      # none | llama.cpp | vllm: where a caller's GBNF grammar goes
     context: Optional[int] = None  # the server's context length in tokens (None: unknown)
     max_tokens: Optional[int] = None  # a cap on [llm] max_tokens for this model (None: no cap)
+    reply: str = "block"       # block | edits: how the Modifier asks for a block (edits of the parent: small models)
 
 
 # OpenAI's reasoning models take max_completion_tokens and reject temperature; its current chat

@@ -33,6 +33,13 @@ class Arch:
     cost: float = 0.0
     llm_rounds: Optional[int] = None
     rungs: list = field(default_factory=list)  # multi-fidelity: [{rung, epochs, valid_acc, promoted, ...}]
+    origin: str = ""  # root | mutation | llm | ...
+
+    @property
+    def repair(self) -> Optional[dict]:
+        """The compiler's repair of the LLM's block (`--repair auto`): written, diff, fixed, applied."""
+        repair = self.change.get("repair")
+        return repair if isinstance(repair, dict) else None
 
     @property
     def trained(self) -> bool:

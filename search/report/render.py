@@ -26,6 +26,7 @@ import jinja2
 
 from nader.compiler.backends.svg import block_svg
 from nader.compiler.passes.diff import block_diff, pair_blocks, render_text
+from nader.compiler.reply_repair import REPAIRED
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.parser import parse
 
@@ -141,7 +142,8 @@ def _arch_json(a: Arch) -> dict:
             "valid": a.valid_acc, "test": a.test_acc, "params": a.params, "flops": a.flops,
             "diagnostics": a.diagnostics, "error": a.error, "error_kind": a.error_kind,
             "duplicate_of": a.duplicate_of, "seconds": a.seconds, "tokens": a.tokens, "cost": a.cost,
-            "llm_rounds": a.llm_rounds, **({"rungs": a.rungs} if a.rungs else {})}
+            "llm_rounds": a.llm_rounds, **({"rungs": a.rungs} if a.rungs else {}),
+            **({"repaired": REPAIRED} if a.repair else {})}
 
 
 def promotions(archs: list[Arch]) -> dict:
@@ -154,6 +156,19 @@ def promotions(archs: list[Arch]) -> dict:
         at = {r["rung"]: r for r in a.rungs}
         rows.append({"id": a.id, "cells": [at.get(rung) for rung, _ in epochs]})
     return {"epochs": [e for _, e in epochs], "rows": rows}
+
+
+def proposals(archs: list[Arch]) -> Optional[dict]:
+    """The LLM's proposals: valid as written, valid after the compiler's repair, invalid; and the
+    repaired ones with their fixes (None when the run has no LLM proposal)."""
+    llm = [a for a in archs if a.origin == "llm"]
+    if not llm:
+        return None
+    repaired = [a for a in llm if a.status != "invalid" and a.repair is not None]
+    invalid = sum(a.status == "invalid" for a in llm)
+    codes = collections.Counter(c for a in repaired for c in a.repair.get("fixed") or [])
+    return {"valid_as_written": len(llm) - invalid - len(repaired), "valid_after_repair": len(repaired),
+            "invalid": invalid, "codes": codes.most_common(), "repaired": repaired}
 
 
 def summary(run: Run, archs: list[Arch]) -> dict:
@@ -189,7 +204,7 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
     css, d3, script = _static("report.css"), _static("d3.min.js"), _static("report.js")
     return _env().get_template("report.html.j2").render(
         run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data, simulated=simulated_time(run),
-        promotions=promotions(archs),
+        promotions=promotions(archs), proposals=proposals(archs), repaired_label=REPAIRED,
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
         css=css, d3=d3, script=script, csp=content_security_policy([d3, script], [css], images=True))
 

@@ -86,7 +86,8 @@ class SearchContext:
     ``add_usage(arch_id, tokens_in, tokens_out, cost_usd)`` books LLM usage spent after an
     architecture was recorded (a lesson learnt when told its result) on that architecture; the
     loop owns the store, so this is the only way in. ``llm_caps`` are the run's caps on the LLM
-    client (``max_cost_usd``, ``max_total_tokens``; `--llm-max-cost`, `--llm-max-tokens`).
+    client (``max_cost_usd``, ``max_total_tokens``; `--llm-max-cost`, `--llm-max-tokens`). ``repair``
+    is `--repair` for the strategies that declare ``block_repairs = True`` (their LLM writes blocks).
     """
 
     run_dir: Optional[Path] = None
@@ -96,6 +97,7 @@ class SearchContext:
     budget: Any = None  # nader.compiler.fit.Budget, or None (no budget)
     space: Any = None  # nader.search.spaces.space.Space
     llm_caps: Dict[str, float] = field(default_factory=dict)
+    repair: str = "off"  # off | suggest | auto: the compiler's repair of LLM blocks (`--repair`)
     add_usage: Callable[[int, int, int, float], None] = _no_usage
 
 

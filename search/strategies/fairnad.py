@@ -90,6 +90,7 @@ class FairNADStrategy(Strategy):
         **LLM_OPTIONS,
     }
     session_options = LLM_SESSION_OPTIONS
+    block_repairs = True  # `--repair`: the compiler repairs the Modifier's blocks (default auto)
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -224,7 +225,8 @@ class _Team:
             s, context.run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
                                            "or `nader-search kb import`)", context.llm_caps)
         self.counting = CountingClient(self.client)
-        modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=context.skeleton, dataset=context.dataset)
+        modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=context.skeleton, dataset=context.dataset,
+                            repair=context.repair)
         self.fairnad = FairNAD(modifier, skeleton=context.skeleton, depths=depths)
 
     def close(self) -> None:

@@ -60,6 +60,7 @@ class GeniusStrategy(Strategy):
         **LLM_OPTIONS,
     }
     session_options = LLM_SESSION_OPTIONS
+    block_repairs = True  # `--repair`: the compiler repairs its blocks (the language space; default auto)
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -115,7 +116,7 @@ class GeniusStrategy(Strategy):
         genius = self._llm()  # outside the guard: a configuration error stops the run
         change = {"iteration": 1 + sum(1 for n in self.tree if n.operator == ROLE and n.status in TRIALS)}
         try:
-            check = _cell_text if self.cells else genius.block_check(self.tree.root.text)
+            check = _cell_text if self.cells else genius.block_check(self.tree.root.text, self.context.repair, change)
             answer = genius.answer(self.history(), change["iteration"], check, cells=self.cells,
                                    arch_id=str(self.tree.next_id), progress=change)
             if answer.text is not None and self.cells:

@@ -37,6 +37,14 @@ def proposal_failure(exc: Exception) -> str:
     return f"the proposal failed: {type(exc).__name__}: {str(exc)[:500]}"
 
 
+def repair_change(modification) -> dict:
+    """What a candidate's `change` records of the compiler's repairs: `repair` (`--repair auto`: the
+    block as the LLM wrote it, the diff, the codes fixed; `nader.search.records` shows it as
+    "repaired by the compiler") and `suggested` (`suggest`: feedback turns with the proposed fix)."""
+    return {**({"repair": modification.repair} if modification.repair else {}),
+            **({"suggested": modification.suggested} if modification.suggested else {})}
+
+
 def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: dict | None = None):
     """The LLM client (recorded in `run_dir`) and the knowledge base of a strategy that draws ideas."""
     from nader.agents.knowledge import EndpointEmbedder, KnowledgeBase, KnowledgeBaseError

@@ -26,7 +26,7 @@ from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, Run
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, repair_change
 
 
 class NaderStrategy(Strategy):
@@ -46,6 +46,7 @@ class NaderStrategy(Strategy):
         **LLM_OPTIONS,
     }
     session_options = LLM_SESSION_OPTIONS
+    block_repairs = True  # `--repair`: the compiler repairs the Modifier's blocks (default auto)
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -60,7 +61,8 @@ class NaderStrategy(Strategy):
 
     def _team(self):
         if self._agents is None:
-            self._agents = _Team(self.settings, self.context.run_dir, *self.network, caps=self.context.llm_caps)
+            self._agents = _Team(self.settings, self.context.run_dir, *self.network, caps=self.context.llm_caps,
+                                 repair=self.context.repair)
         return self._agents
 
     def close(self) -> None:
@@ -101,7 +103,7 @@ class NaderStrategy(Strategy):
         change.update(plan=plan.plan, idea=plan.idea, idea_id=plan.idea_id)
         lessons = team.reflector.lessons(plan.plan) if team.reflector else []
         m = team.modifier.modify(parent.text, plan.plan, lessons, arch_id=arch_id)
-        change.update(rounds=m.rounds, first_ok=m.first_ok)
+        change.update(rounds=m.rounds, first_ok=m.first_ok, **repair_change(m))
         if team.reflector is not None:
             try:
                 team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
@@ -153,7 +155,7 @@ class NaderStrategy(Strategy):
 class _Team:
     """The agents of one search, sharing one LLM client and the run's database."""
 
-    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None):
+    def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None, repair: str = "off"):
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
@@ -166,7 +168,7 @@ class _Team:
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
                                  rank=s["ranking"])
         self.modifier = Modifier(self.counting, rounds=s["rounds"] if s["feedback"] else 1, skeleton=skeleton,
-                                 dataset=dataset)
+                                 dataset=dataset, repair=repair)
         self.reflector = None
         if s["experience"]:
             self.reflector = Reflector(self.counting, ExperienceBase(run_dir, self.kb.embedder))

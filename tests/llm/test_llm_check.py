@@ -258,3 +258,62 @@ def test_a_server_that_never_answers_is_exit_2_with_what_to_try(tmp_path, monkey
         result = check(srv, "--llm-timeout", "0.5")
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert "no reply within 0.5 s" in result.output and "busy with an earlier reply" in result.output
+
+
+@pytest.mark.parametrize("tokens_per_s,context,reply", [(200.0, None, "block"), (200.0, 32768, "block"),
+                                                        (1.0, None, "edits"), (200.0, 2048, "edits")])
+def test_a_reply_cap_or_a_context_too_small_for_a_whole_block_recommends_edit_replies(tokens_per_s, context, reply,
+                                                                                     tmp_path):
+    from nader.agents.llm.check import _recommend
+    from nader.agents.llm.config import LLMConfig, load_config
+    from nader.agents.llm.profile_file import write_profile
+    from nader.agents.llm.profiles import ModelProfile
+
+    report = _measured(tokens_per_s)
+    report.context_length = context
+    profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
+    assert profile.reply == reply and bool(report.reply_note) == (reply == "edits")
+    write_profile(tmp_path / "llm.toml", profile)
+    text = (tmp_path / "llm.toml").read_text()
+    assert ('reply = "edits"' in text) == (reply == "edits")
+    assert load_config(tmp_path / "llm.toml").profiles[0].reply == reply
+
+
+def test_the_report_names_the_edit_reply_and_why():
+    from nader.agents.llm.check import _recommend
+    from nader.agents.llm.cli import render
+    from nader.agents.llm.config import LLMConfig
+    from nader.agents.llm.profiles import ModelProfile
+
+    report = _measured(200.0)
+    report.context_length = 2048
+    report.profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
+    text = render(report)
+    assert 'grammar = "llama.cpp", context = 2048, reply = "edits"' in text
+    assert "reply         a context of 2048 tokens" in text
+    report.profile, report.reply_note = ModelProfile("x"), ""
+    assert "reply" not in render(report).split("recommended", 1)[1]
+
+
+@pytest.mark.parametrize("rambles", [False, True])
+def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(rambles, tmp_path, monkeypatch):
+    from loopback import truncated
+
+    from nader.agents.llm.check import BLOCK_PROBE_TOKENS
+
+    def responder(body):
+        if "Rewrite this block" in body["messages"][-1]["content"]:
+            return truncated("0->2\n" * 50) if rambles else reply("##Basic##\n0:input\n1:output\n4:GELU\n0->4\n4->1")
+        return numbers(body)
+
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=responder, models=[{"id": "local-model", "max_model_len": 8192}]) as srv:
+        result = check(srv, "--write", str(tmp_path / "llm.toml"))
+        probes = [b for b in srv.chat_requests if "Rewrite this block" in b["messages"][-1]["content"]]
+    assert len(probes) == 1 and probes[0]["max_tokens"] == BLOCK_PROBE_TOKENS
+    written = (tmp_path / "llm.toml").read_text()
+    if rambles:
+        assert f"did not end within {BLOCK_PROBE_TOKENS} tokens" in result.output
+        assert 'reply = "edits"' in written and "# edit replies:" in written
+    else:
+        assert "a block restated with one change: ended" in result.output and "reply =" not in written

@@ -30,6 +30,7 @@
     if (a.duplicate_of) rows.push(["duplicate of", a.duplicate_of]);
     if (a.tokens) rows.push(["tokens", big(a.tokens)], ["cost", "$" + fmt(a.cost, 4)]);
     if (a.llm_rounds) rows.push(["LLM rounds", a.llm_rounds]);
+    if (a.repaired) rows.push(["repair", a.repaired]);
     if (a.error_kind || a.error) rows.push(["failure", [a.error_kind, a.error].filter(Boolean).join(": ")]);
     const table = el("table");
     for (const [k, v] of rows) {
