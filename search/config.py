@@ -81,6 +81,7 @@ class SearchConfig:
     fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
     eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
+    objectives: Optional[List[str]] = None  # None: valid_acc:max; else ["valid_acc:max", "params:min"] (objectives.py)
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -145,6 +146,7 @@ class SearchConfig:
             **({"table_map": self.table_map} if self.table_map else {}),
             **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
                if self.fidelity else {}),
+            **({"objectives": list(self.objectives)} if self.objectives else {}),
         }
 
     def to_record(self) -> dict:
@@ -203,6 +205,30 @@ class SearchConfig:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
+        if self.objectives:
+            self.check_objectives()
+
+    def check_objectives(self) -> None:
+        """Known names (a registered evaluator or the Python API's objective function may
+        produce others), and pymoo when there are several; a table has no latency."""
+        from .objectives import check_known, parse_objectives, require_pymoo
+
+        objectives = parse_objectives(self.objectives)
+        self.objectives = [str(o) for o in objectives]
+        if not self.custom_objectives:
+            check_known(objectives)
+        if self.evaluator and not self.custom_objectives and any(o.name == "latency" for o in objectives):
+            raise ConfigError("objective latency is measured after training, and a tabular evaluator trains "
+                              "nothing; choose valid_acc, params or flops")
+        require_pymoo(objectives)
+
+    @property
+    def custom_objectives(self) -> bool:
+        """Whether the values come from a user's evaluator (any names allowed)."""
+        kind = (self.evaluator or "").partition(":")[0]
+        from .registry import evaluator_factory
+
+        return kind == "python" or evaluator_factory(kind) is not None
 
     def check_evaluator(self) -> None:
         from .evaluators.table import KIND as TABLE_KIND, check_table_map
@@ -211,6 +237,8 @@ class SearchConfig:
         kind, sep, path = self.evaluator.partition(":")
         if kind == "training" and not sep:
             self.evaluator = None
+            return
+        if self.custom_objectives:  # the Python API's objective function, or a registered evaluator
             return
         if not sep or not path or kind not in (*KINDS, TABLE_KIND):
             raise ConfigError(f"evaluator: expected training, nats-bench:PATH, nas-bench-201:PATH or table:PATH, "
@@ -287,6 +315,7 @@ KEYS = {
     "fidelity": ("fidelity", _typed("fidelity", str)),
     "eta": ("eta", _typed("eta", int)),
     "min-epochs": ("min_epochs", _typed("min-epochs", int)),
+    "objective": ("objectives", lambda v: parse_objective_list(v)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 
@@ -405,6 +434,13 @@ def parse_table_map(value) -> Dict[str, str]:
                 raise ConfigError(f"table-map: expected METRIC=COLUMN,..., got {part.strip()!r}")
             pairs.append((metric, column))
     return {str(k).strip(): str(v).strip() for k, v in pairs}
+
+
+def parse_objective_list(value) -> List[str]:
+    """``valid_acc:max,params:min`` (a flag) or a TOML list: the objectives as NAME:DIRECTION."""
+    from .objectives import parse_objectives
+
+    return [str(o) for o in parse_objectives(value)]
 
 
 def read_root(path) -> str:

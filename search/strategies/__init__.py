@@ -35,6 +35,12 @@ STRATEGIES: Dict[str, Type[Strategy]] = _discover()
 
 
 def get_strategy(name: str) -> Type[Strategy]:
+    """The strategy class called `name`: built in, registered (`nader.search.register_strategy`)
+    or declared by an installed package's `nader.strategies` entry point."""
+    if name not in STRATEGIES:
+        from ..registry import STRATEGY_GROUP, load_entry_points
+
+        load_entry_points(STRATEGY_GROUP)
     try:
         return STRATEGIES[name]
     except KeyError:

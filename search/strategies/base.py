@@ -97,6 +97,7 @@ class SearchContext:
     space: Any = None  # nader.search.spaces.space.Space
     llm_caps: Dict[str, float] = field(default_factory=dict)
     add_usage: Callable[[int, int, int, float], None] = _no_usage
+    objectives: Tuple[Any, ...] = ()  # nader.search.objectives.Objective; () or one: validation accuracy
 
 
 @dataclass
@@ -184,6 +185,17 @@ class Strategy:
             known = ", ".join(cls.options) or "none"
             raise ConfigError(f"strategy {cls.name} has no option {', '.join(unknown)} (its options: {known})")
         return {k: (opt.parse(k, given[k]) if k in given else opt.default) for k, opt in cls.options.items()}
+
+    @property
+    def objectives(self) -> tuple:
+        """The search's objectives (`nader.search.objectives`); more than one: rank by non-domination."""
+        from ..objectives import DEFAULT
+
+        return tuple(self.context.objectives) or DEFAULT
+
+    @property
+    def several(self) -> bool:
+        return len(self.objectives) > 1
 
     def bind(self, context: SearchContext) -> None:
         """The search this strategy serves; called once before the first ``ask``."""
