@@ -98,10 +98,11 @@ def require_pymoo(objectives: Sequence[Objective]) -> None:
 def value(node, name: str) -> Optional[float]:
     """One objective's value on a Node or a record dict (None when it has none)."""
     get = node.get if isinstance(node, dict) else lambda k: getattr(node, k, None)
-    if name in ("valid_acc", "params", "flops"):
-        v = get(name)
+    reported = get("objectives") or {}
+    if name == "valid_acc" or (name in ("params", "flops") and name not in reported):
+        v = get(name)  # its column; a Python objective's own params or flops win over the compiler's
     else:
-        v = (get("objectives") or {}).get(name)
+        v = reported.get(name)
     return None if v is None else float(v)
 
 

@@ -84,6 +84,15 @@ def _check_rungs(config: SearchConfig, evaluator) -> None:
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
     """(executor, evaluator): training on the configured executor, or a tabular benchmark's
     table (`--evaluator nats-bench:PATH`; no executor)."""
+    kind = (config.evaluator or "").partition(":")[0]
+    if kind == "python":
+        raise ConfigError("this study's trials are evaluated by a Python objective function; resume it from Python: "
+                          "nader.search.load_study(RUN_DIR).optimize(objective, n_trials=N)")
+    from .registry import evaluator_factory
+
+    factory = evaluator_factory(kind)
+    if factory is not None:
+        return None, factory(config, store, depths)
     if config.evaluator:
         try:
             evaluator = TableEvaluator.open(config.evaluator, config.dataset,
@@ -94,12 +103,15 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
         return None, evaluator
 
     kind = "inprocess" if config.executor == "local" else config.executor
+    options = config.job_options()
+    if any(o.split(":")[0] == "latency" for o in config.objectives or ()):
+        options["latency"] = True  # the runtime measures it after training, on the training device
     executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
                              timeout=config.trial_timeout, trials_per_gpu=config.trials_per_gpu)
     try:
         evaluator = TrainingEvaluator(executor, store, skeleton=config.skeleton, dataset=config.dataset,
                                       preset=config.preset, depths=depths, data_dir=config.data_dir,
-                                      options=config.job_options(), builder=config.builder, on_event=on_event)
+                                      options=options, builder=config.builder, on_event=on_event)
     except BaseException:
         executor.close()
         raise

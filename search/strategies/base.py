@@ -195,7 +195,11 @@ class Strategy:
 
     @property
     def several(self) -> bool:
-        return len(self.objectives) > 1
+        """Whether to rank by the objectives (non-domination) rather than by validation accuracy:
+        several objectives, or one that is not valid_acc:max (a Python objective's)."""
+        from ..objectives import DEFAULT
+
+        return self.objectives != DEFAULT
 
     def bind(self, context: SearchContext) -> None:
         """The search this strategy serves; called once before the first ``ask``."""

@@ -34,7 +34,7 @@ class TreeStrategy(Strategy):
         if not self.several or self.settings["selection"] == "pareto":
             return self._select(tree, rng)
         # Several objectives: the policies see each node's non-domination rank as its score.
-        rank = ranks(tree.scored(), self.objectives)
+        rank = ranks([n for n in tree if n.status == "ok"], self.objectives)
         ranked = Tree([replace(n, valid_acc=-float(rank[n.arch_id])) if n.arch_id in rank
                        else replace(n, valid_acc=None, status="diverged" if n.status == "ok" else n.status)
                        for n in tree])
