@@ -36,6 +36,8 @@ from nader.runtime.errors import ConfigError
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
 from .fidelity import schedule_of
+from .objectives import check_known, parse_objectives, require_pymoo
+from .registry import evaluator_factory
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 PROXIES = ("naswot", "synflow")
@@ -211,8 +213,6 @@ class SearchConfig:
     def check_objectives(self) -> None:
         """Known names (a registered evaluator or the Python API's objective function may
         produce others), and pymoo when there are several; a table has no latency."""
-        from .objectives import check_known, parse_objectives, require_pymoo
-
         objectives = parse_objectives(self.objectives)
         self.objectives = [str(o) for o in objectives]
         if not self.custom_objectives:
@@ -226,8 +226,6 @@ class SearchConfig:
     def custom_objectives(self) -> bool:
         """Whether the values come from a user's evaluator (any names allowed)."""
         kind = (self.evaluator or "").partition(":")[0]
-        from .registry import evaluator_factory
-
         return kind == "python" or evaluator_factory(kind) is not None
 
     def check_evaluator(self) -> None:
@@ -438,8 +436,6 @@ def parse_table_map(value) -> Dict[str, str]:
 
 def parse_objective_list(value) -> List[str]:
     """``valid_acc:max,params:min`` (a flag) or a TOML list: the objectives as NAME:DIRECTION."""
-    from .objectives import parse_objectives
-
     return [str(o) for o in parse_objectives(value)]
 
 

@@ -18,6 +18,8 @@ from typing import List, Optional
 from nader.runtime.integrity import cell_problem, json_cell
 from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
+from .objectives import pareto_set, parse_objectives, value
+
 COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
            "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
@@ -125,16 +127,12 @@ def objectives_of(conn) -> list:
 def pareto(conn, objectives=None, problems: Optional[list] = None) -> List[dict]:
     """The non-dominated architectures of a run over `objectives` (default: the run's own),
     in the order of the first objective: `nader-search best --pareto`."""
-    from .objectives import pareto_set, parse_objectives
-
     chosen = parse_objectives(objectives or objectives_of(conn))
     return pareto_set([r for r in records(conn, problems=problems) if r["status"] == "ok"], chosen)
 
 
 def pareto_table(recs: List[dict], objectives) -> str:
     """The Pareto set as a table: id, each objective, parameters, FLOPs, test accuracy."""
-    from .objectives import parse_objectives, value
-
     names = [o.name for o in parse_objectives(objectives)]
     head = ["arch"] + [n for n in names] + [c for c in ("params", "flops") if c not in names] + ["test_acc"]
     rows = [head]

@@ -17,6 +17,7 @@ search using one may name objectives the CLI does not know.
 """
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import Callable, Dict, Optional
 
 from nader.runtime.errors import ConfigError
@@ -68,8 +69,6 @@ def load_entry_points(group: str) -> None:
     if group in _loaded:
         return
     _loaded.add(group)
-    from importlib.metadata import entry_points
-
     for ep in entry_points(group=group):
         try:
             obj = ep.load()

@@ -31,6 +31,7 @@ from .fidelity import schedule_of
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .prescreen import Prescreener
+from .registry import evaluator_factory
 from .store import SearchStore
 from .strategies import get_strategy
 from .tree import Tree
@@ -88,8 +89,6 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
     if kind == "python":
         raise ConfigError("this study's trials are evaluated by a Python objective function; resume it from Python: "
                           "nader.search.load_study(RUN_DIR).optimize(objective, n_trials=N)")
-    from .registry import evaluator_factory
-
     factory = evaluator_factory(kind)
     if factory is not None:
         return None, factory(config, store, depths)

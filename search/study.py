@@ -17,6 +17,7 @@ and waits for `tell`.
 """
 from __future__ import annotations
 
+import json
 import math
 import queue
 import threading
@@ -24,10 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
+from nader.compiler.architecture import skeleton_info
+from nader.compiler.network import build_network
+from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 
+from . import records
+from .config import SearchConfig, merge
 from .evaluator import Evaluator, SeedOutcome, Trial
-from .objectives import DIRECTIONS, Objective, parse_objectives
+from .loop import Stop
+from .objectives import DIRECTIONS, Objective, parse_objectives, value
+from .session import run_search
+from .spaces import nb201
+from .store import open_readonly
+from .tree import TRIALS
 
 PYTHON_EVALUATOR = "python"  # the stored `evaluator` of a study whose trials a Python function evaluates
 COUNTED = ("params", "flops")  # objectives the compiler counts: the objective function may leave them out
@@ -51,8 +62,6 @@ class Arch:
 
     def module(self):
         """The torch network built for the skeleton, dataset, depths and fitted widths."""
-        from nader.compiler.network import build_network
-
         return build_network(self.text, self.skeleton, self.dataset, widths=self.widths, depths=self.depths)[0]
 
 
@@ -178,20 +187,13 @@ class Study:
 
     def config(self):
         if self._config is None:
-            from .config import merge
-
             self._config = merge(self._stored(), self.settings)
         return self._config
 
     def arch_of(self, trial: Trial, seed: int) -> Arch:
-        from nader.compiler.architecture import skeleton_info
-        from nader.compiler.plan import resolve_depths
-
         c = self.config()
         cell = None
         if c.space == "nb201":
-            from .spaces import nb201
-
             try:
                 cell = str(nb201.cell_of_text(trial.text))
             except nb201.NotInSpace:
@@ -205,8 +207,6 @@ class Study:
         """Evaluate `n_trials` more architectures (the root counts as the first trial of a new
         study) with `objective(arch)`, or until `timeout` seconds; resumes where the run stopped.
         Returns the search's summary (`SearchSummary`)."""
-        from .session import run_search
-
         if self._driver is not None:
             raise RuntimeError("this study is being driven by ask/tell; call study.close() first")
         more = {"trials": self._trials_done() + n_trials if n_trials else None, "time_limit": timeout}
@@ -243,15 +243,11 @@ class Study:
     @property
     def trials(self) -> List[StudyTrial]:
         """Every architecture sent to evaluation, in id order."""
-        from .tree import TRIALS
-
         return [self._trial(r) for r in self._records() if r["status"] in TRIALS]
 
     @property
     def best_trials(self) -> List[StudyTrial]:
         """The non-dominated trials (one objective: the best ones, ties included)."""
-        from . import records
-
         conn = self._open()
         try:
             front = records.pareto(conn, [str(o) for o in self.objectives])
@@ -291,15 +287,11 @@ class Study:
 
     # ------------------------------------------------------------------ helpers
     def _open(self):
-        from .store import open_readonly
-
         return open_readonly(self.run_dir)
 
     def _stored(self) -> Optional[dict]:
         if not (self.run_dir / "runs.sqlite").exists():
             return None
-        import json
-
         conn = self._open()
         try:
             row = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
@@ -308,8 +300,6 @@ class Study:
         return json.loads(row[0]) if row else None
 
     def _records(self) -> List[dict]:
-        from . import records
-
         if not (self.run_dir / "runs.sqlite").exists():
             return []
         conn = self._open()
@@ -327,13 +317,9 @@ class Study:
         return {"params": row[0], "flops": row[1]} if row else {}
 
     def _trials_done(self) -> int:
-        from .tree import TRIALS
-
         return sum(1 for r in self._records() if r["status"] in TRIALS)
 
     def _trial(self, rec: dict) -> StudyTrial:
-        from .objectives import value
-
         values = None
         if rec["status"] == "ok":
             values = [value(rec, o.name) for o in self.objectives]
@@ -345,8 +331,6 @@ class _Driver:
     """The loop of an ask/tell study, in a helper thread (the store is opened there)."""
 
     def __init__(self, study: Study):
-        from .session import run_search
-
         self.evaluator = _AskTellEvaluator()
         self.summary = None
         self.error: Optional[BaseException] = None
@@ -368,8 +352,6 @@ class _Driver:
         self.thread.start()
 
     def _closed_stop(self):
-        from .loop import Stop
-
         return Stop("closed", "the ask/tell session was closed") if self._stopping else None
 
     def next(self):
@@ -420,8 +402,6 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are
     SearchConfig fields (dataset, seeds, max_params, ...). With `load_if_exists`, an existing study
     there is opened (its settings must match, as a CLI resume's must)."""
-    from .config import SearchConfig
-
     run_dir = Path(storage) / study_name if study_name else Path(storage)
     chosen = _objectives(directions, objectives)
     if (run_dir / "runs.sqlite").exists() and not load_if_exists:

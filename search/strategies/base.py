@@ -47,6 +47,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
+from ..objectives import DEFAULT
 from ..tree import Node, Tree
 
 
@@ -189,16 +190,12 @@ class Strategy:
     @property
     def objectives(self) -> tuple:
         """The search's objectives (`nader.search.objectives`); more than one: rank by non-domination."""
-        from ..objectives import DEFAULT
-
         return tuple(self.context.objectives) or DEFAULT
 
     @property
     def several(self) -> bool:
         """Whether to rank by the objectives (non-domination) rather than by validation accuracy:
         several objectives, or one that is not valid_acc:max (a Python objective's)."""
-        from ..objectives import DEFAULT
-
         return self.objectives != DEFAULT
 
     def bind(self, context: SearchContext) -> None:
