@@ -33,6 +33,7 @@ class Arch:
     cost: float = 0.0
     llm_rounds: Optional[int] = None
     rungs: list = field(default_factory=list)  # multi-fidelity: [{rung, epochs, valid_acc, promoted, ...}]
+    objectives: dict = field(default_factory=dict)  # reported objectives beyond valid_acc (nader.search.objectives)
 
     @property
     def trained(self) -> bool:
