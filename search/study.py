@@ -31,10 +31,10 @@ from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 
 from . import records
-from .config import SearchConfig, merge
+from .config import SearchConfig, merge, resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .loop import Stop
-from .objectives import DIRECTIONS, Objective, parse_objectives, value
+from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
 from .session import run_search
 from .spaces import nb201
 from .store import open_readonly
@@ -203,14 +203,22 @@ class Study:
                     list(resolve_depths(skeleton_info(c.skeleton), c.depths)), trial.widths,
                     node.get("params"), node.get("flops"), seed, cell, trial.epochs)
 
-    def optimize(self, objective: Callable, n_trials: Optional[int] = None, timeout: Optional[float] = None):
+    def optimize(self, objective: Optional[Callable] = None, n_trials: Optional[int] = None,
+                 timeout: Optional[float] = None):
         """Evaluate `n_trials` more architectures (the root counts as the first trial of a new
         study) with `objective(arch)`, or until `timeout` seconds; resumes where the run stopped.
-        Returns the search's summary (`SearchSummary`)."""
+        Without an objective, the study's own evaluator evaluates them (`create_study(evaluator=
+        "training")` trains with the runtime, `"table:FILE"` looks them up), as `nader-search run`
+        would. Returns the search's summary (`SearchSummary`)."""
         if self._driver is not None:
             raise RuntimeError("this study is being driven by ask/tell; call study.close() first")
         more = {"trials": self._trials_done() + n_trials if n_trials else None, "time_limit": timeout}
         self._config = None
+        if objective is None:
+            if self.config().evaluator == PYTHON_EVALUATOR:
+                raise ConfigError("this study's trials are evaluated by a Python function: pass it, "
+                                  "study.optimize(objective, n_trials=N)")
+            return run_search(self.settings, more, command="nader.search.Study.optimize")
         return run_search(self.settings, more, evaluator=FunctionEvaluator(objective, self),
                           command="nader.search.Study.optimize")
 
@@ -392,7 +400,7 @@ def _objectives(directions, objectives) -> tuple:
 def create_study(*, storage: str, study_name: Optional[str] = None, space: str = "language",
                  directions: Optional[Sequence[str]] = None, objectives: Optional[Sequence[str]] = None,
                  load_if_exists: bool = False, strategy: str = "rea", options: Optional[dict] = None,
-                 root: Optional[str] = None, seed: int = 0, **settings) -> Study:
+                 root: Optional[str] = None, seed: int = 0, evaluator: str = PYTHON_EVALUATOR, **settings) -> Study:
     """A new study in the run directory `storage` (`storage/study_name` when named).
 
     `directions` ("maximize"/"minimize", Optuna's spelling) name the objectives valid_acc (a
@@ -400,10 +408,14 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     (``["valid_acc:max", "params:min"]``; params and flops may be left out of the function's return:
     the compiler counts them). `strategy` and `options` as ``--strategy``/``--option``; `root` is a
     .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are
-    SearchConfig fields (dataset, seeds, max_params, ...). With `load_if_exists`, an existing study
-    there is opened (its settings must match, as a CLI resume's must)."""
+    SearchConfig fields (dataset, seeds, max_params, ...). `evaluator` is ``"python"`` (the function
+    given to `optimize`), ``"training"`` (the runtime trains each architecture, as the CLI does), a
+    table (``"nats-bench:FILE"``, ``"table:FILE"``) or a registered evaluator's name. With
+    `load_if_exists`, an existing study there is opened (its settings must match, as a CLI
+    resume's must). Several objectives need pymoo, refused here without it."""
     run_dir = Path(storage) / study_name if study_name else Path(storage)
     chosen = _objectives(directions, objectives)
+    require_pymoo(chosen)
     if (run_dir / "runs.sqlite").exists() and not load_if_exists:
         raise ConfigError(f"{run_dir} holds a study already; pass load_if_exists=True to continue it, or "
                           f"choose another storage or study_name")
@@ -412,7 +424,9 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     if unknown:
         raise ConfigError(f"create_study: unknown setting {', '.join(unknown)}")
     values = dict(settings, space=space, strategy=strategy, strategy_options=dict(options or {}), seed=seed,
-                  run_dir=str(run_dir), evaluator=PYTHON_EVALUATOR, objectives=[str(o) for o in chosen])
+                  run_dir=str(run_dir), evaluator=evaluator, objectives=[str(o) for o in chosen])
+    if evaluator != PYTHON_EVALUATOR:
+        values["evaluator"] = resolve_evaluator(evaluator)
     if root is not None:
         if str(root).strip().startswith("|") or "\n" in str(root):
             values["root_text"] = str(root)

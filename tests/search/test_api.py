@@ -286,3 +286,32 @@ def test_a_broken_entry_point_is_one_configuration_error(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_loaded", set())
     with pytest.raises(ConfigError, match="broken = no_such_module_t29a:X"):
         registry.load_entry_points(registry.STRATEGY_GROUP)
+
+
+def test_a_study_with_a_table_evaluator_optimizes_without_a_function_as_the_cli_would(tmp_path):
+    import derived_tables as D
+
+    table = tmp_path / "t.csv"
+    D.write(table)
+    study = ns.create_study(space="nb201", dataset="cifar10", evaluator=f"table:{table}", preset="nb201-12",
+                            seeds=[777], storage=str(tmp_path / "r"), strategy="random")
+    summary = study.optimize(n_trials=2)
+    assert summary.trials == 2
+    assert [t.value for t in study.trials] == [D.smooth_accuracy(ns_cell(t.text))
+                                            for t in study.trials]
+    python = ns.create_study(space="nb201", storage=str(tmp_path / "p"))
+    with pytest.raises(ConfigError, match="pass it"):
+        python.optimize(n_trials=1)
+
+
+def ns_cell(text):
+    from nader.search.spaces import nb201
+
+    return nb201.cell_of_text(text)
+
+
+def test_several_objectives_without_pymoo_are_refused_by_create_study(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pymoo", None)
+    with pytest.raises(ConfigError, match="need pymoo"):
+        ns.create_study(space="nb201", storage=str(tmp_path), directions=["maximize", "minimize"])
+    assert not (tmp_path / "runs.sqlite").exists()
