@@ -135,7 +135,8 @@ def _strategy_epilog() -> str:
                    "mutations change one edge's operation) [default: language].")
 @click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
               help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file; table: a derived .csv or .json table, docs/nb201.md) [default: training].")
+                   "the file; table: a derived .csv or .json table, docs/nb201.md), or a registered "
+                   "evaluator's NAME (docs/api.md) [default: training].")
 @click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
               help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
                    "[default: columns named as the metrics].")
@@ -450,7 +451,8 @@ def status_command(run_dir, fmt, repair):
               help="--pareto over these objectives instead of the run's.")
 @repair_option
 def best_command(run_dir, fmt, output, pareto, objectives, repair):
-    """Print the best architecture (highest validation accuracy), ready for nadc."""
+    """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
+    non-dominated set."""
     from . import records
 
     if pareto or objectives:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 import sys
 import textwrap
 from pathlib import Path
@@ -12,13 +13,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import derived_tables as D
 import nader.compiler
 import nader.dsl
 import nader.search as ns
 from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import registry
-from nader.search.strategies import STRATEGIES
+from nader.search.spaces import nb201
+from nader.search.strategies import STRATEGIES, get_strategy
 from search_helpers import EXAMPLE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,8 +78,6 @@ def test_the_public_names_table_is_the_package_all(package):
 
 
 def _sessions(run_dir):
-    import sqlite3
-
     conn = sqlite3.connect(str(Path(run_dir) / "runs.sqlite"))
     try:
         return [{"command": c} for (c,) in conn.execute("SELECT command FROM search_sessions")]
@@ -220,9 +221,7 @@ def test_register_strategy_refuses_what_is_not_a_named_strategy_and_a_taken_name
 
 
 def test_a_registered_evaluator_serves_the_cli_run(tmp_path):
-    from nader.search.evaluator import Evaluator, SeedOutcome
-
-    class Constant(Evaluator):
+    class Constant(ns.Evaluator):
         def __init__(self, config):
             self.queue, self.config = [], config
 
@@ -234,7 +233,7 @@ def test_a_registered_evaluator_serves_the_cli_run(tmp_path):
 
         def wait(self, timeout=None):
             t = self.queue.pop(0)
-            return [SeedOutcome(t.arch_id, s, "ok", valid_acc=42.0, objectives={"energy": 3.0}) for s in t.seeds]
+            return [ns.SeedOutcome(t.arch_id, s, "ok", valid_acc=42.0, objectives={"energy": 3.0}) for s in t.seeds]
 
     ns.register_evaluator("constant-test", lambda config, store, depths: Constant(config))
     run = tmp_path / "r"
@@ -270,8 +269,6 @@ def test_entry_points_register_a_strategy_and_an_evaluator(tmp_path, monkeypatch
                                            "[nader.evaluators]\nep-eval = plugin_t29a:make\n")
     monkeypatch.syspath_prepend(str(pkg))
     monkeypatch.setattr(registry, "_loaded", set())
-    from nader.search.strategies import get_strategy
-
     assert get_strategy("root-only-ep").__name__ == "RootOnly"
     assert registry.evaluator_factory("ep-eval").__name__ == "make"
 
@@ -289,25 +286,16 @@ def test_a_broken_entry_point_is_one_configuration_error(tmp_path, monkeypatch):
 
 
 def test_a_study_with_a_table_evaluator_optimizes_without_a_function_as_the_cli_would(tmp_path):
-    import derived_tables as D
-
     table = tmp_path / "t.csv"
     D.write(table)
     study = ns.create_study(space="nb201", dataset="cifar10", evaluator=f"table:{table}", preset="nb201-12",
                             seeds=[777], storage=str(tmp_path / "r"), strategy="random")
     summary = study.optimize(n_trials=2)
     assert summary.trials == 2
-    assert [t.value for t in study.trials] == [D.smooth_accuracy(ns_cell(t.text))
-                                            for t in study.trials]
+    assert [t.value for t in study.trials] == [D.smooth_accuracy(nb201.cell_of_text(t.text)) for t in study.trials]
     python = ns.create_study(space="nb201", storage=str(tmp_path / "p"))
     with pytest.raises(ConfigError, match="pass it"):
         python.optimize(n_trials=1)
-
-
-def ns_cell(text):
-    from nader.search.spaces import nb201
-
-    return nb201.cell_of_text(text)
 
 
 def test_several_objectives_without_pymoo_are_refused_by_create_study(tmp_path, monkeypatch):

@@ -117,23 +117,27 @@ def test_the_report_draws_the_objectives_front(tmp_path, table):
 # ---------------------------------------------------------------------- refusals, before any trial
 
 
+def _table_run(table):
+    return ["run", "--space", "nb201", "--dataset", "cifar10", "--evaluator", f"table:{table}", "--preset", "nb201-12",
+            "--seeds", "777"]
+
+
 def test_several_objectives_without_pymoo_are_refused_up_front_with_one_line(tmp_path, table, monkeypatch):
     monkeypatch.setitem(sys.modules, "pymoo", None)
     run = tmp_path / "run"
-    result = CliRunner().invoke(main, ["run", "--space", "nb201", "--dataset", "cifar10", "--evaluator", f"table:{table}", "--preset",
-                                       "nb201-12", "--seeds", "777", "--objective", "valid_acc:max,params:min",
+    result = CliRunner().invoke(main, [*_table_run(table), "--objective", "valid_acc:max,params:min",
                                        "--trials", "3", "--run-dir", str(run)])
     assert result.exit_code == 2
-    assert [line for line in result.output.splitlines() if not line.startswith("table ")] == ["error: several objectives need pymoo for non-dominated sorting: "
-                                                  "pip install 'nader-toolchain[pareto]'"]
+    lines = [line for line in result.output.splitlines() if not line.startswith("table ")]  # the table's summary
+    assert lines == ["error: several objectives need pymoo for non-dominated sorting: "
+                     "pip install 'nader-toolchain[pareto]'"]
     assert not (run / "runs.sqlite").exists()
 
 
 @pytest.mark.parametrize("objective,why", [("energy:min", "unknown objective energy"),
                                            ("valid_acc:max,latency:min", "latency is measured after training")])
 def test_an_objective_the_evaluator_cannot_give_is_refused_up_front(tmp_path, table, objective, why):
-    result = CliRunner().invoke(main, ["run", "--space", "nb201", "--dataset", "cifar10", "--evaluator", f"table:{table}", "--preset",
-                                       "nb201-12", "--seeds", "777", "--objective", objective, "--trials", "3",
+    result = CliRunner().invoke(main, [*_table_run(table), "--objective", objective, "--trials", "3",
                                        "--run-dir", str(tmp_path / "run")])
     assert result.exit_code == 2 and why in result.output
 
