@@ -95,8 +95,8 @@ def _as_values(result: Any, objectives: Sequence[Objective], arch: Arch) -> dict
                              f"({', '.join(map(str, objectives))})")
     out = {}
     for name, v in zip(names, values):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"objective {name}: expected a number, got {v!r}")
+        if isinstance(v, (bool, str, bytes)) or not hasattr(v, "__float__"):  # numpy and torch scalars pass
+            raise ValueError(f"objective {name}: expected a number, got {v!r:.60}")
         out[name] = float(v)
     return out
 

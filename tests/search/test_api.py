@@ -303,3 +303,16 @@ def test_several_objectives_without_pymoo_are_refused_by_create_study(tmp_path, 
     with pytest.raises(ConfigError, match="need pymoo"):
         ns.create_study(space="nb201", storage=str(tmp_path), directions=["maximize", "minimize"])
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+def test_numpy_and_torch_scalars_are_values_and_text_is_refused(tmp_path):
+    import numpy
+    import torch
+
+    study = ns.create_study(space="nb201", dataset="cifar10", objectives=["valid_acc:max", "energy:min"],
+                            storage=str(tmp_path), strategy="random")
+    answers = iter([(numpy.float32(3.5), torch.tensor(2.0)), ("high", 1.0)])
+    study.optimize(lambda arch: next(answers), n_trials=2)
+    first, second = study.trials
+    assert first.values == [3.5, 2.0]
+    assert second.state == "failed" and "expected a number" in json.dumps(second.record["seeds"])
