@@ -227,7 +227,7 @@ def best_text(rec: dict) -> str:
     return head + (rec["text"] or "").rstrip("\n") + "\n"
 
 
-EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text"]
+EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "objectives"]
 
 
 def export_json(recs: List[dict]) -> str:

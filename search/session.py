@@ -52,7 +52,7 @@ class SearchSummary:
         best = None
         if self.best:
             keys = ("arch_id", "parent_id", "depth", "operator", "change", "params", "flops", "widths", "valid_acc",
-                    "valid_std", "test_acc", "test_std", "seconds", "text")
+                    "valid_std", "test_acc", "test_std", "seconds", "text", "objectives")
             best = {k: self.best.get(k) for k in keys}
         return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
                 "trials": self.trials, "counts": self.counts, "resumed": self.resumed,

@@ -2,6 +2,8 @@
 each package's `__all__`, and a study is one run directory that the CLI and `load_study` share."""
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import shutil
@@ -102,6 +104,8 @@ def test_a_python_study_opens_with_the_cli_status_best_and_report(tmp_path):
     assert best.exit_code == 0, best.output
     front = json.loads(best.output)
     assert sorted(r["arch_id"] for r in front) == sorted(t.number for t in study.best_trials)
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(main, ["export", str(run)]).stdout)))
+    assert [json.loads(r["objectives"])["convs"] for r in rows] == [t.values[1] for t in study.trials]
     report = runner.invoke(main, ["report", str(run), "-o", str(tmp_path / "report.html")])
     assert report.exit_code == 0, report.output
     # `run` has no function to call: it refuses with one line that says how to resume.
