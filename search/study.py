@@ -226,7 +226,11 @@ class Study:
         """The next architecture to evaluate (one per seed), for users who drive the loop."""
         if self._driver is None:
             self._driver = _Driver(self)
-        trial, seed = self._driver.next()
+        try:
+            trial, seed = self._driver.next()
+        except BaseException:  # the loop ended (bad settings, the space exhausted): the next ask starts afresh
+            self._driver = None
+            raise
         arch = self.arch_of(trial, seed)
         return StudyTrial(trial.arch_id, "training", None, trial.text, arch.params, arch.flops, arch=arch)
 

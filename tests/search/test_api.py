@@ -320,3 +320,11 @@ def test_numpy_and_torch_scalars_are_values_and_text_is_refused(tmp_path):
     first, second = study.trials
     assert first.values == [3.5, 2.0]
     assert second.state == "failed" and "expected a number" in json.dumps(second.record["seeds"])
+
+
+def test_ask_raises_the_loops_error_in_the_callers_thread(tmp_path):
+    study = ns.create_study(space="nb201", dataset="cifar10", storage=str(tmp_path), strategy="no-such-strategy")
+    with pytest.raises(ConfigError, match="unknown strategy 'no-such-strategy'"):
+        study.ask()
+    assert study.close() is None  # nothing left running
+    assert not (tmp_path / "runs.sqlite").exists()
