@@ -101,7 +101,8 @@ def search_context(config: SearchConfig, store: Optional[SearchStore]) -> Search
     return SearchContext(run_dir=Path(config.run_dir) if config.run_dir else None, skeleton=config.skeleton,
                          dataset=config.dataset,
                          depths=tuple(resolve_depths(skeleton_info(config.skeleton), config.depths)),
-                         budget=config.budget(), space=get_space(config.space), objectives=of_config(config.objectives),
+                         budget=config.budget(), space=get_space(config.space),
+                         objectives=of_config(config.objectives),
                          llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage)
 
 

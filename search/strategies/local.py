@@ -19,6 +19,10 @@ move needs a strictly higher one, ties go to the earlier evaluated neighbour. A 
 has no result (a hole in a table) ends at once. The node that starts climb k carries ``climb: k``
 in its ``change``.
 
+With several objectives (`--objective`), the best neighbour is one of the neighbourhood's
+non-dominated set (pymoo's sorting; ties to the first objective) and a move needs a neighbour
+that dominates the current architecture.
+
 Where it differs from NASLib's `LocalSearch`: that one starts from the best of ``num_init``
 random architectures; this one, like the paper's Algorithm 1, from one.
 
