@@ -328,3 +328,9 @@ def test_ask_raises_the_loops_error_in_the_callers_thread(tmp_path):
         study.ask()
     assert study.close() is None  # nothing left running
     assert not (tmp_path / "runs.sqlite").exists()
+
+
+def test_optimize_timeout_is_the_search_time_limit(tmp_path):
+    study = ns.create_study(space="nb201", dataset="cifar10", storage=str(tmp_path), strategy="random")
+    summary = study.optimize(lambda arch: 1.0, n_trials=50, timeout=1e-9)
+    assert summary.stop.code == "time-limit" and summary.trials == 1  # the root was under way before the check
