@@ -1,0 +1,30 @@
+"""The compiler: architectures of blocks on a skeleton, width fitting, networks, mutations, backends.
+
+The names below load their module on first use (as `nader.dsl`'s do), so importing one
+submodule does not import torch or ONNX. docs/api.md lists them. (`fit` and `mutate` are
+submodules' names, so their functions are imported from `nader.compiler.fit` and `nader.compiler.mutate`.)
+"""
+import importlib
+
+_EXPORTS = {
+    "Architecture": "architecture", "BuildError": "architecture", "SKELETONS": "architecture",
+    "check_architecture": "architecture", "load_architecture": "architecture", "skeleton_info": "architecture",
+    "Budget": "fit", "FitError": "fit", "FitResult": "fit", "preset_budget": "fit",
+    "analyze": "network", "build_network": "network",
+    "CannotApply": "mutate", "Mutation": "mutate", "MutationError": "mutate", "apply_mutation": "mutate",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

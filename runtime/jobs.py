@@ -32,6 +32,7 @@ from typing import Callable, List, Optional, Sequence
 from . import presets
 from .errors import ArchitectureError, BuilderUnavailable, ConfigError, DatasetError
 from .faults import E_INFRA, INTERRUPTED, infrastructure_reason
+from .latency import measure_latency
 
 DEFAULT_BUILDER = "nader.compiler.network:build_network"
 STATUSES = ("ok", "diverged", "failed", "interrupted")  # interrupted: by the machine (faults.py); reruns
@@ -325,6 +326,9 @@ def _run_job(job: Job, device, callbacks, record_epochs: bool, t0: float) -> Res
 
     if out.notes:
         extra["info"] = {**extra["info"], "runtime_notes": list(out.notes)}
+    if out.status == "ok" and isinstance(job.options, dict) and job.options.get("latency"):
+        size = info.get("input_size") or dataset_spec(dataset).input_size
+        extra["info"] = {**extra["info"], "latency_ms": measure_latency(model, int(size), dev)}
     return Result(job_id=job.job_id, seed=job.seed, status=out.status, error=out.reason,
                   error_kind="diverged" if out.status == "diverged" else None, name=job.name,
                   dataset=dataset, preset=preset.name, skeleton=job.skeleton,

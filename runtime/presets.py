@@ -124,7 +124,7 @@ def resolve(preset: str, options: Optional[dict] = None) -> Preset:
 
 
 # options a job may carry that are not preset fields
-RUN_OPTIONS = ("device", "threads")
+RUN_OPTIONS = ("device", "threads", "latency")  # latency: measure it after training (runtime/latency.py)
 
 
 def check_options(options: Optional[dict]) -> None:

@@ -12,7 +12,9 @@ fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see),
 policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run), `report/` (the HTML report),
 `progress.py`, `lock.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `evaluators/`
 (tabular benchmarks).
-See docs/search.md.
+`study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`) and
+`registry.py` registers strategies and evaluators (also by entry points); `objectives.py` holds
+several objectives and the Pareto set. See docs/search.md and docs/api.md.
 """
 from __future__ import annotations
 
@@ -25,8 +27,11 @@ _EXPORTS = {
     "SearchStore": "store",
     "Tree": "tree", "Node": "tree",
     "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
-    "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies",
+    "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
+    "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "study",
+    "register_strategy": "registry", "register_evaluator": "registry",
+    "Objective": "objectives", "parse_objectives": "objectives",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -83,6 +83,19 @@ def _table_map(ctx, param, value):
     return mapping
 
 
+def _objectives(ctx, param, value):
+    from nader.runtime.errors import ConfigError
+
+    from .config import parse_objective_list
+
+    if value is None:
+        return None
+    try:
+        return parse_objective_list(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def _int_list(ctx, param, value):
     if value is None:
         return None
@@ -135,11 +148,15 @@ def _strategy_epilog() -> str:
                    "mutations change one edge's operation) [default: language].")
 @click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
               help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file; table: a derived .csv or .json table, docs/nb201.md) [default: training].")
+                   "the file; table: a derived .csv or .json table, docs/nb201.md), or a registered "
+                   "evaluator's NAME (docs/api.md) [default: training].")
 @click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
               help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
                    "[default: columns named as the metrics].")
 @click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
+@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
+              help="What the search optimises: valid_acc, params, flops, latency (ms on the training device); "
+                   "several rank by non-domination (needs pymoo) [default: valid_acc:max].")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Architectures to train, the root included [default: 30].")
 @click.option("--max-invalid", type=click.IntRange(min=1), default=None,
@@ -462,16 +479,46 @@ def status_command(run_dir, fmt, repair):
 @click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
               help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
+@click.option("--pareto", is_flag=True,
+              help="List the non-dominated set over the run's objectives (a table; --format json: the records).")
+@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
+              help="--pareto over these objectives instead of the run's.")
 @repair_option
-def best_command(run_dir, fmt, output, repair):
-    """Print the best architecture (highest validation accuracy), ready for nadc."""
+def best_command(run_dir, fmt, output, pareto, objectives, repair):
+    """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
+    non-dominated set."""
     from . import records
 
+    if pareto or objectives:
+        _best_pareto(run_dir, fmt, output, objectives, repair)
+        return
     rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
     if rec is None:
         click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
         sys.exit(1)
     _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+
+
+def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
+    from nader.runtime.errors import ConfigError
+
+    from . import records
+
+    def read(conn, problems):
+        chosen = objectives or records.objectives_of(conn)
+        return chosen, records.pareto(conn, chosen, problems)
+
+    try:
+        chosen, front = _read(run_dir, repair, read)
+    except ConfigError as exc:  # pymoo missing for several objectives
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if not front:
+        click.echo(f"error: no architecture of {run_dir} has every objective's value yet "
+                   f"({', '.join(chosen)})", err=True)
+        sys.exit(1)
+    _write(json.dumps(front, indent=2, default=str) + "\n" if fmt == "json" else records.pareto_table(front, chosen),
+           output)
 
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})

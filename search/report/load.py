@@ -105,5 +105,6 @@ def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
             created=r.get("created"), finished=r.get("finished"), seconds=r.get("seconds"),
             tokens=int(r.get("tokens_in") or 0) + int(r.get("tokens_out") or 0), cost=float(r.get("cost_usd") or 0.0),
             llm_rounds=change.get("rounds") if isinstance(change.get("rounds"), int) else None,
-            rungs=list(r.get("rungs") or []), origin=str(r.get("origin") or "")))
+            rungs=list(r.get("rungs") or []), origin=str(r.get("origin") or ""),
+            objectives=r.get("objectives") if isinstance(r.get("objectives"), dict) else {}))
     return run, archs

@@ -34,6 +34,7 @@ class Arch:
     llm_rounds: Optional[int] = None
     rungs: list = field(default_factory=list)  # multi-fidelity: [{rung, epochs, valid_acc, promoted, ...}]
     origin: str = ""  # root | mutation | llm | ...
+    objectives: dict = field(default_factory=dict)  # reported objectives beyond valid_acc (nader.search.objectives)
 
     @property
     def repair(self) -> Optional[dict]:

@@ -30,6 +30,9 @@ from nader.compiler.reply_repair import REPAIRED
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.parser import parse
 
+from nader.runtime.errors import ConfigError
+
+from ..objectives import pareto_set, parse_objectives, value
 from .model import FAILED_STATUSES, Arch, Run
 
 TOP_N = 10
@@ -72,6 +75,29 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
             front.append(ident)
             best = acc
     return front
+
+
+def objective_front(run: Run, archs: list[Arch]) -> Optional[dict]:
+    """A search with several objectives: every trained architecture at its first two objectives,
+    and the Pareto set over all of them (`nader.search.objectives`, pymoo's sorting); None for
+    one objective (the accuracy plots above show it)."""
+    spec = (run.config or {}).get("objectives")
+    if not isinstance(spec, list) or len(spec) < 2:
+        return None
+    try:
+        objectives = parse_objectives(spec)
+    except ConfigError:
+        return None
+    recs = [{"arch_id": a.id, "status": a.status, "valid_acc": a.valid_acc, "params": a.params, "flops": a.flops,
+             "objectives": a.objectives} for a in archs if a.status == "ok"]
+    x, y = objectives[0], objectives[1]
+    points = [{"id": r["arch_id"], "x": value(r, x.name), "y": value(r, y.name)} for r in recs]
+    try:
+        front = [r["arch_id"] for r in pareto_set(recs, objectives)]
+    except ConfigError:  # pymoo missing where the report is drawn: the points without the front
+        front = []
+    return {"x": str(x), "y": str(y), "all": [str(o) for o in objectives],
+            "points": [p for p in points if p["x"] is not None and p["y"] is not None], "front": front}
 
 
 def simulated_time(run: Run) -> bool:
@@ -199,6 +225,7 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
         "best_so_far": _best_so_far(archs, run.started, simulated_time(run)),
         "pareto_params": pareto_front((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
         "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
+        "objectives": objective_front(run, archs),
     }
     codes, kinds = _failures(archs)
     css, d3, script = _static("report.css"), _static("d3.min.js"), _static("report.js")

@@ -12,6 +12,7 @@ from typing import Dict, Type
 
 from nader.runtime.errors import ConfigError
 
+from ..registry import STRATEGY_GROUP, load_entry_points
 from .base import Candidate, Option, Strategy, mutation_candidate
 
 MODULES: tuple[str, ...] = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
@@ -35,6 +36,10 @@ STRATEGIES: Dict[str, Type[Strategy]] = _discover()
 
 
 def get_strategy(name: str) -> Type[Strategy]:
+    """The strategy class called `name`: built in, registered (`nader.search.register_strategy`)
+    or declared by an installed package's `nader.strategies` entry point."""
+    if name not in STRATEGIES:
+        load_entry_points(STRATEGY_GROUP)
     try:
         return STRATEGIES[name]
     except KeyError:

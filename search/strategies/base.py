@@ -47,6 +47,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
+from ..objectives import DEFAULT
 from ..tree import Node, Tree
 
 
@@ -99,6 +100,7 @@ class SearchContext:
     llm_caps: Dict[str, float] = field(default_factory=dict)
     repair: str = "off"  # off | suggest | auto: the compiler's repair of LLM blocks (`--repair`)
     add_usage: Callable[[int, int, int, float], None] = _no_usage
+    objectives: Tuple[Any, ...] = ()  # nader.search.objectives.Objective; () or one: validation accuracy
 
 
 @dataclass
@@ -186,6 +188,17 @@ class Strategy:
             known = ", ".join(cls.options) or "none"
             raise ConfigError(f"strategy {cls.name} has no option {', '.join(unknown)} (its options: {known})")
         return {k: (opt.parse(k, given[k]) if k in given else opt.default) for k, opt in cls.options.items()}
+
+    @property
+    def objectives(self) -> tuple:
+        """The search's objectives (`nader.search.objectives`); more than one: rank by non-domination."""
+        return tuple(self.context.objectives) or DEFAULT
+
+    @property
+    def several(self) -> bool:
+        """Whether to rank by the objectives (non-domination) rather than by validation accuracy:
+        several objectives, or one that is not valid_acc:max (a Python objective's)."""
+        return self.objectives != DEFAULT
 
     def bind(self, context: SearchContext) -> None:
         """The search this strategy serves; called once before the first ``ask``."""

@@ -19,6 +19,10 @@ move needs a strictly higher one, ties go to the earlier evaluated neighbour. A 
 has no result (a hole in a table) ends at once. The node that starts climb k carries ``climb: k``
 in its ``change``.
 
+With several objectives (`--objective`), the best neighbour is one of the neighbourhood's
+non-dominated set (pymoo's sorting; ties to the first objective) and a move needs a neighbour
+that dominates the current architecture.
+
 Where it differs from NASLib's `LocalSearch`: that one starts from the best of ``num_init``
 random architectures; this one, like the paper's Algorithm 1, from one.
 
@@ -34,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 
 from nader.dsl.ir import Role
 
+from ..objectives import best_of, dominates
 from ..selection.uniform import select_uniform
 from ..tree import PENDING, REJECTED, TRIALS, Node
 from .base import Candidate, Option, StopSearch, Strategy
@@ -105,8 +110,7 @@ class LocalStrategy(Strategy):
                 if step is not None:
                     return step
                 best = self._best_neighbour(anchor)
-                current = anchor.score if anchor.score is not None else float("-inf")
-                if best is not None and best.score > current and best.arch_id not in self.visited:
+                if best is not None and self._better(best, anchor) and best.arch_id not in self.visited:
                     self.anchor = best.arch_id
                     self.visited.add(best.arch_id)
                     continue
@@ -131,9 +135,18 @@ class LocalStrategy(Strategy):
         return ("wait", 0) if pending else None
 
     def _best_neighbour(self, anchor: Node) -> Optional[Node]:
-        """The neighbour with the highest signal; ties go to the earlier evaluated."""
+        """The neighbour with the highest signal; ties go to the earlier evaluated. With several
+        objectives: one of the neighbourhood's non-dominated set (`objectives.best_of`)."""
         scored = [n for n in (self._resolve(anchor, key) for key, _ in self._hood(anchor)) if n and n.score is not None]
+        if self.several:
+            return best_of(scored, self.objectives)
         return min(scored, key=lambda n: (-n.score, n.arch_id), default=None)
+
+    def _better(self, node: Node, anchor: Node) -> bool:
+        """A move needs a strictly higher signal; with several objectives, a neighbour that dominates."""
+        if self.several:
+            return dominates(node, anchor, self.objectives)
+        return node.score > (anchor.score if anchor.score is not None else float("-inf"))
 
     # ------------------------------------------------------------------ neighbourhoods
     def _hood(self, anchor: Node) -> list:

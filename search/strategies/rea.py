@@ -14,11 +14,15 @@ It is asynchronous as in the paper's distributed version: a step runs whenever a
 free, with the population as it is at that moment, so no worker waits for a generation. A
 diverged architecture joins the population with its accuracy (or as the worst, without one); a
 crashed one (killed, out of memory) does not, since it was never evaluated.
+
+With several objectives (`--objective`), the tournament's winner is a member of the sample's
+non-dominated set (pymoo's sorting; ties go to the first objective, then the earlier).
 """
 from __future__ import annotations
 
 import collections
 
+from ..objectives import best_of
 from ..selection.uniform import select_uniform
 from .base import Option, StopSearch, Strategy
 
@@ -54,6 +58,10 @@ class REAStrategy(Strategy):
             return tree.root if self.space is not None and self.space.uniform else select_uniform(tree, rng)
         members = list(self.population)
         sample = rng.sample(members, min(self.settings["sample_size"], len(members)))
+        if self.several:  # the sample's non-dominated set wins (lowest rank, then the first objective)
+            winner = best_of(sample, self.objectives)
+            if winner is not None:
+                return winner
         return max(sample, key=lambda n: n.valid_acc if n.valid_acc is not None else float("-inf"))
 
     def propose(self, parent, rng):

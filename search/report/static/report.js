@@ -148,6 +148,21 @@
       .append("title").text((a) => `#${a.id}: ${fmt(a.valid, 2)} %, ${big(a[key])}`);
   }
 
+  function objectiveFront(id) {  // several objectives: the first two, the Pareto set over all marked
+    const o = data.objectives;
+    if (!o || !o.points.length) return;
+    const front = new Set(o.front);
+    const { svg, x, y } = frame(id, padded(o.points.map((p) => p.x)), padded(o.points.map((p) => p.y)), o.x);
+    const line = o.points.filter((p) => front.has(p.id)).sort((a, b) => a.x - b.x);
+    svg.append("path").datum(line).attr("class", "front-line")
+      .attr("d", d3.line().x((p) => x(p.x)).y((p) => y(p.y)));
+    svg.append("g").selectAll("circle").data(o.points).join("circle")
+      .attr("class", (p) => (front.has(p.id) ? "point front" : "point")).attr("r", 3.5)
+      .attr("cx", (p) => x(p.x)).attr("cy", (p) => y(p.y))
+      .on("click", (ev, p) => showDetails(byId.get(p.id)))
+      .append("title").text((p) => `#${p.id}: ${o.x} ${fmt(p.x, 4)}, ${o.y} ${fmt(p.y, 4)}`);
+  }
+
   // ---------------------------------------------------------------- copy buttons
   for (const button of document.querySelectorAll("button.copy")) {
     button.addEventListener("click", () => {
@@ -168,5 +183,6 @@
   bestCurve("#plot-time", "seconds", "seconds");
   scatter("#plot-params", "params", data.pareto_params, "parameters");
   scatter("#plot-flops", "flops", data.pareto_flops, "FLOPs");
+  objectiveFront("#plot-objectives");
   document.body.dataset.ready = "1";
 })();
