@@ -96,6 +96,8 @@ def check_data(config) -> None:
 
 def preflight(config, own_evaluator: bool = False) -> List[str]:
     """Refuse (ConfigError) what would fail every trial; the warnings of what may not."""
+    # A Python objective or a registered evaluator answers trials its own way: no table or data to check.
+    own_evaluator = own_evaluator or config.custom_objectives
     check_packages(config, own_evaluator)
     if own_evaluator:
         return []
