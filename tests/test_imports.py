@@ -85,10 +85,8 @@ LAZY_IMPORTS = {
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
     ("nader.inputs.structured", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
-    ("nader.inputs.structured", "tomllib"): "start-up: read only where a TOML file is (as nader.dsl.pyproject)",
-    ("nader.dsl.pyproject", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
-    ("nader.dsl.pyproject", "tomllib"):
-        "start-up: read only where a pyproject.toml is found; at the top it cost nadc verify 0.8-2.8% more instructions",
+    ("nader.inputs.structured", "tomllib"):
+        "start-up: read only where a TOML file is found; at the top it cost nadc verify 0.8-2.8% more instructions",
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
