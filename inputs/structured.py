@@ -125,7 +125,7 @@ def load_toml(text_or_path: Union[str, Path], what: str, *, max_depth: int = DEF
     try:
         data = toml.loads(text)
     except toml.TOMLDecodeError as error:
-        raise InputError(f"{label} is not valid TOML: {error}") from None
+        raise InputError(f"{label}: invalid TOML: {error}") from None
     except ValueError:  # int() past 4,300 digits
         raise InputError(f"{label} holds an integer of more than 4,300 digits; write a smaller number") from None
     except RecursionError:
