@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import re
@@ -26,25 +27,41 @@ DEFAULT_MAX_NUMBER_DIGITS = 100
 #: Python's csv default, made explicit (the module's limit is process-wide)
 DEFAULT_MAX_FIELD_CHARS = 131_072
 
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
-_TOML_TOKENS = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]',
-                          re.S)
-_OPEN = "[{"
+_JSON_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_TOML_SKIPPED = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*', re.S)
+_JSON_OTHER = re.compile(r"[^\[\]{}]+")
+_TOML_OTHER = re.compile(r"[^\[\]{}.=,\n]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def nesting_depth(text: str, kind: str = "json") -> int:
-    """The deepest bracket nesting of a JSON or TOML text, strings and comments skipped; one pass."""
-    tokens = _JSON_TOKENS if kind == "json" else _TOML_TOKENS
-    depth = deepest = 0
-    for match in tokens.finditer(text):
-        token = match.group()
-        if len(token) != 1:
-            continue
-        if token in _OPEN:
+def nesting_depth(text: str, kind: str = "json", limit: Optional[int] = None) -> int:
+    """The deepest nesting of a JSON or TOML text, strings and comments skipped; past `limit` it stops
+    counting and returns `limit + 1`. Linear: strings, comments and everything but brackets are
+    dropped by regular expressions first.
+
+    In TOML a dotted key (`a.b.c = 1`, `[a.b.c]`) nests one table per dot, and tomllib's time and
+    memory grow with the square of the dots of one key (200,000 of them take gigabytes): the dots of a
+    key count as depth too (a float's dot after `=` or `,` only adds one). Outside strings and
+    comments every bracket is structural, so a stray closing one (which the parser refuses) only
+    lowers the count."""
+    if kind == "json":
+        marks = _JSON_OTHER.sub("", _JSON_STRINGS.sub("", text))
+        return max(itertools.accumulate(map(_STEP.__getitem__, marks)), default=0)
+    marks = _TOML_OTHER.sub("", _TOML_SKIPPED.sub("", text))
+    depth = deepest = dots = 0
+    for mark in marks:
+        if mark in "[{":
             depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth = max(0, depth - 1)
+        elif mark in "]}":
+            depth -= 1
+        elif mark == ".":
+            dots += 1
+        else:  # `=`, `,` or a line break ends a key
+            dots = 0
+        if depth + dots > deepest:
+            deepest = depth + dots
+            if limit is not None and deepest > limit:
+                return deepest
     return deepest
 
 
@@ -63,8 +80,8 @@ def check_depth(value, what: str, max_depth: int = DEFAULT_MAX_DEPTH):
 
 
 def _depth_first(text: str, what: str, kind: str, max_depth: int) -> None:
-    if nesting_depth(text, kind) > max_depth:
-        raise InputError(f"{what}: brackets nested more than {max_depth} deep; flatten it")
+    if nesting_depth(text, kind, max_depth) > max_depth:
+        raise InputError(f"{what}: nested more than {max_depth} deep (brackets or dotted keys); flatten it")
 
 
 def load_json(text: str, what: str, *, max_depth: int = DEFAULT_MAX_DEPTH,

@@ -328,7 +328,7 @@ def read_toml(path) -> dict:
         attr, parse = KEYS[name]
         try:
             out[attr] = parse(value)
-        except InputError as exc:
+        except (InputError, ConfigError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
     for attr in _PATH_KEYS:
         if attr in out and not Path(out[attr]).expanduser().is_absolute():

@@ -99,10 +99,13 @@ def config_from_mapping(section: Mapping[str, Any], where: str = "[llm]") -> LLM
     """An LLMConfig from the contents of an `[llm]` table."""
     values: dict[str, Any] = {}
     for name, value in section.items():
-        if name == "profiles":
-            values["profiles"] = tuple(profile_from_table(p, t) for p, t in _tables(value, f"{where}.profiles"))
-        elif name == "prices":
-            values["prices"] = tuple(price_from_table(p, t) for p, t in _tables(value, f"{where}.prices"))
+        if name in ("profiles", "prices"):
+            read = profile_from_table if name == "profiles" else price_from_table
+            try:
+                values[name] = tuple(read(p, t) for p, t in _tables(value, f"{where}.{name}"))
+            except LLMConfigError as exc:  # the table's own message, after the file's name
+                message = str(exc)
+                raise LLMConfigError(message if message.startswith(where) else f"{where}: {message}") from None
         elif name in _SCALARS:
             values[name] = check_value(name, value, where)
         else:
