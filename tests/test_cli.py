@@ -515,3 +515,13 @@ def test_an_internal_error_exits_2_as_the_readme_says(tmp_path):
         result = run_nadc(["a.nad"], cwd=tmp_path)
     assert result.code == 2 and "internal error: RuntimeError: planted" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "1e999"])
+def test_budget_flags_refuse_nan_infinities_and_non_positive_values(value):
+    """click's FloatRange lets nan and inf through; `nadc cost --max-params nan` was an internal error."""
+    example = str(Path(__file__).resolve().parent.parent / "examples" / "resnet_basic.nad")
+    for flag in ("--max-params", "--max-flops", "--max-memory"):
+        result = run_nadc(["cost", example, flag, value])
+        assert result.code == 2 and f"Invalid value for '{flag}'" in result.stderr, result.stderr
+        assert "internal error" not in result.stderr
