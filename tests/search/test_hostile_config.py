@@ -190,3 +190,11 @@ def test_an_internal_error_in_any_command_exits_2(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["status", str(tmp_path)])
     assert result.exit_code == 2 and "internal error: RuntimeError: planted" in result.output
     assert "Traceback" not in result.output
+
+
+def test_eval_refuses_special_files_unread(tmp_path):
+    fifo = tmp_path / "arch.nad"
+    os.mkfifo(fifo)
+    for path, message in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
+        result = invoke("eval", path, "--run-dir", str(tmp_path / "run"))
+        assert result.exit_code == 2 and message in one_line(result) and path in one_line(result)
