@@ -11,7 +11,6 @@ from conftest import run_nadc
 CLEAN = "##A##\n0:input\n1:output\n2:ReLU\n0->2\n2->1\n"
 
 
-
 def test_an_internal_error_exits_2_as_the_readme_says(tmp_path):
     """nadc's last line of defence: one line, exit 2, no traceback (nader-search's twin is in
     tests/search/test_hostile_config.py)."""
