@@ -78,6 +78,7 @@ def test_accuracies_out_of_range_are_missing_values(tmp_path, value):
     with pytest.raises(EvaluatorError) as info:
         table.evaluate(ARCH, "cifar10", 12)
     assert info.value.kind == "missing-value"
+    assert any("1 cells whose value is not a finite accuracy in [0, 100]" in line for line in table.summary("cifar10"))
     path.write_text(f"arch,valid_acc@12,test_acc@12\n{ARCH},50,{value}\n")  # the reported figure: left out
     assert FileTable(path).evaluate(ARCH, "cifar10", 12).test_acc is None
     path.write_text(f"arch,valid_acc@12,test_acc@12\n{ARCH},100,0\n")  # the bounds themselves are accuracies
