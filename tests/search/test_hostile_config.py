@@ -199,3 +199,13 @@ def test_eval_refuses_special_files_unread(tmp_path):
     for path, message in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
         result = invoke("eval", path, "--run-dir", str(tmp_path / "run"))
         assert result.exit_code == 2 and message in one_line(result) and path in one_line(result)
+
+
+def test_an_idea_pool_is_bounded_too(tmp_path):
+    from nader.agents.knowledge.pool import PoolFormatError, read_pool
+
+    deep = tmp_path / "pool.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    for path, message in ((deep, "nested"), ("/dev/zero", "character device")):
+        with pytest.raises(PoolFormatError, match=message):
+            read_pool(path)
