@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.backends.errors import EmitError
+from nader.compiler.backends.errors import DiagnosedError, EmitError
 from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
 from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
 from nader.dsl.ir import Program, Role
@@ -95,9 +95,13 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
                           int_list(depths, "--depths"), input_size, in_channels, out_path, domain)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
-    # stdout is the artifact: diagnostics go to stderr in every format, JSON included.
-    report(diagnostics, fmt, results, err=True)
+
+    def report_all(more: list = ()) -> None:
+        # stdout is the artifact: diagnostics go to stderr in every format, JSON included (one document).
+        report(diagnostics + list(more), fmt, results, err=True)
+
     if exit_status(diagnostics):
+        report_all()
         raise SystemExit(1)
     module, function = EMITTERS[emit].split(":")
     emitter = getattr(importlib.import_module(module), function)
@@ -105,9 +109,14 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
     try:
         for parsed in results:
             outputs.append(emitter(parsed, options))
+    except DiagnosedError as error:
+        report_all(error.diagnostics)
+        raise SystemExit(1)
     except EmitError as error:
+        report_all()
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
+    report_all()
     if emit == "json":
         outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
     _write(outputs, out_path)
