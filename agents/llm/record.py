@@ -22,6 +22,7 @@ from typing import Any, Optional
 
 from .accounting import Tally
 from .errors import LLMConfigError
+from .jsonreply import MAX_REPLY_CHARS
 
 DB_NAME = "runs.sqlite"  # the run store's database (nader.runtime.store.DB_NAME)
 
@@ -57,6 +58,17 @@ def canonical_json(value: Any) -> str:
 
 def request_key(request: dict) -> str:
     return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
+
+
+def bounded_reply(reply: Optional[dict]) -> Optional[dict]:
+    """A reply as recorded: a text over MAX_REPLY_CHARS (which every caller refuses unread) keeps
+    only its first MAX_REPLY_CHARS + 1 characters, so a cache or a replay is refused the same way,
+    with its whole length and SHA-256 beside it."""
+    text = reply.get("text") if isinstance(reply, dict) else None
+    if not isinstance(text, str) or len(text) <= MAX_REPLY_CHARS:
+        return reply
+    whole = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {**reply, "text": text[:MAX_REPLY_CHARS + 1], "length": len(text), "sha256": whole}
 
 
 def encode_vectors(vectors: list[list[float]]) -> dict:
@@ -108,7 +120,8 @@ class CallStore:
             prompt_tokens: Optional[int] = None, completion_tokens: Optional[int] = None,
             cost_usd: Optional[float] = None, latency_s: Optional[float] = None, attempts: int = 0) -> int:
         row = (key, occurrence, request["kind"], request["model"], role, None if arch_id is None else str(arch_id),
-               prompt, canonical_json(request), None if reply is None else canonical_json(reply), status, source,
+               prompt, canonical_json(request), None if reply is None else canonical_json(bounded_reply(reply)),
+               status, source,
                error, prompt_tokens, completion_tokens, cost_usd, latency_s, attempts, time.time())
         with self._lock:
             cur = self.conn.execute(
