@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from .accounting import Ledger, Tally, Usage
+from .accounting import Ledger, Tally, Usage, booking, reported, usage_count
 from .breaker import CircuitBreaker
 from .config import LLMConfig
 from .errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected
@@ -201,8 +201,10 @@ class LLMClient:
         async def attempt(timeout: float):
             raw = await self._transport.chat(model, messages, params, timeout)
             self._names.check_reply(model, raw.model, "chat")
-            usage_reported[0] = raw.prompt_tokens is not None
+            usage_reported[0] = usage_count(raw.prompt_tokens) is not None
             reply = {"text": raw.text, "finish_reason": raw.finish_reason}
+            # Absent figures are estimated; present ones go as the server gave them (_from_endpoint
+            # books one that is not a count, NaN or negative, at the call's reservation).
             prompt_tokens = raw.prompt_tokens if raw.prompt_tokens is not None else prompt_estimate
             completion = raw.completion_tokens if raw.completion_tokens is not None else estimate_tokens(raw.text)
             return reply, prompt_tokens, completion
@@ -385,20 +387,20 @@ class LLMClient:
                     await asyncio.sleep(delay)
                     continue
                 latency = time.perf_counter() - started
-                cost = price.cost(prompt_tokens, completion_tokens) if price else None
-                billed = Tally(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                               cost_usd=cost or 0.0, unpriced_calls=int(price is None))
                 held, reservation = reservation, None
-                self.ledger.settle(held, billed, role, arch_id)  # as billed, even above the reservation
+                billed, booked, note = booking(held, prompt_tokens, completion_tokens, worst_tokens, price)
+                self.ledger.settle(held, booked, role, arch_id)  # never above the reservation
                 self._breaker.success()
-                row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
-                           latency_s=latency, source="endpoint")
+                row = dict(prompt_tokens=booked.prompt_tokens, completion_tokens=booked.completion_tokens,
+                           cost_usd=booked.cost_usd if price else None, latency_s=latency, source="endpoint")
+                notes = (["retried after: " + "; ".join(retried)] if retried else []) + ([note] if note else [])
                 row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=attempts,
-                                              error=("retried after: " + "; ".join(retried)) if retried else None,
-                                              **row)
+                                              error="; ".join(notes) or None, **row)
                 self._notify(common, row)
-                overrun = self.ledger.overrun(held, billed)
-                if overrun is not None:  # the reply stays recorded: a resumed run gets it free
+                if note:
+                    log.warning("warning: %s", note)
+                overrun = self.ledger.overrun(held, billed, reported(prompt_tokens, completion_tokens, billed))
+                if billed is not booked and overrun is not None:  # the reply stays recorded: a resume gets it free
                     raise overrun
                 return reply, row
         except RequestRejected as exc:
