@@ -197,8 +197,9 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
         for name in ("time_limit", "sim_time_limit", "trial_timeout", "max_cost"):
             value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
+            if value is not None and not 0 < value < float("inf"):  # NaN too: it would switch a cap off
+                shown = "llm-max-cost" if name == "max_cost" else name.replace('_', '-')
+                raise ConfigError(f"{shown} must be a positive finite number, not {value}")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range

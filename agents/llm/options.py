@@ -59,7 +59,22 @@ class LLMFlag:
         return self.flag[2:].replace("-", "_")
 
 
-_POSITIVE = click.FloatRange(min=0, min_open=True)
+class _Positive(click.ParamType):
+    """A positive finite number: caps and timeouts (click's FloatRange lets nan and inf through)."""
+
+    name = "FLOAT"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (0 < number < float("inf")):
+            self.fail(f"expected a positive finite number, not {value!r}", param, ctx)
+        return number
+
+
+_POSITIVE = _Positive()
 LLM_FLAGS = (
     LLMFlag("--llm-config", "config_path", click.Path(dir_okay=False),
             f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present].",
