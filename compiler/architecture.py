@@ -22,6 +22,7 @@ from nader.compiler.passes.cost import block_cost
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.extract import extract_blocks
+from nader.dsl.fast_lines import header_token
 from nader.dsl.format import format_block
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
@@ -483,19 +484,24 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
 
 def split_architecture(arch_text: str) -> tuple[str, str, str]:
     """The base, stem and downsample blocks of an architecture's text (by their roles), formatted."""
-    by_role = {}
-    for block in parse(arch_text).program.blocks:
-        by_role.setdefault(block.inferred_role(), format_block(block))
+    by_role = _by_role(arch_text)
     missing = [r.value for r in (Role.BASE, Role.STEM, Role.DOWNSAMPLE) if r not in by_role]
     if missing:
         raise ValueError(f"the parent architecture has no {', '.join(missing)} block")
     return by_role[Role.BASE], by_role[Role.STEM], by_role[Role.DOWNSAMPLE]
 
 
+def _by_role(arch_text: str) -> dict:
+    by_role: dict = {}
+    for block in parse(arch_text).program.blocks:
+        by_role.setdefault(block.inferred_role(), format_block(block))
+    return by_role
+
+
 def block_name(text: str) -> str:
-    """The name in a block text's `##Name##` header ("Block" without one)."""
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
-    return first.strip("#") if first.startswith("##") else "Block"
+    """The name in a block text's `##Name##` header, a comment after it left out ("Block" without one)."""
+    token = header_token(text.strip().splitlines()[0]) if text.strip() else None
+    return token.strip("#").strip() or "Block" if token else "Block"
 
 
 def renamed(block_text: str, name: str) -> str:
@@ -509,7 +515,11 @@ def renamed(block_text: str, name: str) -> str:
 
 
 def with_blocks_of(base_text: str, arch_text: str) -> str:
-    """A new base block with another architecture's stem and downsample blocks, renamed after it."""
+    """A new base block with another architecture's stem and downsample blocks, renamed after it
+    (alone where that architecture is a base block alone: the skeleton's standard blocks serve both)."""
+    by_role = _by_role(arch_text)
+    if Role.STEM not in by_role and Role.DOWNSAMPLE not in by_role:
+        return base_text
     _, stem, down = split_architecture(arch_text)
     name = block_name(base_text)
     return base_text.rstrip("\n") + "\n" + renamed(stem, f"{name}_stem") + renamed(down, f"{name}_downsample")
