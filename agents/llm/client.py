@@ -38,6 +38,7 @@ from .prices import find_price
 from .profiles import match_profile, merge_system, request_params, system_tokens_at_least
 from .record import CallStore, canonical_json, decode_vectors, encode_vectors, request_key
 from .served import ModelNames
+from .syncloop import SyncLoop
 from .transport import OpenAITransport, Transient
 
 EMBED_BATCH = 128  # inputs per embeddings request
@@ -121,9 +122,7 @@ class LLMClient:
         self._occ_lock = threading.Lock()
         self._semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = \
             weakref.WeakKeyDictionary()
-        self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
-        self._thread_lock = threading.Lock()
+        self._sync = SyncLoop()
         # Models whose server was seen dropping the system message, in this run or the replayed
         # one: their calls merge it from the start, so a resumed or replayed run asks as the
         # original did after its switch.
@@ -453,13 +452,7 @@ class LLMClient:
 
     # ------------------------------------------------------------------ sync support and closing
     def _run_sync(self, coroutine):
-        with self._thread_lock:
-            if self._thread is None:
-                self._thread_loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._thread_loop.run_forever, name="nader-llm", daemon=True)
-                self._thread.start()
-            loop = self._thread_loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+        return self._sync.run(coroutine)
 
     async def aclose(self) -> None:
         """Close the connections opened from the running event loop."""
@@ -468,12 +461,8 @@ class LLMClient:
 
     def close(self) -> None:
         """Close the sync loop's connections and thread, and the record."""
-        if self._thread is not None:
-            asyncio.run_coroutine_threadsafe(self.aclose(), self._thread_loop).result()
-            self._thread_loop.call_soon_threadsafe(self._thread_loop.stop)
-            self._thread.join()
-            self._thread_loop.close()
-            self._thread = self._thread_loop = None
+        if self._sync.started:
+            self._sync.close(self.aclose())
         for record in (self.store, self.replay):
             if record is not None:
                 record.close()
