@@ -143,6 +143,10 @@ def inputs_problem(target, cols: ColSpan, limits: InputLimits) -> Problem:
                    "or raise `inputs-per-node` in [tool.nadc.limits]")
 
 
+#: the most any limit may be raised to
+MOST_LIMIT = 2**31 - 1
+
+
 class LimitsError(ValueError):
     """A `[tool.nadc.limits]` table that cannot be used."""
 
@@ -158,6 +162,8 @@ def read_limits(table: object, origin: str) -> InputLimits:
             raise LimitsError(f"{origin}: unknown key `{key}` in [tool.nadc.limits] (use {', '.join(by_key)})")
         if type(value) is not int or value < 1:
             raise LimitsError(f"{origin}: [tool.nadc.limits] {key} must be a positive integer")
+        if value > MOST_LIMIT:  # a size past what a read takes (OverflowError) or a machine holds
+            raise LimitsError(f"{origin}: [tool.nadc.limits] {key} may be at most {MOST_LIMIT:,}")
         values[by_key[key]] = value
     if values.get("digits_per_number", 0) > MOST_DIGITS:
         raise LimitsError(f"{origin}: [tool.nadc.limits] digits-per-number may be at most {MOST_DIGITS}")

@@ -8,28 +8,27 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from nader.inputs import InputError, load_toml
+
 
 class PyprojectError(ValueError):
     """A pyproject.toml that cannot be read; the message names the file."""
 
 
+#: a pyproject.toml is a few kilobytes; its `[tool.nadc]` tables nest two or three deep
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 32
+
+
 @lru_cache(maxsize=256)
 def _tool_nadc(pyproject: Path) -> dict:
-    try:
-        import tomllib as toml  # only where a pyproject.toml is found: most runs have none to read
+    try:  # a regular file of bounded size, UTF-8, nesting bounded (nader.inputs)
+        data = load_toml(Path(pyproject), "project configuration", max_depth=MAX_DEPTH, max_bytes=MAX_BYTES)
+    except InputError as error:
+        raise PyprojectError(str(error)) from None
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as toml  # type: ignore[no-redef]
-        except ModuleNotFoundError:
-            raise PyprojectError(f"{pyproject}: reading configuration needs Python 3.11+ or the `tomli` "
-                                 f"package") from None
-    try:
-        with open(pyproject, "rb") as file:
-            data = toml.load(file)
-    except OSError as error:
-        raise PyprojectError(f"{pyproject}: cannot read: {error.strerror or error}") from None
-    except ValueError as error:  # tomllib.TOMLDecodeError
-        raise PyprojectError(f"{pyproject}: invalid TOML: {error}") from None
+        raise PyprojectError(f"{pyproject}: reading configuration needs Python 3.11+ or the `tomli` "
+                             f"package") from None
     tool = data.get("tool")
     nadc = tool.get("nadc") if isinstance(tool, dict) else None
     return nadc if isinstance(nadc, dict) else {}

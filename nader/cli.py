@@ -8,8 +8,12 @@ by adding ``"name": "module:attribute"`` to ``LAZY_COMMANDS``.
 from __future__ import annotations
 
 import importlib
+import os
+import traceback
 
 import click
+
+from nader.inputs import InputError
 
 LAZY_COMMANDS = {
     "bench-nad": "nader.agents.bench.cli:bench_nad_command",
@@ -37,6 +41,22 @@ class LazyGroup(click.Group):
             return cmd
         module, attr = LAZY_COMMANDS[name].split(":")
         return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx):
+        """The last line of defence: a refused input is one line and exit 2, as is an internal error
+        (the README's exit statuses); never a traceback unless NADER_DEBUG is set."""
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit, KeyboardInterrupt,
+                BrokenPipeError):
+            raise
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+        except Exception as exc:  # noqa: BLE001
+            if os.environ.get("NADER_DEBUG"):
+                traceback.print_exc()
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
+        ctx.exit(2)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

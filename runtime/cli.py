@@ -1,6 +1,6 @@
 """`nader-search eval`: train and evaluate one architecture over several seeds.
 
-Exit status: 0 every job ok, 1 some job failed or diverged (or an internal error), 2 usage
+Exit status: 0 every job ok, 1 some job failed or diverged, 2 an internal error or usage
 (bad option, missing architecture file, missing or corrupt dataset, a run directory in use), a
 damaged or unwritable run database, or a job interrupted by the machine (disk full, I/O error:
 rerun to resume), 130 interrupted.
@@ -293,7 +293,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         if debug:
             traceback.print_exc()
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
-        return 1
+        return 2
     finally:
         if lock is not None:
             lock.release()

@@ -9,19 +9,17 @@ original is never changed.
 from __future__ import annotations
 
 import json
-import math
-import re
 import sqlite3
 from pathlib import Path
+
+from nader.inputs import DEFAULT_MAX_DEPTH, InputError, finite_number, nesting_depth
 
 from .errors import RuntimeToolError
 
 RECOVERED_NAME = "runs.recovered.sqlite"
 DB_NAME_HINT = "runs.sqlite"  # store.DB_NAME (store imports this module)
 REPAIR_ADVICE = f"run the same command with --repair to copy what can be read into {RECOVERED_NAME}"
-MAX_CELL_DEPTH = 200  # JSON nesting a cell may have (the search writes 3 levels at most)
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+MAX_CELL_DEPTH = DEFAULT_MAX_DEPTH  # JSON nesting a cell may have (the search writes 3 levels at most)
 
 
 class BadText(str):
@@ -39,18 +37,11 @@ def text_factory(raw: bytes) -> str:
 
 
 def json_depth(text: str, limit: int = MAX_CELL_DEPTH) -> int:
-    """The bracket nesting of JSON `text` (strings skipped), counted up to `limit` + 1: bounded
-    before json.loads, whose recursion a few thousand brackets exhaust."""
+    """The bracket nesting of JSON `text` (strings skipped), counted up to `limit` + 1 (nader.inputs):
+    bounded before json.loads, whose recursion a few thousand brackets exhaust."""
     if text.count("[") + text.count("{") <= limit:
         return 0
-    depth = deepest = 0
-    for m in _BRACKET.finditer(_JSON_STRING.sub("", text)):
-        depth += 1 if m.group() in "[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                break
-    return deepest
+    return nesting_depth(text, "json", limit)
 
 
 def unreadable_cell(value) -> str:
@@ -218,7 +209,8 @@ def number_cell(value, table: str, row: str, column: str, problems: list):
     infinities, or anything else a damaged or hand-edited row holds."""
     if value is None:
         return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return value
-    problems.append(cell_problem(table, row, column, f"expected a number, found {value!r:.40}"))
-    return None
+    try:
+        return finite_number(value, column)
+    except InputError:
+        problems.append(cell_problem(table, row, column, f"expected a number, found {value!r:.40}"))
+        return None

@@ -1,7 +1,7 @@
 """`nader-search run|status|best|export`: the search's command line.
 
 Exit status: 0 the search stopped normally with a trained architecture; 1 nothing trained
-successfully, or an internal error; 2 usage (bad option, unreadable file, missing dataset,
+successfully; 2 an internal error, or usage (bad option, unreadable or refused file, missing dataset,
 changed settings without --force, run directory in use), a damaged, empty or unwritable run
 database (--repair salvages a damaged one), or a trial interrupted by the machine (disk full, I/O
 error: run the same command again to resume); 3 the LLM endpoint stopped the search
@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from nader.agents.llm.options import LLM_FLAGS, llm_options
+from nader.inputs import InputError
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 from nader.runtime.options import executor_option, trial_timeout_option
 
@@ -249,7 +250,7 @@ def _run(config_file, fmt, force, flags):
         if summary.stop.code == "llm-stopped":
             return progress, 3
         return progress, 0 if summary.best is not None else 1
-    except (ConfigError, DatasetError) as exc:
+    except (ConfigError, DatasetError, InputError) as exc:
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except StoreError as exc:  # damaged, empty or unwritable runs.sqlite
@@ -273,7 +274,7 @@ def _run(config_file, fmt, force, flags):
         if os.environ.get("NADER_DEBUG"):
             traceback.print_exc()
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
-        return progress, 1
+        return progress, 2
 
 
 def _llm_stop(exc: Exception):

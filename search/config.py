@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-try:
-    import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib
-
+from nader.inputs import InputError, finite_number, load_toml, read_bounded_text
 from nader.runtime.errors import ConfigError
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 
@@ -197,13 +194,24 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
         for name in ("time_limit", "sim_time_limit", "trial_timeout", "max_cost"):
             value = getattr(self, name)
-            if value is not None and not 0 < value < float("inf"):  # NaN too: it would switch a cap off
+            if value is not None and not 0 < value < math.inf:  # nan and inf too: a NaN cap would switch it off
                 shown = "llm-max-cost" if name == "max_cost" else name.replace('_', '-')
                 raise ConfigError(f"{shown} must be a positive finite number, not {value}")
+        self._check_ranges()
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
         self.budget()
+
+    def _check_ranges(self) -> None:
+        """Integers a flag or TOML may set past what SQLite, numpy's seeding or a machine takes."""
+        for name in ("trials", "max_invalid", "workers", "epochs", "threads", "max_params", "max_flops", "max_tokens",
+                     "trials_per_gpu", "prescreen", "eta", "min_epochs", "seed", "seeds", "depths"):
+            lo, hi = INT_RANGES.get(name, (-MOST_INT, MOST_INT))
+            value = getattr(self, name)
+            for item in (value if isinstance(value, (list, tuple)) else [value]):
+                if item is not None and isinstance(item, int) and not lo <= item <= hi:
+                    raise ConfigError(f"{name.replace('_', '-')} must be between {lo} and {hi:,}, not {item}")
 
     def check_evaluator(self) -> None:
         from .evaluators.table import KIND as TABLE_KIND, check_table_map
@@ -225,27 +233,41 @@ class SearchConfig:
 # ---------------------------------------------------------------------- TOML and merging
 
 
+#: a search.toml is a few hundred bytes; its tables nest two deep (`[strategy-options]`, `train`)
+MAX_TOML_BYTES = 1 << 20
+MAX_TOML_DEPTH = 16
+#: the root architecture: nadc's default text limit
+MAX_ROOT_BYTES = 1 << 20
+#: the most an integer setting may be (SQLite stores 64-bit integers; a seed seeds numpy's 32-bit generator)
+MOST_INT = 2**53
+INT_RANGES = {"seeds": (0, 2**32 - 1), "seed": (0, 2**32 - 1), "depths": (1, 10_000)}
+
+
 def _int_list(name):
+    lo, hi = INT_RANGES.get(name, (-MOST_INT, MOST_INT))
+
     def parse(v):
         if isinstance(v, str):
             v = [p for p in v.replace(" ", "").split(",") if p]
         if not isinstance(v, list) or not v or not all(isinstance(x, int) or str(x).lstrip("-").isdigit() for x in v):
-            raise ConfigError(f"{name}: expected a list of integers, got {v!r}")
-        return [int(x) for x in v]
+            raise ConfigError(f"{name}: expected a list of integers, got {str(v)[:80]!r}")
+        return [finite_number(x, name, lo=lo, hi=hi, integer=True, from_text=True) for x in v]
     return parse
 
 
 def _typed(name, kind):
+    lo, hi = INT_RANGES.get(name, (-MOST_INT, MOST_INT))
+
     def parse(v):
         if kind is float and isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            return float(finite_number(v, name, lo=-MOST_INT, hi=MOST_INT))  # nan and inf are not settings
         if kind is int and isinstance(v, int) and not isinstance(v, bool):
-            return v
+            return finite_number(v, name, lo=lo, hi=hi, integer=True)
         if kind is str and isinstance(v, str):
             return v
         if kind is dict and isinstance(v, dict):
             return dict(v)
-        raise ConfigError(f"{name}: expected {kind.__name__}, got {v!r}")
+        raise ConfigError(f"{name}: expected {kind.__name__}, got {str(v)[:80]!r}")
     return parse
 
 
@@ -295,19 +317,20 @@ _PATH_KEYS = ("root", "data_dir", "run_dir")
 def read_toml(path) -> dict:
     """The settings of a TOML file, as SearchConfig fields (paths made relative to the file)."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:  # a regular file, bounded, UTF-8, nesting bounded: /dev/zero and FIFOs are refused unread
+        data = load_toml(path, "search configuration", max_depth=MAX_TOML_DEPTH, max_bytes=MAX_TOML_BYTES)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     out = {}
     for key, value in data.items():
         name = key.replace("_", "-")
         if name not in KEYS:
             raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(KEYS)}")
         attr, parse = KEYS[name]
-        out[attr] = parse(value)
+        try:
+            out[attr] = parse(value)
+        except (InputError, ConfigError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
     for attr in _PATH_KEYS:
         if attr in out and not Path(out[attr]).expanduser().is_absolute():
             out[attr] = str((path.parent / Path(out[attr]).expanduser()))
@@ -323,7 +346,12 @@ def resolve_evaluator(spec: str, base: Path = Path(".")) -> str:
     kind, sep, file = str(spec).partition(":")
     if not sep or not file:
         return spec
-    return f"{kind.strip().lower()}:{(base / Path(file).expanduser()).resolve()}"
+    path = base / Path(file).expanduser()
+    try:
+        path = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: left as written, for the reader to name
+        path = path.absolute()
+    return f"{kind.strip().lower()}:{path}"
 
 
 def merge(*layers: Optional[dict]) -> SearchConfig:
@@ -410,9 +438,9 @@ def parse_table_map(value) -> Dict[str, str]:
 
 def read_root(path) -> str:
     try:
-        return Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the root architecture {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        return read_bounded_text(Path(path).expanduser(), "root architecture", max_bytes=MAX_ROOT_BYTES)
+    except InputError as exc:
+        raise ConfigError(f"cannot read the root architecture {path}: {str(exc).partition(': ')[2]}") from None
 
 
 def differences(stored: dict, current: dict) -> List[str]:

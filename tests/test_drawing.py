@@ -421,3 +421,34 @@ def test_every_operation_gets_a_style():
     assert whites in ([], [Op.DROP_PATH]), whites  # DropPath is drawn white on purpose (regularization)
     ungrouped = [op.value for op in Group.COMPUTE if drawing._fill(Node(2, op.value)) == drawing._UNGROUPED_FILL]
     assert ungrouped == ["Zero"], f"operations in no coloured group (give them a category): {ungrouped}"
+
+
+def test_svg_lays_out_a_400_node_chain_without_recursion():
+    from nader.compiler.backends.svg import block_svg
+    n = 400
+    text = "\n".join(["##Chain##", "0:input", "1:output", *[f"{i}:ReLU" for i in range(2, n + 2)], "0->2",
+                      *[f"{i}->{i + 1}" for i in range(2, n + 1)], f"{n + 1}->1"]) + "\n"
+    root = _svg_tree(block_svg(verify_block(_block(text))))
+    ns = "{http://www.w3.org/2000/svg}"
+    tops = {}
+    for rect in root.iter(f"{ns}rect"):
+        tops[len(tops)] = float(rect.get("y"))
+    assert len(tops) == n and all(tops[k] < tops[k + 1] for k in range(n - 1))  # one layer per node, downwards
+
+
+CYCLE_THROUGH_INPUT = "##B##\n0:input\n1:output\n2:ReLU\n0->2\n2->0\n2->1\n"
+CYCLE_OFF_THE_PATH = "##B##\n0:input\n1:output\n2:ReLU\n3:ReLU\n4:ReLU\n0->2\n2->1\n3->4\n4->3\n"
+
+
+@pytest.mark.parametrize("text", [CYCLE_THROUGH_INPUT, CYCLE_OFF_THE_PATH])
+def test_svg_of_a_cycle_is_the_structural_diagnostic(tmp_path, text):
+    from nader.compiler.backends.svg import block_svg
+    src = tmp_path / "cycle.nad"
+    src.write_text(text)
+    run = run_nadc([str(src), "--emit", "svg"])
+    assert run.code == 1 and "error[NAD203]: cycle" in run.stderr and "internal error" not in run.stderr
+    assert run.stdout == ""
+    as_json = run_nadc([str(src), "--emit", "svg", "--format", "json"])
+    assert as_json.code == 1 and '"code": "NAD203"' in as_json.stderr
+    root = _svg_tree(block_svg(verify_block(_block(text))))  # the layout itself copes: every node drawn once
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}rect"))) == text.count(":ReLU")

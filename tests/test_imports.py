@@ -20,10 +20,10 @@ import networkx as nx
 from conftest import REPO_ROOT
 
 #: folder -> import package (pyproject.toml's package-dir)
-PACKAGES = {"dsl": "nader.dsl", "grammar": "nader.grammar", "runtime": "nader.runtime", "compiler": "nader.compiler",
+PACKAGES = {"inputs": "nader.inputs", "dsl": "nader.dsl", "grammar": "nader.grammar", "runtime": "nader.runtime", "compiler": "nader.compiler",
             "agents": "nader.agents", "search": "nader.search", "nader": "nader"}
 #: the floors; a module may import its own floor and the ones below
-FLOOR = {"nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
+FLOOR = {"nader.inputs": 0, "nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
          "nader.search": 3, "nader": 4}
 #: packages whose modules find their members by name at import time (`pkgutil` discovery)
 DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.search.strategies")
@@ -84,9 +84,9 @@ LAZY_IMPORTS = {
         "start-up: torch; emitting network source text does not build modules",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
-    ("nader.dsl.pyproject", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
-    ("nader.dsl.pyproject", "tomllib"):
-        "start-up: read only where a pyproject.toml is found; at the top it cost nadc verify 0.8-2.8% more instructions",
+    ("nader.inputs.structured", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
+    ("nader.inputs.structured", "tomllib"):
+        "start-up: read only where a TOML file is found; at the top it cost nadc verify 0.8-2.8% more instructions",
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
@@ -233,6 +233,14 @@ def test_each_floor_imports_only_its_own_floor_and_below():
 def test_dsl_and_runtime_do_not_import_each_other():
     between = [i for i in imports() if {_package(i.module), _package(i.target)} == {"nader.dsl", "nader.runtime"}]
     assert not between, between
+
+
+def test_the_validation_layer_imports_nothing_of_the_project():
+    """nader.inputs serves every floor, so it stands below them all."""
+    inward = [i for i in imports() if _package(i.module) == "nader.inputs" and i.target.startswith("nader")
+              and _package(i.target) != "nader.inputs"]
+    assert not inward, inward
+    assert any(_package(i.module) == "nader.inputs" for i in imports())
 
 
 def _package(module: str) -> str:

@@ -192,9 +192,13 @@ def test_text_size(tmp_path):
     ("[tool.nadc.limits]\nline-length = '9000'\n", "must be a positive integer"),
     (f"[tool.nadc.limits]\ndigits-per-number = {MOST_DIGITS + 1}\n", f"at most {MOST_DIGITS}"),
     ("[tool.nadc]\nlimits = 3\n", "must be a table"),
+    ("[tool.nadc.limits]\ntext-bytes = 99999999999999999999\n", "may be at most 2,147,483,647"),
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 32 deep"),  # issue 30, point 2
+    ("[tool.nadc.limits]\n" + ".".join(["a"] * 5000) + " = 1\n", "nested more than 32 deep"),
+    ("[tool.nadc.limits]\nnodes-per-block = '\udcff'\n", "not UTF-8"),
 ])
 def test_bad_configuration_is_a_usage_error(tmp_path, table, message):
-    write(tmp_path / "pyproject.toml", table)
+    (tmp_path / "pyproject.toml").write_bytes(table.encode("utf-8", "surrogateescape"))
     path = write(tmp_path / "b.nad", SMALL)
     run = run_nadc(["verify", str(path)])
     assert run.code == 2 and message in run.stderr and "internal error" not in run.stderr

@@ -33,7 +33,7 @@ from conftest import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
-GENERIC_TOP_LEVEL = ("dsl", "compiler", "runtime", "agents", "grammar", "search")
+GENERIC_TOP_LEVEL = ("dsl", "compiler", "runtime", "agents", "grammar", "search", "inputs")
 IGNORE = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
                                 ".hypothesis", "runs", "*.onnx", ".whl", "tests", "benchmarks", "examples")
 

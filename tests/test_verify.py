@@ -150,6 +150,16 @@ def test_verify_json_reports_unreadable_and_empty_files(nadc, tmp_path):
     assert [(o["block"], [d["code"] for d in o["diagnostics"]]) for o in objects] == [(None, ["NAD117"]), (None, ["NAD100"])]
 
 
+def test_verify_json_ok_follows_errors_only(nadc, tmp_path):
+    """A warning (NAD111, no header) leaves `ok` true, as it leaves the exit status 0 (issue 30, point 3)."""
+    path = tmp_path / "nohead.nad"
+    path.write_text("0:input\n1:output\n2:ReLU\n0->2\n2->1\n")
+    result = nadc(["verify", str(path), "--format", "json"])
+    objects = json.loads(result.stdout)
+    assert result.code == 0 and [d["code"] for o in objects for d in o["diagnostics"]] == ["NAD111"]
+    assert all(o["ok"] for o in objects), objects
+
+
 def test_verify_imports_no_heavy_library(tmp_path):
     # An agent runs `nadc verify` once per reply: its start-up is part of every check.
     import subprocess

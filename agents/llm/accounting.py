@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Optional
 
+from nader.inputs import InputError, finite_number
+
 from .errors import BudgetExceeded
 
 
@@ -159,13 +161,12 @@ MAX_USAGE_TOKENS = 10 ** 12  # far above any context window: a larger figure is 
 
 
 def usage_count(value) -> Optional[int]:
-    """A server's token count as an int, or None when it is not one a ledger can book: NaN, an
-    infinity, a negative or fractional number, text, or a figure past MAX_USAGE_TOKENS."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A server's token count as an int (nader.inputs), or None when it is not one a ledger can
+    book: NaN, an infinity, a negative or fractional number, text, or a figure past MAX_USAGE_TOKENS."""
+    try:
+        return finite_number(value, "usage", lo=0, hi=MAX_USAGE_TOKENS, integer=True)
+    except InputError:
         return None
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return None
-    return int(value) if 0 <= value <= MAX_USAGE_TOKENS else None
 
 
 def booking(held: Reservation, prompt_tokens, completion_tokens, worst_tokens: tuple[int, int], price):

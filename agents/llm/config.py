@@ -25,11 +25,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tomllib
 from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
+
+from nader.inputs import InputError, load_toml
 
 from .errors import LLMConfigError
 from .prices import Price, price_from_table
@@ -38,6 +39,8 @@ from .profiles import ModelProfile, profile_from_table
 DEFAULT_KEY_ENV = "NADER_LLM_API_KEY"
 FALLBACK_KEY_ENV = "OPENAI_API_KEY"
 REASONING_EFFORTS = ("minimal", "low", "medium", "high")
+MAX_BYTES = 1 << 20  # an [llm] file is a few hundred bytes, with profiles and prices a few kilobytes
+MAX_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -119,10 +122,13 @@ def config_from_mapping(section: Mapping[str, Any], where: str = "[llm]") -> LLM
     """An LLMConfig from the contents of an `[llm]` table."""
     values: dict[str, Any] = {}
     for name, value in section.items():
-        if name == "profiles":
-            values["profiles"] = tuple(profile_from_table(p, t) for p, t in _tables(value, f"{where}.profiles"))
-        elif name == "prices":
-            values["prices"] = tuple(price_from_table(p, t) for p, t in _tables(value, f"{where}.prices"))
+        if name in ("profiles", "prices"):
+            read = profile_from_table if name == "profiles" else price_from_table
+            try:
+                values[name] = tuple(read(p, t) for p, t in _tables(value, f"{where}.{name}"))
+            except LLMConfigError as exc:  # the table's own message, after the file's name
+                message = str(exc)
+                raise LLMConfigError(message if message.startswith(where) else f"{where}: {message}") from None
         elif name in _SCALARS:
             values[name] = check_value(name, value, where)
         else:
@@ -142,12 +148,10 @@ def load_config(path: Optional[Path] = None, overrides: Optional[Mapping[str, An
     config = LLMConfig()
     if path is not None:
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise LLMConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise LLMConfigError(f"{path}: not valid TOML: {exc}") from None
+        try:  # a regular bounded UTF-8 file, nesting bounded (nader.inputs)
+            data = load_toml(path, "LLM configuration", max_depth=MAX_DEPTH, max_bytes=MAX_BYTES)
+        except InputError as exc:
+            raise LLMConfigError(str(exc)) from None
         section = data.get("llm", {})
         if not isinstance(section, dict):
             raise LLMConfigError(f"{path}: [llm] must be a table")

@@ -8,6 +8,7 @@ cap refuses to start with it (declare a local model free with `input = 0, output
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 
 from .errors import LLMConfigError
@@ -50,7 +51,7 @@ def price_from_table(pattern: str, table: dict) -> Price:
         raise LLMConfigError(f"{where}: give `input` and `output` in USD per million tokens"
                              + (f" (unknown key(s) {', '.join(unknown)})" if unknown else ""))
     values = (table["input"], table.get("output", 0.0))
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values):
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf for v in values):
         raise LLMConfigError(f"{where}: prices must be numbers >= 0")
     return Price(pattern, float(values[0]), float(values[1]))
 

@@ -5,12 +5,15 @@ nothing is written.
 """
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Sequence
 
-from .config import load_config
+from nader.inputs import InputError, load_toml, read_bounded_text
+
+from .config import MAX_BYTES, MAX_DEPTH, load_config
 from .errors import LLMConfigError
 from .profiles import ModelProfile
 
@@ -32,12 +35,12 @@ def write_profile(path: Path, profile: ModelProfile, comments: Sequence[str] = (
     """Add or replace `[llm.profiles."PATTERN"]` in the TOML file at `path` (created if missing)."""
     path = Path(path)
     try:
-        old = path.read_text(encoding="utf-8") if path.exists() else ""
-    except OSError as exc:
-        raise LLMConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        existing = tomllib.loads(old).get("llm", {}).get("profiles", {})
-    except (tomllib.TOMLDecodeError, AttributeError) as exc:
+        old = read_bounded_text(path, "LLM configuration", max_bytes=MAX_BYTES) if os.path.lexists(path) else ""
+        existing = load_toml(old, "LLM configuration", max_depth=MAX_DEPTH, source=str(path))
+        existing = existing.get("llm", {}).get("profiles", {})
+    except InputError as exc:
+        raise LLMConfigError(str(exc)) from None
+    except AttributeError as exc:
         raise LLMConfigError(f"{path}: not a TOML file with an [llm] table: {exc}") from None
     table = profile_table(profile, comments)
     if profile.pattern in existing:

@@ -65,6 +65,10 @@ BUILTIN_PROFILES: tuple[ModelProfile, ...] = (
 )
 
 
+#: more tokens than any model's context: a bound before the number is used in arithmetic
+MOST_TOKENS = 10**9
+
+
 def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     """A profile from a TOML table; unknown keys and bad values are configuration errors."""
     where = f'[llm.profiles."{pattern}"]'
@@ -86,8 +90,8 @@ def profile_from_table(pattern: str, table: dict) -> ModelProfile:
     for key in ("context", "max_tokens"):
         if key in table:
             value = table[key]
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise LLMConfigError(f"{where}: {key} must be a positive number of tokens")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MOST_TOKENS:
+                raise LLMConfigError(f"{where}: {key} must be a positive number of tokens, at most {MOST_TOKENS:,}")
             profile = replace(profile, **{key: value})
     return profile
 

@@ -6,7 +6,8 @@ operations whose operand order matters (`concat`, `multiply`, `Add`, `Mul`) are 
 `#1`, `#2`, ... in edge order. Terminals are drawn as ellipses, nodes the verifier
 reports an error on are outlined in red with the diagnostic code, and dead nodes (NAD206,
 dropped when compiled) are dashed and grey. Blocks that fail
-verification are still drawn, with the shapes that could be inferred.
+verification are still drawn, with the shapes that could be inferred; only a cycle (NAD203),
+which a layered SVG cannot draw, is refused with its diagnostic (exit 1).
 
 The DOT text is written here, with every identifier and label quoted and escaped; render it
 with Graphviz (`dot -Tsvg`) for its layout. `--emit svg` needs no Graphviz: `svg.py` lays the
@@ -17,9 +18,11 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from nader.compiler.backends.errors import DiagnosedError
 from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.shapes import shape_str
 from nader.compiler.passes.structure import dead_nodes
+from nader.compiler.passes.structure_codes import CYCLE
 from nader.compiler.passes.verify import BlockReport, verify_block
 from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Category, Group
@@ -194,7 +197,12 @@ def emit_svg(parsed, options) -> str:
     """`nadc FILE --emit svg`: every block drawn by our own layout (`svg.py`), stacked in one document."""
     from .svg import block_svg
 
-    drawings = [block_svg(report) for report in _reports(parsed, options)]
+    reports = _reports(parsed, options)
+    cycles = [d for r in reports for d in r.diagnostics if d.code is CYCLE]
+    if cycles:  # a layered drawing has no top for a cycle: the structural diagnostic instead
+        raise DiagnosedError("a cycle cannot be drawn in layers", [d for r in reports for d in r.diagnostics
+                                                                    if d.is_error])
+    drawings = [block_svg(report) for report in reports]
     return stack_svgs(drawings)
 
 

@@ -39,27 +39,36 @@ class _Box:
 
 
 def _layers(ids: list[Hashable], edges: list[tuple[Hashable, Hashable]]) -> dict[Hashable, int]:
-    """Longest-path layer of each node; nodes on a cycle keep the layer reached so far."""
-    preds: dict[Hashable, list[Hashable]] = {i: [] for i in ids}
+    """Longest-path layer of each node, without recursion (a chain of any length); the edges that
+    close a cycle (NAD203) are cut where a depth-first walk from the nodes in order meets them."""
+    succs: dict[Hashable, list[Hashable]] = {i: [] for i in ids}
     for s, t in edges:
-        if s in preds and t in preds:
-            preds[t].append(s)
+        if s in succs and t in succs:
+            succs[s].append(t)
+    # a depth-first order with back edges dropped: what remains is acyclic, in topological order
+    state: dict[Hashable, int] = {}  # 1 on the path, 2 done
+    order: list[Hashable] = []
+    kept: dict[Hashable, list[Hashable]] = {i: [] for i in ids}
+    for root in ids:
+        if root in state:
+            continue
+        state[root] = 1
+        stack = [(root, iter(succs[root]))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                order.append(node)
+                stack.pop()
+            elif state.get(child) != 1:  # an edge back onto the path closes a cycle: cut it
+                kept[child].append(node)
+                if child not in state:
+                    state[child] = 1
+                    stack.append((child, iter(succs[child])))
     layer: dict[Hashable, int] = {}
-    visiting: set[Hashable] = set()
-
-    def depth(node: Hashable) -> int:
-        if node in layer:
-            return layer[node]
-        if node in visiting:  # a cycle (NAD2xx): cut it here
-            return 0
-        visiting.add(node)
-        value = 1 + max((depth(p) for p in preds[node]), default=-1)
-        visiting.discard(node)
-        layer[node] = value
-        return value
-
-    for node in ids:
-        depth(node)
+    for node in reversed(order):
+        layer[node] = 1 + max((layer[p] for p in kept[node]), default=-1)
     return layer
 
 
@@ -100,9 +109,11 @@ def _place(boxes: dict[Hashable, _Box], edges: list[tuple[Hashable, Hashable]],
     for index in sorted(rows):
         row = rows[index]
         if index:  # order by the mean x of the predecessors already placed (barycentre sweep)
-            def key(n, row=row):
+            at = {n: k for k, n in enumerate(row)}  # `row.index` inside the sort sees an empty list
+
+            def key(n, at=at):
                 xs = [boxes[p].x for p in preds[n] if layer.get(p, index) < index]
-                return sum(xs) / len(xs) if xs else float(row.index(n))
+                return sum(xs) / len(xs) if xs else float(at[n])
             row.sort(key=key)
         x = float(MARGIN)
         height = max(boxes[n].h for n in row)

@@ -22,6 +22,7 @@ from nader.dsl.expr import Neg, Num, Sym, TupleValue, constant_int
 from nader.dsl.expr import evaluate as evaluate_expr
 from nader.dsl.ir import Block, Node, NodeId, Role, id_token
 from nader.dsl.ops import Group, Op
+from nader.compiler.backends.source_checks import check_lines
 from nader.compiler.passes.cost import has_bias
 from nader.compiler.passes.shapes import evaluate_shape
 from nader.compiler.passes.symbolic import Poly, to_python
@@ -450,6 +451,8 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
         init.append("        C = 3")
     else:
         init.append(f"        dim = {dim_default} if dim is None else dim")
+    height = "H" if resolution else (str(report.domain.size) if report.domain.size is not None else None)
+    init.extend(check_lines(block.name, shapes.constraints, height))
     init.append("        self.layers = nn.ModuleDict()")
     args = ", ".join(f"x{id_token(i)}" for i in inputs)
     first = f"x{id_token(inputs[0])}"

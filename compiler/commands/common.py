@@ -7,6 +7,7 @@ from typing import Iterable, Optional
 import click
 
 from nader.compiler.reporting import FORMATS, render
+from nader.inputs import InputError, positive
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.limits import LimitsError, limits_for
 from nader.dsl.parser import ParseResult, parse, parse_file
@@ -57,3 +58,22 @@ def int_list(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
 def exit_status(diagnostics: Iterable[Diagnostic]) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0
 
+
+
+class PositiveFinite(click.ParamType):
+    """A float flag that is finite and > `least` (click's FloatRange lets nan and inf through), at
+    most `most`."""
+
+    name = "float"
+
+    def __init__(self, least: float = 0.0, most: float = 1e15):
+        self.least, self.most = least, most
+
+    def convert(self, value, param, ctx):
+        try:
+            number = positive(value, "value", hi=self.most, from_text=True)
+        except InputError as error:
+            self.fail(str(error).partition(": ")[2], param, ctx)
+        if number < self.least:
+            self.fail(f"{number} is below the least allowed, {self.least}", param, ctx)
+        return float(number)

@@ -15,7 +15,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.backends.errors import EmitError
+from nader.compiler.backends.errors import DiagnosedError, EmitError
 from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
 from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
 from nader.dsl.ir import Program, Role
@@ -105,6 +105,9 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
     try:
         for parsed in results:
             outputs.append(emitter(parsed, options))
+    except DiagnosedError as error:
+        report(error.diagnostics, fmt, results, err=True)
+        raise SystemExit(1)
     except EmitError as error:
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import int_list, load
+from nader.compiler.commands.common import PositiveFinite, int_list, load
 from nader.compiler.reporting import print_notes
 
 
@@ -36,11 +36,11 @@ def _g(value: int) -> str:
 @click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution instead of the dataset's.")
 @click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
               help="Stride of the stem (default: the stride the stem block has).")
-@click.option("--max-params", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-params", type=PositiveFinite(), default=None,
               help="Parameter budget in millions (replaces the preset's).")
-@click.option("--max-flops", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-flops", type=PositiveFinite(), default=None,
               help="FLOPs budget in G, thop convention (replaces the preset's).")
-@click.option("--max-memory", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-memory", type=PositiveFinite(), default=None,
               help="Peak activation memory budget in MiB (batch 1, float32).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, max_params, max_flops, max_memory,

@@ -78,7 +78,7 @@ def _file_object(parsed, file_level, domain, with_shapes) -> dict:
     """The JSON object of a file with nothing to verify (unreadable, empty, no parsable block) or with
     problems of the whole file."""
     obj = {"file": parsed.program.path, "block": None, "role": None, "domain": str(domain),
-           "ok": False if parsed.program.blocks else not any(d.is_error for d in file_level),
+           "ok": not any(d.is_error for d in file_level),  # as the exit status: warnings leave it true
            "diagnostics": [d.to_json() for d in file_level], "constraints": []}
     if with_shapes:
         obj["shapes"] = {}

@@ -28,21 +28,23 @@ a failed trial and goes on.
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
+import os
 import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from nader.inputs import InputError, csv_rows, finite_number, load_json, read_bounded_text
 from nader.runtime.errors import ConfigError
 from nader.search.spaces import nb201
 
-from .tabular import EvaluatorError, TrialRecord, number
+from .tabular import ACCURACY, EvaluatorError, TrialRecord, number
 
 KIND = "table"
 MAX_BYTES = 512 * 2**20  # a whole NB201 table with every epoch is far smaller
 MAX_ROWS = 1_000_000
+MAX_FIELD_CHARS = 131_072  # an arch string is under 100 characters, a number under 30
+MAX_NUMBER_DIGITS = 100
+MAX_DEPTH = 8  # {arch: {dataset: {column: value}}}
 METRIC = re.compile(r"(valid_acc|test_acc)@([1-9][0-9]{0,3})|epoch_seconds|params|flops")
 
 
@@ -57,27 +59,20 @@ def check_table_map(table_map: Optional[dict]) -> None:
 
 
 def _rows(path: Path) -> Dict[str, dict]:
-    """arch string (as written) -> {column: value}; EvaluatorError when the file cannot be read."""
+    """arch string (as written) -> {column: value}; EvaluatorError when the file cannot be read or is
+    refused (a special file, a symlink loop, past the size, not UTF-8, a field, number or nesting past
+    the bounds of `nader.inputs`): one line naming the file."""
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise EvaluatorError(f"table: cannot read {path}: {exc.strerror or exc}") from None
-    if size > MAX_BYTES:
-        raise EvaluatorError(f"table: {path} is {size / 2**20:.0f} MiB, over the {MAX_BYTES // 2**20} MiB limit")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluatorError(f"table: cannot read {path}: {exc}") from None
-    if path.suffix.lower() == ".json":
-        return _json_rows(path, text)
-    return _csv_rows(path, text)
+        text = read_bounded_text(path, "table", max_bytes=MAX_BYTES)
+        if path.suffix.lower() == ".json":
+            return _json_rows(path, text)
+        return _csv_rows(path, text)
+    except InputError as exc:
+        raise EvaluatorError(f"table: {exc}") from None
 
 
 def _json_rows(path: Path, text: str) -> Dict[str, dict]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvaluatorError(f"table: {path} is not valid JSON: {exc}") from None
+    data = load_json(text, str(path), max_depth=MAX_DEPTH, max_number_digits=MAX_NUMBER_DIGITS)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise EvaluatorError(f"table: {path}: expected {{arch: {{metric: value}}}} (an object of objects)")
     if len(data) > MAX_ROWS:
@@ -95,17 +90,21 @@ def _json_rows(path: Path, text: str) -> Dict[str, dict]:
 
 
 def _csv_rows(path: Path, text: str) -> Dict[str, dict]:
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames or "arch" not in [f.strip() for f in reader.fieldnames]:
+    rows = csv_rows(text, str(path), max_field_chars=MAX_FIELD_CHARS, max_rows=MAX_ROWS)
+    header = next(rows, None)
+    names = [f.strip() for f in header or []]
+    if "arch" not in names:
         raise EvaluatorError(f"table: {path}: a CSV table needs a header row with an `arch` column "
-                             f"(got {', '.join(reader.fieldnames or []) or 'no header'})")
+                             f"(got {', '.join(header or []) or 'no header'})")
     out = {}
-    for i, row in enumerate(reader):
-        if i >= MAX_ROWS:
-            raise EvaluatorError(f"table: {path} has more than {MAX_ROWS:,} rows")
-        row = {(k or "").strip(): (v.strip() if isinstance(v, str) else v) for k, v in row.items()}
-        arch = row.pop("arch", "")
-        out.setdefault(arch, {}).update({k: (None if v in ("", None) else v) for k, v in row.items()})
+    for fields in rows:
+        if not fields:
+            continue
+        row = {name: (value.strip() or None) for name, value in zip(names, fields)}
+        for name in names[len(fields):]:  # a short row: its missing fields are empty
+            row[name] = None
+        arch = row.pop("arch", "") or ""
+        out.setdefault(arch, {}).update(row)
     return out
 
 
@@ -116,9 +115,7 @@ class FileTable:
 
     def __init__(self, path, table_map: Optional[dict] = None):
         self.path = Path(path).expanduser()
-        if self.path.is_dir():
-            raise EvaluatorError(f"table: {self.path} is a folder; give a .csv or .json file")
-        if not self.path.is_file():
+        if not os.path.lexists(self.path):
             raise EvaluatorError(f"table: no file at {self.path}")
         check = dict(table_map or {})
         self.table_map = check
@@ -208,7 +205,8 @@ class FileTable:
                                  f"(--table-map {metric}=COLUMN names one)", "missing-epoch")
         if row.get(column) is None:
             raise EvaluatorError(f"table {self.path.name}: {cell} has no {metric} ({column})", "missing-value")
-        return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})")
+        bounds = ACCURACY if metric.startswith(("valid_acc", "test_acc")) else (0, None)
+        return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})", *bounds)
 
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
                  test_epochs: Optional[int] = None) -> TrialRecord:
@@ -230,7 +228,7 @@ class FileTable:
         counts = {}
         for name in ("params", "flops"):
             column = self.column(name, dataset)
-            counts[name] = int(number(row[column], name)) if column and row.get(column) is not None else None
+            counts[name] = int(number(row[column], name, 0)) if column and row.get(column) is not None else None
         return TrialRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid, test_acc=test,
                            seconds=seconds, params=counts["params"], flops=counts["flops"],
                            source=f"table:{self.path.name}", extra=extra)

@@ -34,7 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol, Union
 
+from nader.inputs import InputError, finite_number
 from nader.search.spaces import nb201
+
+#: accuracies are percentages
+ACCURACY = (0.0, 100.0)
 
 API_DATASET = {"cifar10-valid": "cifar10-valid", "cifar10": "cifar10", "cifar100": "cifar100",
                "imagenet16-120": "ImageNet16-120"}
@@ -55,15 +59,20 @@ class EvaluatorError(Exception):
         self.kind = kind
 
 
-def number(value, what: str) -> float:
-    """A table's number, or EvaluatorError(missing-value) for None, NaN or text that is not one."""
+def number(value, what: str, lo: Optional[float] = None, hi: Optional[float] = None) -> float:
+    """A table's number, finite and in [lo, hi], or EvaluatorError(missing-value) for None, NaN, an
+    infinity, text that is not a number or a value out of range (`nader.inputs.finite_number`)."""
+    if value is None:
+        raise EvaluatorError(f"{what} is None, not a number", "missing-value")
+    if not isinstance(value, (int, float, str)):  # numpy scalars and the like
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise EvaluatorError(f"{what} is {type(value).__name__}, not a number", "missing-value") from None
     try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise EvaluatorError(f"{what} is {value!r}, not a number", "missing-value") from None
-    if out != out:
-        raise EvaluatorError(f"{what} is NaN", "missing-value")
-    return out
+        return float(finite_number(value, what, lo=lo, hi=hi, from_text=True))
+    except InputError as exc:
+        raise EvaluatorError(str(exc), "missing-value") from None
 
 
 @dataclass
@@ -238,8 +247,8 @@ class TabularEvaluator:
             per_eval = (valid or test).get("all_time")
             seconds = train["all_time"] + (per_eval / epochs_run if per_eval is not None else 0.0)
         what = f"{self.path.name}: {cell} on {name} (hp={hp}, seed {seed})"
-        valid_acc = None if valid is None else number(valid["accuracy"], f"{what}: the validation accuracy")
-        test_acc, extra = number(test["accuracy"], f"{what}: the test accuracy"), {}
+        valid_acc = None if valid is None else number(valid["accuracy"], f"{what}: the validation accuracy", *ACCURACY)
+        test_acc, extra = number(test["accuracy"], f"{what}: the test accuracy", *ACCURACY), {}
         if test_epochs is not None and int(test_epochs) != epochs:
             try:
                 final, _ = self._results(index, str(int(test_epochs)), name, cell)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from nader.compiler.commands.common import PositiveFinite
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 
 
@@ -44,7 +45,7 @@ def write_report(run_dir: Path, output: Path, top: int, problems: list | None = 
               help="Where to write the HTML (default RUN/report.html; for several runs compare.html).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(1, 200),
               help="How many of the best architectures to show with drawings and diffs.")
-@click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=click.FloatRange(0.5),
+@click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=PositiveFinite(least=0.5, most=86400.0),
               metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
 @repair_option
 def report_command(run_dirs: tuple, output, top: int, watch, repair):

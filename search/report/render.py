@@ -35,9 +35,17 @@ TOP_N = 10
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("nader.search.report", "templates"),
-                              autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("nader.search.report", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters["json_text"] = json_text
+    return env
+
+
+def json_text(value) -> str:
+    """A value as JSON to read on the page: `tojson` is for a script's data (it writes `->` as
+    `-\\u003e`); this is plain JSON text, which autoescaping then makes safe HTML (`-&gt;`)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _static(name: str) -> str:

@@ -94,7 +94,7 @@ def test_repair_rewrites_unreadable_cells_as_null_in_a_copy(trained, tmp_path):
     assert r.exit_code == 1, r.output
     assert "nothing to repair" not in r.output
     assert "lost: 2 unreadable cell(s)" in r.stdout, r.stdout
-    assert ("note: runs.sqlite: table archs, row arch_id=0, column change: JSON nested deeper than 200 levels; "
+    assert ("note: runs.sqlite: table archs, row arch_id=0, column change: JSON nested deeper than 64 levels; "
             "set to NULL") in r.stdout, r.stdout
     assert "note: runs.sqlite: table archs, row arch_id=0, column operator: not valid UTF-8; set to NULL" in r.stdout
     conn = sqlite3.connect(run / "runs.sqlite")  # the original is kept as it was

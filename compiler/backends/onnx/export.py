@@ -57,7 +57,8 @@ def emit(parsed, options) -> bytes:
         in_channels, out_channels = options.in_channels or (widths[0] if widths else None), None
     try:
         model = export_block(block, role=role, stem_stride=options.stem_stride, in_channels=in_channels,
-                             out_channels=out_channels, input_size=options.input_size, domain=options.domain)
+                             out_channels=out_channels, input_size=options.input_size, domain=options.domain,
+                             file=parsed.program.path)
     except OnnxLoweringError as error:
         raise EmitError(str(error)) from None
     return model.SerializeToString()
@@ -66,17 +67,18 @@ def emit(parsed, options) -> bytes:
 def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1,
                  in_channels: Optional[int] = None, out_channels: Optional[int] = None,
                  input_size: Optional[int] = None, opset: int = DEFAULT_OPSET, seed: int = 0,
-                 domain: Domain = SQUARE) -> onnx.ModelProto:
+                 domain: Domain = SQUARE, file: str = "<string>") -> onnx.ModelProto:
     """Builds the PyTorch module (seeded, so the output is reproducible) and exports it.
 
     Widths not given default to 64, or to the smallest width above it that meets the block's
-    constraints (`C % 128 == 0` gives 128); a stem's input width is always 3.
+    constraints (`C % 128 == 0` gives 128); a stem's input width is always 3. `file` names the
+    block's file in errors.
     """
     import torch
 
     from nader.compiler.backends import torch_backend
 
-    report = verify_block(block, role=role, stem_stride=stem_stride, domain=domain)
+    report = verify_block(block, role=role, stem_stride=stem_stride, domain=domain, file=file)
     role = report.role
     if role is Role.STEM:
         c_in, c_out = 3, out_channels or _default_width(report)
