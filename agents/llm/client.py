@@ -20,7 +20,6 @@ the server does not list, or a reply under another name, is warned about once (s
 from __future__ import annotations
 
 import asyncio
-import json as jsonlib
 import logging
 import random
 import threading
@@ -29,6 +28,8 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
+
+from nader.runtime.integrity import json_cell
 
 from .accounting import Ledger, Tally, Usage, booking, reported, usage_count
 from .breaker import CircuitBreaker
@@ -344,8 +345,16 @@ class LLMClient:
                 if source == "replay":
                     raise ReplayMiss(self._miss_message(common["request"], common["role"], common["occurrence"]))
                 continue
-            _, reply_json, prompt_tokens, completion_tokens, _ = found
-            reply = jsonlib.loads(reply_json)
+            call_id, reply_json, prompt_tokens, completion_tokens, _ = found
+            problems: list = []  # a damaged cell (not UTF-8, nested too deep, not JSON) is asked again
+            reply = json_cell(reply_json, "llm_calls", f"call_id={call_id}", "reply", problems, expect=(dict,))
+            if reply is None or not isinstance(reply.get("text", ""), str):
+                message = problems[0] if problems else f"llm_calls row {call_id}: no reply text"
+                if source == "replay":
+                    raise ReplayMiss(f"the recorded reply cannot be read: {message}")
+                log.warning("warning: %s; asking the endpoint again", message)
+                continue
+            prompt_tokens, completion_tokens = usage_count(prompt_tokens) or 0, usage_count(completion_tokens) or 0
             latency = time.perf_counter() - started
             row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=0.0,
                        latency_s=latency, source=source)

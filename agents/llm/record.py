@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+from nader.runtime.integrity import text_factory
+
 from .accounting import Tally
 from .errors import LLMConfigError
 from .jsonreply import MAX_REPLY_CHARS
@@ -98,11 +100,13 @@ class CallStore:
                 raise LLMConfigError(f"no recorded run at {self.run_dir} ({DB_NAME} not found)")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False,
                                         isolation_level=None, timeout=60.0)
+            self.conn.text_factory = text_factory
             if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name='llm_calls'").fetchone():
                 raise LLMConfigError(f"{self.path} holds no recorded LLM calls (no llm_calls table)")
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+        self.conn.text_factory = text_factory  # a cell that is not UTF-8 reads as marked text, not an error
         self.conn.execute("PRAGMA busy_timeout=60000")
         self.conn.execute("PRAGMA journal_mode=WAL")
         # WAL with synchronous=NORMAL never corrupts; a power cut may lose the last rows, which the

@@ -40,3 +40,19 @@ def test_a_reply_within_the_bound_is_recorded_whole(server, tmp_path):
     (stored,) = conn.execute("SELECT reply FROM llm_calls").fetchone()
     conn.close()
     assert json.loads(stored) == {"text": "z" * 1000, "finish_reason": "stop"}
+
+
+def test_a_damaged_recorded_reply_is_asked_again_not_an_internal_error(server, tmp_path, caplog):
+    server.responder = lambda body: reply("fresh")
+    with closing(make_client(server, tmp_path)) as client:
+        client.chat_sync(user("hi"))
+    conn = sqlite3.connect(tmp_path / "runs.sqlite")
+    conn.execute("UPDATE llm_calls SET reply = ?, prompt_tokens = 'NaN'", ("[" * 5000 + "]" * 5000,))
+    conn.execute("INSERT INTO llm_calls(key, occurrence, kind, model, request, reply, status, source)"
+                 " SELECT key, 1, kind, model, request, CAST(X'7B22FF227D' AS TEXT), status, source FROM llm_calls")
+    conn.commit()
+    conn.close()
+    with closing(make_client(server, tmp_path)) as client:
+        first, second = client.chat_sync(user("hi")), client.chat_sync(user("hi"))
+    assert (first.text, first.source, second.text, second.source) == ("fresh", "endpoint", "fresh", "endpoint")
+    assert "column reply: JSON nested deeper than" in caplog.text and "column reply: not valid UTF-8" in caplog.text
