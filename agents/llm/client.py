@@ -291,7 +291,7 @@ class LLMClient:
 
     async def _embed_batch(self, model: str, texts: list[str], role: str, arch_id) -> list[list[float]]:
         request = {"kind": "embed", "model": model, "input": texts, "params": {}}
-        prompt_estimate = sum(estimate_tokens(t) for t in texts)
+        prompt_estimate = sum(estimate_tokens(t) + 2 for t in texts)  # + the special tokens servers count
 
         async def attempt(timeout: float):
             vectors, prompt_tokens, answered_as = await self._transport.embed(model, texts, timeout)
