@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-from nader.runtime.integrity import text_factory
+from nader.runtime.integrity import json_cell, text_factory
 
 from .accounting import Tally
 from .errors import LLMConfigError
@@ -149,10 +149,7 @@ class CallStore:
 
     def get_meta_dict(self, key: str) -> dict:
         """A meta value written as a JSON object: {} where absent or unreadable."""
-        try:
-            value = json.loads(self.get_meta(key) or "{}")
-        except ValueError:
-            return {}
+        value = json_cell(self.get_meta(key), "meta", f"key={key}", "value", [], expect=(dict,))  # bounded depth
         return value if isinstance(value, dict) else {}
 
     def reject(self, call_id: int, reason: str) -> None:
@@ -182,7 +179,8 @@ class CallStore:
             rows = self.conn.execute(
                 f"SELECT request FROM llm_calls WHERE kind = ? AND role IS ? AND {_REPLAYING} ORDER BY call_id LIMIT ?",
                 (kind, role, limit)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        found = (json_cell(r[0], "llm_calls", "?", "request", [], expect=(dict,)) for r in rows)
+        return [request for request in found if request is not None]
 
     def count(self, kind: Optional[str] = None) -> int:
         with self._lock:
