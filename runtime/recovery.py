@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
-from .integrity import RECOVERED_NAME, cell_problem, text_factory, unreadable_cell
+from .integrity import RECOVERED_NAME, cell_problem, connect_readonly, text_factory, unreadable_cell
 
 MAGIC = b"SQLite format 3\x00"
 _PAGE_SIZES = (4096, 1024, 8192, 16384, 32768, 65536, 512, 2048)
@@ -265,7 +265,7 @@ def null_cells(source) -> "Recovery | None":
     with every unreadable cell rewritten as NULL (as '' where the column allows no NULL); None
     when there is none. The original is not changed."""
     source = Path(source)
-    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    src = connect_readonly(source)  # works in a read-only directory too (nothing to repair there: a note)
     try:
         cells = unreadable_cells(src)
         if not cells:
