@@ -3,8 +3,10 @@
 Every call is tallied three ways: in the run's total, under its agent role and under the
 architecture it was made for. Caps are checked before a call starts against its worst case
 (the prompt's estimated tokens plus the full completion allowance, at the model's price), with
-the calls already in flight reserved the same way, so the spend never passes a cap. Replies
-answered from the record (cache, replay) cost nothing and are counted apart.
+the calls already in flight reserved the same way. A call billed above its reservation, or with
+usage that is no count (NaN, negative), is booked at the reservation (`booking`), so the spend
+booked never passes a cap. Replies answered from the record (cache, replay) cost nothing and are
+counted apart.
 """
 from __future__ import annotations
 
