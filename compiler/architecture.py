@@ -19,6 +19,7 @@ from typing import Optional, Sequence, Union
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
+from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.extract import extract_blocks
@@ -479,7 +480,3 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
         return Check(False, text, f"{exc}\n{feedback}" if diagnostics else feedback,
                      sorted({d.code.code for d in diagnostics}) or ["build"])
     return Check(True, text)
-
-
-# The texts' blocks by role, names and renaming live in block_text (kept importable from here).
-from .block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: E402,F401
