@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
-from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.extract import extract_blocks
