@@ -110,7 +110,7 @@ def load_json(text: str, what: str, *, max_depth: int = DEFAULT_MAX_DEPTH,
     try:
         return json.loads(text, parse_int=lambda s: int(bounded(s)), parse_float=as_float, parse_constant=constant)
     except json.JSONDecodeError as error:
-        raise InputError(f"{what}: not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+        raise InputError(f"{what}: not JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
     except RecursionError:
         raise InputError(f"{what}: nested too deep; flatten it") from None
 

@@ -22,11 +22,14 @@ from pathlib import Path
 
 import click
 
+from nader.inputs import InputError, read_bounded_text
+
 from .faults import describe_os_error
 from .numbers import human
 from .options import executor_option, old_timeout_option, trial_timeout_option
 from .options import trial_timeout as trial_timeout_of
 
+ARCH_BYTES = 1 << 20  # nadc's default text limit
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
 
@@ -228,10 +231,17 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         from .progress import Progress
         from .runner import evaluate
 
-        try:
-            text = sys.stdin.read() if arch == "-" else Path(arch).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # a regular bounded UTF-8 file: `eval /dev/zero` must not read forever
+            text = sys.stdin.read(ARCH_BYTES + 1) if arch == "-" else read_bounded_text(arch, "architecture",
+                                                                                      max_bytes=ARCH_BYTES)
+        except InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            return 2
+        except OSError as exc:  # standard input
             click.echo(f"error: cannot read {arch}: {exc}", err=True)
+            return 2
+        if len(text) > ARCH_BYTES:
+            click.echo(f"error: {arch}: the architecture is larger than {ARCH_BYTES:,} bytes", err=True)
             return 2
         name = "stdin" if arch == "-" else Path(arch).name
         ds = canonical_name(dataset)

@@ -5,13 +5,16 @@ own pool has none, and the knowledge base tags those with the keyword tagger.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from nader.inputs import InputError, load_json, read_bounded_text
 
 from .attributes import check_tags
 from .store import Idea
 
 TAG_KEYS = ("granularity", "main_category", "sub_category")
+MAX_BYTES = 256 * 2**20  # NADER's pool of 18,000 ideas is about 10 MB
+MAX_DEPTH = 8  # a list of objects of strings
 
 
 class PoolFormatError(ValueError):
@@ -21,12 +24,10 @@ class PoolFormatError(ValueError):
 def read_pool(path: str | Path) -> list[Idea]:
     """The ideas of a NADER pool file, in file order. Raises `PoolFormatError`."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PoolFormatError(f"{path}: cannot read ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PoolFormatError(f"{path}: not JSON ({exc})") from None
+    try:  # a regular bounded UTF-8 file, nesting and numbers bounded (nader.inputs)
+        data = load_json(read_bounded_text(path, "idea pool", max_bytes=MAX_BYTES), str(path), max_depth=MAX_DEPTH)
+    except InputError as exc:
+        raise PoolFormatError(str(exc)) from None
     if not isinstance(data, list):
         raise PoolFormatError(f"{path}: expected a JSON list of {{id, paper_id, inspiration}} objects, "
                               f"got {type(data).__name__}")

@@ -95,9 +95,13 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
                           int_list(depths, "--depths"), input_size, in_channels, out_path, domain)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
-    # stdout is the artifact: diagnostics go to stderr in every format, JSON included.
-    report(diagnostics, fmt, results, err=True)
+
+    def report_all(more: list = ()) -> None:
+        # stdout is the artifact: diagnostics go to stderr in every format, JSON included (one document).
+        report(diagnostics + list(more), fmt, results, err=True)
+
     if exit_status(diagnostics):
+        report_all()
         raise SystemExit(1)
     module, function = EMITTERS[emit].split(":")
     emitter = getattr(importlib.import_module(module), function)
@@ -106,11 +110,13 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         for parsed in results:
             outputs.append(emitter(parsed, options))
     except DiagnosedError as error:
-        report(error.diagnostics, fmt, results, err=True)
+        report_all(error.diagnostics)
         raise SystemExit(1)
     except EmitError as error:
+        report_all()
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
+    report_all()
     if emit == "json":
         outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
     _write(outputs, out_path)

@@ -108,6 +108,19 @@ def _csv_rows(path: Path, text: str) -> Dict[str, dict]:
     return out
 
 
+def _bounds(metric: str) -> tuple:
+    """What a metric's values may be: accuracies are percentages; seconds and counts not negative."""
+    return ACCURACY if metric.startswith(("valid_acc", "test_acc")) else (0, None)
+
+
+def _usable(value, bounds: tuple) -> bool:
+    try:
+        number(value, "value", *bounds)
+    except EvaluatorError:
+        return False
+    return True
+
+
 class FileTable:
     """Answers trials from a derived table; same `evaluate` as `tabular.TabularEvaluator`."""
 
@@ -188,6 +201,13 @@ class FileTable:
             holes = sum(1 for row in self.rows.values() if row.get(column) is None)
             if holes:
                 lines.append(f"warning: {metric} ({column}): {holes:,} cells without a value (failed trials if drawn)")
+            bounds = _bounds(metric)
+            refused = sum(1 for row in self.rows.values() if row.get(column) is not None
+                          and not _usable(row[column], bounds))
+            if refused:
+                what = "a finite accuracy in [0, 100]" if bounds == ACCURACY else "a finite number >= 0"
+                lines.append(f"warning: {metric} ({column}): {refused:,} cells whose value is not {what} "
+                             f"(failed trials if drawn)")
         return lines
 
     # ------------------------------------------------------------------ answering
@@ -205,8 +225,7 @@ class FileTable:
                                  f"(--table-map {metric}=COLUMN names one)", "missing-epoch")
         if row.get(column) is None:
             raise EvaluatorError(f"table {self.path.name}: {cell} has no {metric} ({column})", "missing-value")
-        bounds = ACCURACY if metric.startswith(("valid_acc", "test_acc")) else (0, None)
-        return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})", *bounds)
+        return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})", *_bounds(metric))
 
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
                  test_epochs: Optional[int] = None) -> TrialRecord:

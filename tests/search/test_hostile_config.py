@@ -78,6 +78,7 @@ def test_accuracies_out_of_range_are_missing_values(tmp_path, value):
     with pytest.raises(EvaluatorError) as info:
         table.evaluate(ARCH, "cifar10", 12)
     assert info.value.kind == "missing-value"
+    assert any("1 cells whose value is not a finite accuracy in [0, 100]" in line for line in table.summary("cifar10"))
     path.write_text(f"arch,valid_acc@12,test_acc@12\n{ARCH},50,{value}\n")  # the reported figure: left out
     assert FileTable(path).evaluate(ARCH, "cifar10", 12).test_acc is None
     path.write_text(f"arch,valid_acc@12,test_acc@12\n{ARCH},100,0\n")  # the bounds themselves are accuracies
@@ -190,3 +191,21 @@ def test_an_internal_error_in_any_command_exits_2(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["status", str(tmp_path)])
     assert result.exit_code == 2 and "internal error: RuntimeError: planted" in result.output
     assert "Traceback" not in result.output
+
+
+def test_eval_refuses_special_files_unread(tmp_path):
+    fifo = tmp_path / "arch.nad"
+    os.mkfifo(fifo)
+    for path, message in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
+        result = invoke("eval", path, "--run-dir", str(tmp_path / "run"))
+        assert result.exit_code == 2 and message in one_line(result) and path in one_line(result)
+
+
+def test_an_idea_pool_is_bounded_too(tmp_path):
+    from nader.agents.knowledge.pool import PoolFormatError, read_pool
+
+    deep = tmp_path / "pool.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    for path, message in ((deep, "nested"), ("/dev/zero", "character device")):
+        with pytest.raises(PoolFormatError, match=message):
+            read_pool(path)
