@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
+from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
@@ -479,37 +480,3 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
         return Check(False, text, f"{exc}\n{feedback}" if diagnostics else feedback,
                      sorted({d.code.code for d in diagnostics}) or ["build"])
     return Check(True, text)
-
-
-def split_architecture(arch_text: str) -> tuple[str, str, str]:
-    """The base, stem and downsample blocks of an architecture's text (by their roles), formatted."""
-    by_role = {}
-    for block in parse(arch_text).program.blocks:
-        by_role.setdefault(block.inferred_role(), format_block(block))
-    missing = [r.value for r in (Role.BASE, Role.STEM, Role.DOWNSAMPLE) if r not in by_role]
-    if missing:
-        raise ValueError(f"the parent architecture has no {', '.join(missing)} block")
-    return by_role[Role.BASE], by_role[Role.STEM], by_role[Role.DOWNSAMPLE]
-
-
-def block_name(text: str) -> str:
-    """The name in a block text's `##Name##` header ("Block" without one)."""
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
-    return first.strip("#") if first.startswith("##") else "Block"
-
-
-def renamed(block_text: str, name: str) -> str:
-    """The block text under the header `##name##` (added when it has none)."""
-    lines = block_text.strip().splitlines()
-    if lines and lines[0].startswith("##"):
-        lines[0] = f"##{name}##"
-    else:
-        lines.insert(0, f"##{name}##")
-    return "\n".join(lines) + "\n"
-
-
-def with_blocks_of(base_text: str, arch_text: str) -> str:
-    """A new base block with another architecture's stem and downsample blocks, renamed after it."""
-    _, stem, down = split_architecture(arch_text)
-    name = block_name(base_text)
-    return base_text.rstrip("\n") + "\n" + renamed(stem, f"{name}_stem") + renamed(down, f"{name}_downsample")

@@ -101,6 +101,13 @@ class _Decline(Exception):
 _new = tuple.__new__
 
 
+def header_token(line: str) -> Optional[str]:
+    """A header line's `##Name##` token as the grammar reads it (a comment after it left out), or
+    None for any other line: how a reply's block is named (compiler.architecture.block_name)."""
+    header = _HEADER.match(line) if len(line) <= _MAX_LEN else None
+    return None if header is None else header.group(1)
+
+
 def read_line(text: str) -> Optional[RawLine]:
     """The line's item and comment as the grammar reads them, or None when Lark must read it."""
     if len(text) > _MAX_LEN or "\r" in text or "\n" in text:

@@ -89,8 +89,23 @@ def store_problem(exc, repair: bool) -> int:
     return 0 if done.rows and not done.lost else 1
 
 
-def repair_not_needed(run_dir) -> None:
-    click.echo(f"note: {Path(run_dir) / 'runs.sqlite'} passed the integrity check; nothing to repair", err=True)
+def repair_cells(run_dir):
+    """`--repair` on a store that passed its check: unreadable cells (not UTF-8, nested too deep)
+    rewritten as NULL in a copy, reported, and the exit status (1: those cells are lost); None,
+    with a note, when there is nothing to repair (the command goes on)."""
+    from .recovery import null_cells
+
+    path = Path(run_dir) / "runs.sqlite"
+    try:
+        done = null_cells(path)
+    except (OSError, sqlite3.Error) as error:
+        click.echo(f"error: cannot repair {path}: {error}", err=True)
+        return 2
+    if done is None:
+        click.echo(f"note: {path} passed the integrity check and every cell is readable; nothing to repair", err=True)
+        return None
+    click.echo(done.text())
+    return 1
 
 
 def warn_problems(problems) -> None:
@@ -262,8 +277,8 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
             except (OSError, sqlite3.Error) as exc:
                 click.echo(f"error: cannot use the run directory {run_dir}: {exc}", err=True)
                 return 2
-            if repair:
-                repair_not_needed(run_dir)
+            if repair and (code := repair_cells(run_dir)) is not None:
+                return code
         progress = Progress(jobs, stream=sys.stderr, mode=progress_mode)
         ex = make_executor(executor, workers=workers, address=address, device=device, timeout=timeout,
                            trials_per_gpu=trials_per_gpu)

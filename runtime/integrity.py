@@ -12,11 +12,45 @@ import json
 import sqlite3
 from pathlib import Path
 
+from nader.inputs import DEFAULT_MAX_DEPTH, InputError, finite_number, nesting_depth
+
 from .errors import RuntimeToolError
 
 RECOVERED_NAME = "runs.recovered.sqlite"
 DB_NAME_HINT = "runs.sqlite"  # store.DB_NAME (store imports this module)
 REPAIR_ADVICE = f"run the same command with --repair to copy what can be read into {RECOVERED_NAME}"
+MAX_CELL_DEPTH = DEFAULT_MAX_DEPTH  # JSON nesting a cell may have (the search writes 3 levels at most)
+
+
+class BadText(str):
+    """A TEXT cell that is not UTF-8: its text with U+FFFD in place of the bad bytes, marked so
+    that the readers leave it out with a warning instead of failing the whole query."""
+
+
+def text_factory(raw: bytes) -> str:
+    """sqlite3's text_factory for every connection to a run: one undecodable cell is a BadText,
+    not a UnicodeDecodeError for the whole query."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return BadText(raw.decode("utf-8", "replace"))
+
+
+def json_depth(text: str, limit: int = MAX_CELL_DEPTH) -> int:
+    """The bracket nesting of JSON `text` (strings skipped), counted up to `limit` + 1 (nader.inputs):
+    bounded before json.loads, whose recursion a few thousand brackets exhaust."""
+    if text.count("[") + text.count("{") <= limit:
+        return 0
+    return nesting_depth(text, "json", limit)
+
+
+def unreadable_cell(value) -> str:
+    """Why a cell's text cannot be used ("" when it can): not UTF-8, or JSON nested too deep."""
+    if isinstance(value, BadText):
+        return "not valid UTF-8"
+    if isinstance(value, str) and value[:1] in "[{" and json_depth(value) > MAX_CELL_DEPTH:
+        return f"JSON nested deeper than {MAX_CELL_DEPTH} levels"
+    return ""
 
 
 class StoreError(RuntimeToolError):
@@ -49,6 +83,7 @@ def connect_readonly(path, timeout: float = 30.0) -> sqlite3.Connection:
     the file alone is the whole database and is opened as immutable."""
     path = Path(path)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout)
+    conn.text_factory = text_factory
     try:
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         return conn
@@ -59,7 +94,9 @@ def connect_readonly(path, timeout: float = 30.0) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise store_error(path, exc, writing=False) from None
-    return sqlite3.connect(f"file:{path}?immutable=1", uri=True, timeout=timeout)
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True, timeout=timeout)
+    conn.text_factory = text_factory
+    return conn
 
 
 def _cannot_open(exc: sqlite3.Error) -> bool:
@@ -95,10 +132,13 @@ def unusable(path, exc: BaseException, *, writing: bool) -> str:
     return f"cannot use {path}: {reason}"
 
 
-def check_database(path) -> None:
+def check_database(path, *, full: bool = False) -> None:
     """Raise StoreError unless `path` is absent (a new run) or an SQLite database that passes
     ``PRAGMA quick_check`` (which reads every page but skips the index cross-checks of
-    integrity_check: about 0.1 s for a 36 MB database on this project's 2-core machine)."""
+    integrity_check: about 0.1 s for a 36 MB database on this project's 2-core machine).
+    `full`: ``PRAGMA integrity_check`` instead, which also finds an index that disagrees with its
+    table; a command that writes into the store asks for it, since writes through such an index
+    spread the damage."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -115,14 +155,15 @@ def check_database(path) -> None:
     except sqlite3.Error as exc:
         raise store_error(path, exc, writing=False) from None
     try:
-        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+        check = "integrity_check" if full else "quick_check"
+        problems = [r[0] for r in conn.execute(f"PRAGMA {check}").fetchall()]
     except sqlite3.DatabaseError as exc:
         raise store_error(path, exc, writing=False) from None
     finally:
         conn.close()
     if problems != ["ok"]:
         more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
-        raise StoreDamaged(f"{path} is damaged (quick_check: {problems[0][:120]}{more}); {REPAIR_ADVICE}", path)
+        raise StoreDamaged(f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}", path)
 
 
 def cell_problem(table: str, row: str, column: str, what: str) -> str:
@@ -138,8 +179,21 @@ def json_cell(value, table: str, row: str, column: str, problems: list, expect: 
     if not isinstance(value, (str, bytes)):
         problems.append(cell_problem(table, row, column, f"expected JSON text, found {type(value).__name__}"))
         return None
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            value = BadText(value.decode("utf-8", "replace"))
+    why = unreadable_cell(value) or (f"JSON nested deeper than {MAX_CELL_DEPTH} levels"
+                                     if json_depth(value) > MAX_CELL_DEPTH else "")
+    if why:
+        problems.append(cell_problem(table, row, column, why))
+        return None
     try:
         data = json.loads(value)
+    except RecursionError:
+        problems.append(cell_problem(table, row, column, f"JSON nested deeper than {MAX_CELL_DEPTH} levels"))
+        return None
     except ValueError as exc:
         problems.append(cell_problem(table, row, column, f"not valid JSON ({exc})"))
         return None
@@ -148,3 +202,15 @@ def json_cell(value, table: str, row: str, column: str, problems: list, expect: 
         problems.append(cell_problem(table, row, column, f"expected {names}, found {type(data).__name__}"))
         return None
     return data
+
+
+def number_cell(value, table: str, row: str, column: str, problems: list):
+    """A REAL/INTEGER column as a finite number; None (and a warning) for text such as 'NaN',
+    infinities, or anything else a damaged or hand-edited row holds."""
+    if value is None:
+        return None
+    try:
+        return finite_number(value, column)
+    except InputError:
+        problems.append(cell_problem(table, row, column, f"expected a number, found {value!r:.40}"))
+        return None

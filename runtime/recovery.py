@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
-from .integrity import RECOVERED_NAME
+from .integrity import RECOVERED_NAME, cell_problem, connect_readonly, text_factory, unreadable_cell
 
 MAGIC = b"SQLite format 3\x00"
 _PAGE_SIZES = (4096, 1024, 8192, 16384, 32768, 65536, 512, 2048)
@@ -34,11 +34,13 @@ class Recovery:
     method: str
     rows: Dict[str, int] = field(default_factory=dict)  # table -> rows recovered
     lost: List[str] = field(default_factory=list)  # what is known to be missing
+    notes: List[str] = field(default_factory=list)  # one line per cell rewritten (null_cells)
 
     def text(self) -> str:
         got = ", ".join(f"{t} {n}" for t, n in sorted(self.rows.items())) or "nothing"
         lines = [f"recovered {self.source} into {self.target} ({self.method}): rows per table: {got}",
                  "lost: " + ("; ".join(self.lost) if self.lost else "nothing that the recovered rows show missing")]
+        lines += [f"note: {n}" for n in self.notes]
         if self.rows:
             lines.append(f"to use it, keep the damaged file elsewhere and move {self.target.name} to "
                          f"{self.source.name}, then run the command again")
@@ -232,3 +234,61 @@ def _tally(target: Path, result: Recovery) -> None:
                 result.lost.append(f"architectures {shown} ({len(missing)} of {ids[-1] + 1})")
     finally:
         conn.close()
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def unreadable_cells(conn: sqlite3.Connection) -> list:
+    """(table, rowid, row label, column, why, NOT NULL) of every text cell no reader can use: not
+    UTF-8, or JSON nested deeper than the readers parse."""
+    conn.text_factory = text_factory
+    found = []
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")]
+    for table in tables:
+        info = conn.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()  # cid, name, type, notnull, dflt, pk
+        names = [c[1] for c in info]
+        keys = [c[1] for c in sorted(info, key=lambda c: c[5]) if c[5]] or ["rowid"]
+        for row in conn.execute(f"SELECT rowid, * FROM {_quoted(table)}"):
+            values = dict(zip(names, row[1:]))
+            label = " ".join(f"{k}={row[0] if k == 'rowid' else values[k]}" for k in keys)
+            for (_, name, _, notnull, _, _), value in zip(info, row[1:]):
+                why = unreadable_cell(value) if isinstance(value, str) else ""
+                if why:
+                    found.append((table, row[0], label, name, why, bool(notnull)))
+    return found
+
+
+def null_cells(source) -> "Recovery | None":
+    """`--repair` on a store that passes the integrity check: a copy (RECOVERED_NAME beside it)
+    with every unreadable cell rewritten as NULL (as '' where the column allows no NULL); None
+    when there is none. The original is not changed."""
+    source = Path(source)
+    src = connect_readonly(source)  # works in a read-only directory too (nothing to repair there: a note)
+    try:
+        cells = unreadable_cells(src)
+        if not cells:
+            return None
+        target = source.with_name(RECOVERED_NAME)
+        partial = target.with_name(target.name + ".partial")
+        if partial.exists():
+            partial.unlink()
+        dst = sqlite3.connect(partial)
+        try:
+            src.backup(dst)
+            result = Recovery(source, target, "unreadable cells set to NULL")
+            with dst:
+                for table, rowid, label, column, why, notnull in cells:
+                    dst.execute(f"UPDATE {_quoted(table)} SET {_quoted(column)} = ? WHERE rowid = ?",
+                                ("" if notnull else None, rowid))
+                    done = "set to empty text (the column allows no NULL)" if notnull else "set to NULL"
+                    result.notes.append(cell_problem(table, label, column, why).replace("; left out", f"; {done}"))
+            result.lost.append(f"{len(cells)} unreadable cell(s), listed below")
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    _tally(partial, result)
+    os.replace(partial, target)
+    return result

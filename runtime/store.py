@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional
 
 from .faults import machine_sqlite_error
-from .integrity import StoreError, check_database, json_cell, store_error
+from .integrity import StoreError, check_database, json_cell, store_error, text_factory
 from .jobs import Job, Result
 
 DB_NAME = "runs.sqlite"
@@ -55,8 +55,9 @@ class RunStore:
     """One connection to a run directory's database (open one per process/thread)."""
 
     def __init__(self, run_dir, *, create: bool = True, check: bool = True):
-        """`check`: verify the database first (integrity.check_database); the commands do, the
-        workers that open the store once per job do not (their command already has)."""
+        """`check`: verify the database first (integrity.check_database, in full: the store is
+        opened to be written); the commands do, the workers that open the store once per job do
+        not (their command already has)."""
         self.run_dir = Path(run_dir)
         if create:
             try:
@@ -69,10 +70,11 @@ class RunStore:
         self._lock = threading.RLock()
         self.problems: List[str] = []  # damaged cells met while reading (the commands print them)
         if check:
-            check_database(self.path)
+            check_database(self.path, full=True)
         self.conn = None
         try:
             self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+            self.conn.text_factory = text_factory  # an undecodable cell is a warning, not a failed query
             self.conn.execute("PRAGMA busy_timeout=60000")
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")

@@ -23,7 +23,7 @@ import click
 
 from nader.agents.llm.options import LLM_FLAGS, llm_options
 from nader.inputs import InputError
-from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
+from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 from nader.runtime.options import executor_option, progress_option, trial_timeout_option
 
 from .config import DATASETS, PROXIES
@@ -405,8 +405,9 @@ def _open(run_dir, repair: bool = False):
     except (FileNotFoundError, sqlite3.Error) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    if repair:
-        repair_not_needed(run_dir)
+    if repair and (code := repair_cells(run_dir)) is not None:
+        conn.close()
+        sys.exit(code)
     return conn
 
 

@@ -221,8 +221,9 @@ class SearchConfig:
                 raise ConfigError(f"{name.replace('_', '-')} must be at least 1, not {value}")
         for name in ("time_limit", "sim_time_limit", "trial_timeout", "max_cost"):
             value = getattr(self, name)
-            if value is not None and not 0 < value < math.inf:  # nan and inf too
-                raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
+            if value is not None and not 0 < value < math.inf:  # nan and inf too: a NaN cap would switch it off
+                shown = "llm-max-cost" if name == "max_cost" else name.replace('_', '-')
+                raise ConfigError(f"{shown} must be a positive finite number, not {value}")
         self._check_ranges()
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")

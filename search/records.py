@@ -17,7 +17,7 @@ import re
 from typing import List, Optional
 
 from nader.compiler.reply_repair import REPAIRED
-from nader.runtime.integrity import cell_problem, json_cell
+from nader.runtime.integrity import BadText, cell_problem, json_cell, unreadable_cell
 from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
 from .objectives import pareto_set, parse_objectives, value
@@ -43,6 +43,14 @@ _REQUIRED = {"status": "damaged", "depth": 0, "origin": "?"}  # shown in place o
 def _clean(rec: dict, table: str, row: str, problems: list) -> dict:
     for key, value in rec.items():
         want = _TYPES.get(key)
+        if isinstance(value, BadText):
+            problems.append(cell_problem(table, row, key, unreadable_cell(value)))
+            rec[key] = _REQUIRED.get(key)
+            continue
+        if isinstance(value, float) and not math.isfinite(value) and want is _NUM:
+            problems.append(cell_problem(table, row, key, f"expected a finite number, found {value!r}"))
+            rec[key] = None
+            continue
         if value is None or want is None or (isinstance(value, want) and not isinstance(value, bool)):
             continue
         problems.append(cell_problem(table, row, key, f"expected {'text' if want is _STR else 'a number'}, "

@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 from typing import Iterable, List, Optional
 
-from nader.runtime.integrity import StoreDamaged, check_database, connect_readonly, json_cell
+from nader.runtime.integrity import (BadText, StoreDamaged, cell_problem, check_database, connect_readonly, json_cell,
+                                     number_cell, unreadable_cell)
 from nader.runtime.jobs import Result
 from nader.runtime.store import DB_NAME, RunStore
 
@@ -112,6 +113,13 @@ def _node(row, problems: list) -> Node:
         problems.append(f"{DB_NAME}: table archs, row arch_id={arch_id}, column widths: not a list of integers; "
                         f"left out")
         widths = None
+    for name, value in (("status", status), ("text", text), ("hash", hsh), ("origin", origin), ("operator", operator)):
+        if isinstance(value, BadText):  # the search cannot use it; the readers say the same per cell
+            problems.append(cell_problem(*where, name, unreadable_cell(value)))
+    text = None if isinstance(text, BadText) else text
+    hsh = None if isinstance(hsh, BadText) else hsh
+    operator = None if isinstance(operator, BadText) else operator
+    valid_acc = number_cell(valid_acc, *where, "valid_acc", problems)
     return Node(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
                 duplicate_of=dup, origin=origin, operator=operator,
                 change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},

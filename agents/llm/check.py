@@ -57,6 +57,10 @@ BLOCK_PROBE = ("Rewrite this block with node 4 as GELU instead of ReLU. Reply wi
                "##Basic##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n4:ReLU\n"
                "0->2\n2->3\n3->4\n4->1\n")
 BLOCK_PROBE_TOKENS = 384
+# A probe after the first asks for at most the tokens the speed measured so far makes in this
+# share of the request timeout: a slow server is measured, not timed out.
+PROBE_SHARE = 0.5
+NOT_MEASURED = "not measured: an earlier request got no reply in time (the server is slow)"
 
 
 class Unreachable(LLMError):
@@ -71,6 +75,7 @@ class Probe:
     tokens: Optional[int] = None        # completion tokens, reported or estimated from the text
     obeyed: Optional[bool] = None       # the reply has the asked-for form (JSON, the grammar)
     note: str = ""                      # why it was not accepted
+    slow: bool = False                  # not accepted because no reply came in time, after others had
 
     @property
     def per_token(self) -> Optional[float]:
@@ -98,6 +103,7 @@ class CheckReport:
     first_token_s: Optional[float] = None
     tokens_per_s: Optional[float] = None
     stream_note: str = ""
+    slow: str = ""                                         # a probe timed out after others were answered
     degradations: list[str] = field(default_factory=list)
     profile: Optional[ModelProfile] = None
     reply_note: str = ""  # why the profile asks for edit replies, when it does
@@ -134,7 +140,8 @@ class _Checker:
     def __init__(self, config: LLMConfig, generate: int):
         self.config = config
         self.generate = generate
-        self.timeout = min(config.request_timeout, 30.0)  # a dozen requests: a hung one must not take minutes
+        self.timeout = config.request_timeout  # --llm-timeout: a slow CPU server is what the check is for
+        self.speed: Optional[float] = None  # completion tokens/s, the fastest of the answered probes
         self.transport = OpenAITransport(config.base_url, config.resolved_key())
 
     async def run(self) -> CheckReport:
@@ -176,7 +183,27 @@ class _Checker:
     async def _ask(self, messages: list[dict], params: dict) -> tuple[float, Any]:
         started = time.monotonic()
         raw = await self.transport.chat(self.model, messages, params, self.timeout)
-        return time.monotonic() - started, raw
+        seconds = time.monotonic() - started
+        self._measured(seconds, raw)
+        return seconds, raw
+
+    def _measured(self, seconds: float, raw) -> None:
+        tokens = raw.completion_tokens if isinstance(raw.completion_tokens, int) else max(1, len(raw.text) // 4)
+        if seconds > 0 and tokens > 0:
+            self.speed = max(self.speed or 0.0, tokens / seconds)
+
+    def _late(self, exc: Exception) -> bool:
+        """A timeout after an earlier probe was answered: the server is slow, not silent."""
+        return self.speed is not None and "no reply within" in str(exc)
+
+    def _slow(self, report: CheckReport, what: str, detail) -> None:
+        if report.slow:  # said once, at the first late probe
+            return
+        speed = f"{self.speed:.1f} tokens/s" if self.speed else "a speed not measured"
+        report.slow = (f"{what}: {detail}, though earlier requests were answered (at about {speed}): the server is"
+                       f" slow, not silent")
+        report.degradations.append(report.slow + "; a reply cap (max_tokens, recommended below) or a longer"
+                                                 " --llm-timeout lets replies finish")
 
     async def _probe(self, messages: list[dict], params: dict, obeyed=None) -> Probe:
         try:
@@ -184,11 +211,14 @@ class _Checker:
         except RequestRejected as exc:
             return Probe(False, note=str(exc))
         except Transient as exc:
-            return Probe(False, note=f"failed: {exc}")
+            return Probe(False, note=f"slow: {exc}" if self._late(exc) else f"failed: {exc}", slow=self._late(exc))
         tokens = raw.completion_tokens if raw.completion_tokens is not None else max(1, len(raw.text) // 4)
         return Probe(True, seconds, tokens, obeyed(raw.text) if obeyed else None)
 
     def _limit(self, report: CheckReport, tokens: int) -> dict:
+        """The completion limit of a probe, sized to the speed measured so far (never below 4)."""
+        if tokens > 4 and self.speed:
+            tokens = max(4, min(tokens, int(self.speed * self.timeout * PROBE_SHARE)))
         return {report.token_param or "max_tokens": tokens}
 
     async def _token_param(self, report: CheckReport) -> None:
@@ -202,6 +232,9 @@ class _Checker:
                 report.token_params[name] = False
                 continue
             except Transient as exc:
+                if self._late(exc):  # max_tokens was answered: the other spelling is not needed
+                    self._slow(report, f"a request with {name}", exc)
+                    break
                 raise Unreachable(f"the endpoint answers no chat request: {exc}"
                                   + (LATE if "no reply within" in str(exc) else "")) from None
             report.token_params[name] = True
@@ -214,6 +247,9 @@ class _Checker:
                                        " system message cannot be noticed")
 
     async def _system(self, report: CheckReport) -> None:
+        if report.slow:
+            report.system_detail = "not measured (the server is slow)"
+            return
         question = _user("Say OK.")
         try:
             _, alone = await self._ask(question, self._limit(report, 1))
@@ -240,14 +276,21 @@ class _Checker:
         formats = {"json_schema": {"type": "json_schema", "json_schema": {"name": "numbers", "schema": SCHEMA}},
                    "json_object": {"type": "json_object"}, "none": None}
         for mode in ("none", "json_schema", "json_object"):  # none first: the server warms up on it
+            if report.slow:  # a slow server is not kept waiting for modes it could not show in time
+                report.json_modes[mode] = Probe(False, note=NOT_MEASURED, slow=True)
+                continue
             params = self._limit(report, self.generate)
             if formats[mode]:
                 params["response_format"] = formats[mode]
-            report.json_modes[mode] = await self._probe(_user(COUNT_PROMPT), params, _json_start)
-        if not report.json_modes["none"].accepted:
+            report.json_modes[mode] = probe = await self._probe(_user(COUNT_PROMPT), params, _json_start)
+            if probe.slow:
+                self._slow(report, f"a {mode} request", probe.note.removeprefix("slow: "))
+        if not report.json_modes["none"].accepted and not report.slow:
             raise Unreachable(f"the endpoint failed a plain request: {report.json_modes['none'].note}")
         for mode in ("json_schema", "json_object"):
             probe = report.json_modes[mode]
+            if probe.slow:
+                continue
             if not probe.accepted:
                 report.degradations.append(f"JSON mode {mode} not accepted: {probe.note}")
             elif _too_slow(probe, report.json_modes["none"]):
@@ -256,12 +299,20 @@ class _Checker:
 
     async def _grammar(self, report: CheckReport) -> None:
         for name, extra in GRAMMAR_FIELDS.items():
+            if report.slow:
+                report.grammar[name] = Probe(False, note=NOT_MEASURED, slow=True)
+                continue
             params = {**self._limit(report, self.generate), "extra_body": extra}
-            report.grammar[name] = await self._probe(_user("List some numbers."), params,
-                                                     lambda text: bool(_GRAMMAR_REPLY.fullmatch(text.strip())))
+            report.grammar[name] = probe = await self._probe(_user("List some numbers."), params,
+                                                             lambda text: bool(_GRAMMAR_REPLY.fullmatch(text.strip())))
+            if probe.slow:
+                self._slow(report, f"a request with {name}", probe.note.removeprefix("slow: "))
 
     async def _block_reply(self, report: CheckReport) -> None:
         """Whether a block restated with one change ends on its own within BLOCK_PROBE_TOKENS."""
+        if report.slow:
+            report.block_reply = NOT_MEASURED
+            return
         try:
             _, raw = await self._ask(_user(BLOCK_PROBE), self._limit(report, BLOCK_PROBE_TOKENS))
         except (RequestRejected, Transient) as exc:
@@ -270,12 +321,20 @@ class _Checker:
         report.block_reply = "ran to max_tokens" if raw.finish_reason == "length" else "ended"
 
     async def _stream(self, report: CheckReport) -> None:
+        if report.slow:
+            report.tokens_per_s, report.stream_note = self.speed, "not measured (the server is slow); the speed is the plain requests'"
+            return
         started = time.monotonic()
         try:
             first, raw = await self.transport.chat_streamed(self.model, _user(COUNT_PROMPT),
                                                             self._limit(report, self.generate), self.timeout)
         except (RequestRejected, Transient) as exc:
-            report.stream_note = f"streaming failed: {exc}"
+            if self._late(exc):
+                self._slow(report, "the streamed request", exc)
+                report.tokens_per_s = self.speed  # the plain requests' speed: what sizes the reply cap
+                report.stream_note = "no streamed reply in time; the speed is the plain requests'"
+            else:
+                report.stream_note = f"streaming failed: {exc}"
             return
         total = time.monotonic() - started
         report.first_token_s = first

@@ -71,6 +71,8 @@ def _seconds(value) -> str:
 
 
 def _probe_line(name: str, probe, base, obeys: tuple[str, str]) -> str:
+    if probe.slow:
+        return f"  {name:<19} {probe.note}"
     if not probe.accepted:
         return f"  {name:<19} not accepted: {probe.note}"
     relative = probe.relative_to(base)

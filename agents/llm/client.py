@@ -20,7 +20,6 @@ the server does not list, or a reply under another name, is warned about once (s
 from __future__ import annotations
 
 import asyncio
-import json as jsonlib
 import logging
 import random
 import threading
@@ -30,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from .accounting import Ledger, Tally, Usage
+from nader.runtime.integrity import json_cell
+
+from .accounting import Ledger, Tally, Usage, booking, reported, usage_count
 from .breaker import CircuitBreaker
 from .config import LLMConfig
 from .errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected
@@ -38,6 +39,7 @@ from .prices import find_price
 from .profiles import match_profile, merge_system, request_params, system_tokens_at_least
 from .record import CallStore, canonical_json, decode_vectors, encode_vectors, request_key
 from .served import ModelNames
+from .syncloop import SyncLoop
 from .transport import OpenAITransport, Transient
 
 EMBED_BATCH = 128  # inputs per embeddings request
@@ -121,9 +123,7 @@ class LLMClient:
         self._occ_lock = threading.Lock()
         self._semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = \
             weakref.WeakKeyDictionary()
-        self._thread_loop: Optional[asyncio.AbstractEventLoop] = None
-        self._thread: Optional[threading.Thread] = None
-        self._thread_lock = threading.Lock()
+        self._sync = SyncLoop()
         # Models whose server was seen dropping the system message, in this run or the replayed
         # one: their calls merge it from the start, so a resumed or replayed run asks as the
         # original did after its switch.
@@ -201,8 +201,10 @@ class LLMClient:
         async def attempt(timeout: float):
             raw = await self._transport.chat(model, messages, params, timeout)
             self._names.check_reply(model, raw.model, "chat")
-            usage_reported[0] = raw.prompt_tokens is not None
+            usage_reported[0] = usage_count(raw.prompt_tokens) is not None
             reply = {"text": raw.text, "finish_reason": raw.finish_reason}
+            # Absent figures are estimated; present ones go as the server gave them (_from_endpoint
+            # books one that is not a count, NaN or negative, at the call's reservation).
             prompt_tokens = raw.prompt_tokens if raw.prompt_tokens is not None else prompt_estimate
             completion = raw.completion_tokens if raw.completion_tokens is not None else estimate_tokens(raw.text)
             return reply, prompt_tokens, completion
@@ -289,7 +291,7 @@ class LLMClient:
 
     async def _embed_batch(self, model: str, texts: list[str], role: str, arch_id) -> list[list[float]]:
         request = {"kind": "embed", "model": model, "input": texts, "params": {}}
-        prompt_estimate = sum(estimate_tokens(t) for t in texts)
+        prompt_estimate = sum(estimate_tokens(t) + 2 for t in texts)  # + the special tokens servers count
 
         async def attempt(timeout: float):
             vectors, prompt_tokens, answered_as = await self._transport.embed(model, texts, timeout)
@@ -343,8 +345,16 @@ class LLMClient:
                 if source == "replay":
                     raise ReplayMiss(self._miss_message(common["request"], common["role"], common["occurrence"]))
                 continue
-            _, reply_json, prompt_tokens, completion_tokens, _ = found
-            reply = jsonlib.loads(reply_json)
+            call_id, reply_json, prompt_tokens, completion_tokens, _ = found
+            problems: list = []  # a damaged cell (not UTF-8, nested too deep, not JSON) is asked again
+            reply = json_cell(reply_json, "llm_calls", f"call_id={call_id}", "reply", problems, expect=(dict,))
+            if reply is None or not isinstance(reply.get("text", ""), str):
+                message = problems[0] if problems else f"llm_calls row {call_id}: no reply text"
+                if source == "replay":
+                    raise ReplayMiss(f"the recorded reply cannot be read: {message}")
+                log.warning("warning: %s; asking the endpoint again", message)
+                continue
+            prompt_tokens, completion_tokens = usage_count(prompt_tokens) or 0, usage_count(completion_tokens) or 0
             latency = time.perf_counter() - started
             row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=0.0,
                        latency_s=latency, source=source)
@@ -385,20 +395,20 @@ class LLMClient:
                     await asyncio.sleep(delay)
                     continue
                 latency = time.perf_counter() - started
-                cost = price.cost(prompt_tokens, completion_tokens) if price else None
-                billed = Tally(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                               cost_usd=cost or 0.0, unpriced_calls=int(price is None))
                 held, reservation = reservation, None
-                self.ledger.settle(held, billed, role, arch_id)  # as billed, even above the reservation
+                billed, booked, note = booking(held, prompt_tokens, completion_tokens, worst_tokens, price)
+                self.ledger.settle(held, booked, role, arch_id)  # never above the reservation
                 self._breaker.success()
-                row = dict(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
-                           latency_s=latency, source="endpoint")
+                row = dict(prompt_tokens=booked.prompt_tokens, completion_tokens=booked.completion_tokens,
+                           cost_usd=booked.cost_usd if price else None, latency_s=latency, source="endpoint")
+                notes = (["retried after: " + "; ".join(retried)] if retried else []) + ([note] if note else [])
                 row["call_id"] = self._record(**common, reply=reply, status="ok", attempts=attempts,
-                                              error=("retried after: " + "; ".join(retried)) if retried else None,
-                                              **row)
+                                              error="; ".join(notes) or None, **row)
                 self._notify(common, row)
-                overrun = self.ledger.overrun(held, billed)
-                if overrun is not None:  # the reply stays recorded: a resumed run gets it free
+                if note:
+                    log.warning("warning: %s", note)
+                overrun = self.ledger.overrun(held, billed, reported(prompt_tokens, completion_tokens, billed))
+                if billed is not booked and overrun is not None:  # the reply stays recorded: a resume gets it free
                     raise overrun
                 return reply, row
         except RequestRejected as exc:
@@ -451,13 +461,7 @@ class LLMClient:
 
     # ------------------------------------------------------------------ sync support and closing
     def _run_sync(self, coroutine):
-        with self._thread_lock:
-            if self._thread is None:
-                self._thread_loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._thread_loop.run_forever, name="nader-llm", daemon=True)
-                self._thread.start()
-            loop = self._thread_loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+        return self._sync.run(coroutine)
 
     async def aclose(self) -> None:
         """Close the connections opened from the running event loop."""
@@ -466,12 +470,8 @@ class LLMClient:
 
     def close(self) -> None:
         """Close the sync loop's connections and thread, and the record."""
-        if self._thread is not None:
-            asyncio.run_coroutine_threadsafe(self.aclose(), self._thread_loop).result()
-            self._thread_loop.call_soon_threadsafe(self._thread_loop.stop)
-            self._thread.join()
-            self._thread_loop.close()
-            self._thread = self._thread_loop = None
+        if self._sync.started:
+            self._sync.close(self.aclose())
         for record in (self.store, self.replay):
             if record is not None:
                 record.close()

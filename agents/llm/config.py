@@ -23,7 +23,9 @@ a base_url is configured.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -77,7 +79,24 @@ _TYPES = {
     "max_retries": int, "backoff_base": float, "backoff_max": float, "breaker_failures": int,
     "max_concurrency": int, "max_cost_usd": float, "max_total_tokens": int,
 }
-_POSITIVE = {"max_tokens", "request_timeout", "deadline", "breaker_failures", "max_concurrency", "max_total_tokens"}
+_POSITIVE = {"max_tokens", "request_timeout", "deadline", "breaker_failures", "max_concurrency", "max_total_tokens",
+             "max_cost_usd"}
+MAX_INT = 10 ** 15  # far above any count these keys take; a larger one is a typo or an attack
+
+
+def url_problem(value: str) -> str:
+    """Why `value` is not an endpoint URL ("" when it is): scheme, host and port checked up front,
+    so a run does not end "invalid" after its first call."""
+    if not value.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises ValueError for a port out of range)
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+    if not parts.hostname:
+        return "names no host"
+    return ""
 
 
 def check_value(name: str, value: Any, where: str) -> Any:
@@ -86,12 +105,16 @@ def check_value(name: str, value: Any, where: str) -> Any:
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise LLMConfigError(f"{where}: {name} must be {'a number' if kind is not str else 'a string'}, got {value!r}")
+    if kind is float and not math.isfinite(value):
+        raise LLMConfigError(f"{where}: {name} must be a finite number, got {value!r}")
+    if kind is int and value > MAX_INT:
+        raise LLMConfigError(f"{where}: {name} must be at most {MAX_INT:,}, got {value!r:.40}")
     if kind is not str and (value < 0 or (name in _POSITIVE and value == 0)):
         raise LLMConfigError(f"{where}: {name} must be {'> 0' if name in _POSITIVE else '>= 0'}, got {value!r}")
     if name == "reasoning_effort" and value not in REASONING_EFFORTS:
         raise LLMConfigError(f"{where}: reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}")
-    if name == "base_url" and not value.startswith(("http://", "https://")):
-        raise LLMConfigError(f"{where}: base_url must start with http:// or https://, got {value!r}")
+    if name == "base_url" and url_problem(value):
+        raise LLMConfigError(f"{where}: base_url {url_problem(value)}, got {value!r}")
     return value
 
 

@@ -23,9 +23,11 @@ class ReplyFormatError(ValueError):
 
 
 def reply_too_long(text: str) -> str | None:
-    """Why a reply is refused unread for its size, or None."""
+    """Why a reply is refused unread for its size, or None. The words do not depend on the length:
+    the record keeps only a prefix of such a reply (record.bounded_reply), and a replay must send
+    the model the same feedback as the recorded run did."""
     if len(text) > MAX_REPLY_CHARS:
-        return f"the reply is {len(text):,} characters, more than the {MAX_REPLY_CHARS:,} a reply may have"
+        return f"the reply is longer than the {MAX_REPLY_CHARS:,} characters a reply may have"
     return None
 
 

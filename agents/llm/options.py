@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from nader.runtime.integrity import json_cell
 
 from .config import LLMConfig, check_value, config_from_mapping, load_config
 from .errors import LLMConfigError
@@ -59,7 +60,22 @@ class LLMFlag:
         return self.flag[2:].replace("-", "_")
 
 
-_POSITIVE = click.FloatRange(min=0, min_open=True)
+class _Positive(click.ParamType):
+    """A positive finite number: caps and timeouts (click's FloatRange lets nan and inf through)."""
+
+    name = "FLOAT"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not (0 < number < float("inf")):
+            self.fail(f"expected a positive finite number, not {value!r}", param, ctx)
+        return number
+
+
+_POSITIVE = _Positive()
 LLM_FLAGS = (
     LLMFlag("--llm-config", "config_path", click.Path(dir_okay=False),
             f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present].",
@@ -122,7 +138,11 @@ def recorded_config(replay_dir) -> dict:
         store.close()
     if row is None:
         return {}
-    recorded = json.loads(row[0])
+    problems: list = []
+    recorded = json_cell(row[0], "meta", "key=llm_config", "value", problems, expect=(dict,))
+    if recorded is None:
+        raise LLMConfigError(f"{replay_dir}: the recorded run's LLM settings cannot be read: "
+                             f"{problems[0] if problems else 'empty'}")
     values = {k: recorded[k] for k in _REQUEST_FIELDS if k in recorded and recorded[k] not in (None, [])}
     if "profiles" in values:
         values["profiles"] = {p.pop("pattern"): p for p in values["profiles"]}

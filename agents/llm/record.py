@@ -20,8 +20,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 
+from nader.runtime.integrity import json_cell, text_factory
+
 from .accounting import Tally
 from .errors import LLMConfigError
+from .jsonreply import MAX_REPLY_CHARS
 
 DB_NAME = "runs.sqlite"  # the run store's database (nader.runtime.store.DB_NAME)
 
@@ -59,6 +62,17 @@ def request_key(request: dict) -> str:
     return hashlib.sha256(canonical_json(request).encode("utf-8")).hexdigest()
 
 
+def bounded_reply(reply: Optional[dict]) -> Optional[dict]:
+    """A reply as recorded: a text over MAX_REPLY_CHARS (which every caller refuses unread) keeps
+    only its first MAX_REPLY_CHARS + 1 characters, so a cache or a replay is refused the same way,
+    with its whole length and SHA-256 beside it."""
+    text = reply.get("text") if isinstance(reply, dict) else None
+    if not isinstance(text, str) or len(text) <= MAX_REPLY_CHARS:
+        return reply
+    whole = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {**reply, "text": text[:MAX_REPLY_CHARS + 1], "length": len(text), "sha256": whole}
+
+
 def encode_vectors(vectors: list[list[float]]) -> dict:
     """Embeddings as base64 float32 (what servers compute in), a quarter of their JSON size."""
     import numpy as np  # only embeddings need it
@@ -86,11 +100,13 @@ class CallStore:
                 raise LLMConfigError(f"no recorded run at {self.run_dir} ({DB_NAME} not found)")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False,
                                         isolation_level=None, timeout=60.0)
+            self.conn.text_factory = text_factory
             if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name='llm_calls'").fetchone():
                 raise LLMConfigError(f"{self.path} holds no recorded LLM calls (no llm_calls table)")
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+        self.conn.text_factory = text_factory  # a cell that is not UTF-8 reads as marked text, not an error
         self.conn.execute("PRAGMA busy_timeout=60000")
         self.conn.execute("PRAGMA journal_mode=WAL")
         # WAL with synchronous=NORMAL never corrupts; a power cut may lose the last rows, which the
@@ -108,7 +124,8 @@ class CallStore:
             prompt_tokens: Optional[int] = None, completion_tokens: Optional[int] = None,
             cost_usd: Optional[float] = None, latency_s: Optional[float] = None, attempts: int = 0) -> int:
         row = (key, occurrence, request["kind"], request["model"], role, None if arch_id is None else str(arch_id),
-               prompt, canonical_json(request), None if reply is None else canonical_json(reply), status, source,
+               prompt, canonical_json(request), None if reply is None else canonical_json(bounded_reply(reply)),
+               status, source,
                error, prompt_tokens, completion_tokens, cost_usd, latency_s, attempts, time.time())
         with self._lock:
             cur = self.conn.execute(
@@ -132,10 +149,7 @@ class CallStore:
 
     def get_meta_dict(self, key: str) -> dict:
         """A meta value written as a JSON object: {} where absent or unreadable."""
-        try:
-            value = json.loads(self.get_meta(key) or "{}")
-        except ValueError:
-            return {}
+        value = json_cell(self.get_meta(key), "meta", f"key={key}", "value", [], expect=(dict,))  # bounded depth
         return value if isinstance(value, dict) else {}
 
     def reject(self, call_id: int, reason: str) -> None:
@@ -165,7 +179,8 @@ class CallStore:
             rows = self.conn.execute(
                 f"SELECT request FROM llm_calls WHERE kind = ? AND role IS ? AND {_REPLAYING} ORDER BY call_id LIMIT ?",
                 (kind, role, limit)).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        found = (json_cell(r[0], "llm_calls", "?", "request", [], expect=(dict,)) for r in rows)
+        return [request for request in found if request is not None]
 
     def count(self, kind: Optional[str] = None) -> int:
         with self._lock:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from nader.compiler.commands.common import PositiveFinite
-from nader.runtime.cli import repair_not_needed, repair_option, store_problem, warn_problems
+from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -79,8 +79,8 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
     except OSError as error:
         click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
         sys.exit(2)
-    if repair:
-        repair_not_needed(run_dir)
+    if repair and (code := repair_cells(run_dir)) is not None:
+        sys.exit(code)
     warn_problems(problems)
     click.echo(f"{output} ({n} architectures, {size / 1e6:.2f} MB)")
     if watch is None:

@@ -4,6 +4,7 @@ json`. Timings are printed by the command, never asserted."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -317,3 +318,51 @@ def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(ramble
         assert 'reply = "edits"' in written and "# edit replies:" in written
     else:
         assert "a block restated with one change: ended" in result.output and "reply =" not in written
+
+
+def _paced(body: dict):
+    """A CPU server at 20 tokens/s: a plain reply takes max_tokens / 20 s; a streamed one waits 3 s
+    first (the other core busy, say)."""
+    from loopback import slow
+
+    if body.get("stream"):
+        return slow(3.0, "1, 2, 3")
+    limit = body.get("max_tokens") or body.get("max_completion_tokens") or 16
+    return reply('{"n": [1, 2, 3]}', delay=limit / 20, usage=(12, limit))
+
+
+def test_a_slow_server_is_measured_with_probes_sized_to_it_and_reported_slow_not_silent(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with LoopbackServer(responder=_paced) as srv:
+        result = check(srv, "--llm-timeout", "1")
+        bodies = srv.chat_requests
+    assert result.exit_code == 1, result.output  # degradations, not "no answer" (exit 2)
+    assert "answers no chat request" not in result.output and "error:" not in result.output
+    plain = [b.get("max_tokens") or b.get("max_completion_tokens") for b in bodies if not b.get("stream")]
+    assert plain and max(plain) / 20 < 1, plain  # every plain probe fits the 1 s timeout at the measured pace
+    assert "JSON modes\n  none                accepted" in result.output
+    assert "the streamed request: no reply within 1 s, though earlier requests were answered (at about" \
+           in result.output
+    assert "the server is slow, not silent" in result.output and "tokens/s" in result.output
+    assert re.search(r"recommended .* max_tokens = \d+", result.output), result.output
+
+
+def test_a_plain_probe_timing_out_after_the_first_answer_is_slow_too(tmp_path, monkeypatch):
+    from loopback import hang
+
+    monkeypatch.chdir(tmp_path)
+    answers = iter([reply("OK", usage=(12, 4))])
+    with LoopbackServer(responder=lambda body: next(answers, hang())) as srv:
+        result = check(srv, "--llm-timeout", "0.5")
+    assert result.exit_code == 1, result.output
+    assert "a request with max_completion_tokens: no reply within 0.5 s, though earlier requests were answered" \
+        in result.output
+    assert "not measured: an earlier request got no reply in time" in result.output
+    assert "max_tokens = " in result.output
+
+
+def test_the_probes_follow_llm_timeout_above_thirty_seconds():
+    from nader.agents.llm.check import _Checker
+    from nader.agents.llm.config import LLMConfig
+
+    assert _Checker(LLMConfig(base_url="http://127.0.0.1:9/v1", request_timeout=90.0), 32).timeout == 90.0

@@ -1,7 +1,8 @@
 """`nader-search run --llm-max-cost / --llm-max-tokens` are the LLM client's caps: a call whose
 worst case could pass the cap is never sent, an endpoint that bills above a call's reservation
-stops the run at once (booked as billed, the server's figure named), an honest endpoint's spend
-never passes the cap, and the old names --max-cost / --max-tokens still work (hidden, with a
+stops the run at once (booked at the reservation, so the cap holds, the server's figure named), usage
+that is no count (NaN, negative) is booked at the reservation with a warning and the run goes on, an
+honest endpoint's spend never passes the cap, and the old names --max-cost / --max-tokens still work (hidden, with a
 warning). The strategy is genius on the loopback server; training is real (digits)."""
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def test_a_cap_below_one_call_sends_nothing(server, tmp_path):
                         r"to resume", message), message
 
 
-def test_an_endpoint_billing_above_the_reservation_stops_the_run_at_once(server, tmp_path):
+def test_an_endpoint_billing_above_the_reservation_stops_the_run_at_once(server, tmp_path, caplog):
     # Each reply claims a million completion tokens (at $4/M: $4.00) for calls allowed 100.
     server.responder = lambda body: reply(f"```\n{WIDE}```", usage=(3000, 1_000_000))
     command = _command(tmp_path, server, "--llm-max-cost", "0.5")
@@ -69,12 +70,33 @@ def test_an_endpoint_billing_above_the_reservation_stops_the_run_at_once(server,
     assert len(server.chat_requests) == 1
     assert out["stop_reason"] == "cost-limit"
     assert "the endpoint reported 3,000 prompt and 1,000,000 completion tokens ($4.00)" in out["stop_message"]
-    calls, _, dollars = _spent(tmp_path)
-    assert calls == 1 and dollars == pytest.approx(4.003)  # booked as billed
-    # The same command again sends nothing: the run's spend is over the cap.
+    assert "booked at the reservation" in out["stop_message"]
+    # The warning goes to the log (stderr in a terminal; pytest captures it here).
+    assert "warning: the endpoint reported 3,000 prompt and 1,000,000 completion tokens ($4.00)" in caplog.text
+    calls, tokens, dollars = _spent(tmp_path)
+    assert calls == 1 and tokens < 10_000 and 0 < dollars < 0.5  # the reservation, within the cap
+    # The same command again goes on from the spend booked, under the cap, and stops the same way.
     out, _ = _run(command)
-    assert len(server.chat_requests) == 1 and out["stop_reason"] == "cost-limit"
-    assert out["stop_message"].startswith("cost cap reached: $4.00 spent of the $0.5 cap; raise the cap")
+    assert len(server.chat_requests) == 2 and out["stop_reason"] == "cost-limit"
+    assert _spent(tmp_path)[2] <= 0.5
+
+
+@pytest.mark.parametrize("usage", [(float("nan"), 50), (-1_000_000, -10_000_000), (3000.5, 40)],
+                         ids=["nan", "negative", "fractional"])
+def test_usage_that_is_no_count_is_booked_at_the_reservation_and_the_run_goes_on(server, tmp_path, usage, caplog):
+    server.responder = lambda body: reply(f"```\n{WIDE}```", usage=usage)
+    out, result = _run(_command(tmp_path, server, "--llm-max-cost", "0.5"))
+    assert "internal error" not in result.output and "NOT NULL" not in result.output
+    assert "warning: the endpoint reported usage that is not a token count" in caplog.text
+    assert "booked at its reservation" in caplog.text
+    calls, tokens, dollars = _spent(tmp_path)
+    assert calls >= 2 and tokens > 0 and 0 < dollars <= 0.5
+    assert out["stop_reason"] in ("rejects", "trials", "cost-limit"), out["stop_message"]
+    conn = sqlite3.connect(tmp_path / "run" / "runs.sqlite")
+    per_arch = conn.execute("SELECT MIN(tokens_in), MIN(cost_usd), SUM(cost_usd) FROM archs WHERE origin != 'root'")
+    low_tokens, low_cost, total = per_arch.fetchone()
+    conn.close()
+    assert low_tokens >= 0 and low_cost >= 0 and total == pytest.approx(dollars)
 
 
 def test_an_honest_endpoint_never_passes_the_token_cap(server, tmp_path):

@@ -141,5 +141,5 @@ def test_a_reply_too_long_or_one_the_check_raises_on_fails_like_any_other():
     raised = checked_reply(check, "a short reply")
     assert not raised.ok and raised.codes == ["check-error"] and "KeyError" in raised.feedback
     too_long = checked_reply(check, "x" * (MAX_REPLY_CHARS + 1))
-    assert not too_long.ok and too_long.codes == ["too-long"] and "200,001 characters" in too_long.feedback
+    assert not too_long.ok and too_long.codes == ["too-long"] and "longer than the 200,000 characters" in too_long.feedback
     assert seen == ["a short reply"]  # the long one was never read
