@@ -107,6 +107,10 @@ def _strategy_epilog() -> str:
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")
+@click.option("--root", "root_mode", type=click.Choice(("train", "none")), default=None,
+              help="train: the root is trial 1; none: it is never trained and the first trials are the "
+                   "strategy's own, as in published NAS-Bench-201 baselines [default: none for random, rea "
+                   "and local in --space nb201, else train].")
 @click.option("--strategy", default=None, help="A strategy listed below [default: rea].")
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")

@@ -39,6 +39,7 @@ from .fidelity import schedule_of
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 PROXIES = ("naswot", "synflow")
+ROOT_MODES = ("train", "none")  # --root: the root is trial 1, or only where the tree hangs
 
 
 @dataclass
@@ -81,6 +82,7 @@ class SearchConfig:
     fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
     eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
+    root_mode: Optional[str] = None  # train | none (--root); default: trains_root()
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -107,6 +109,19 @@ class SearchConfig:
                               f"give --max-params or --max-flops")
         label = base.label if (params, flops) == (base.params, base.flops) else "given"
         return Budget(params, flops, label=label)
+
+    def trains_root(self) -> bool:
+        """Whether the root is trial 1 (`--root train`) or only where the tree hangs (`--root none`).
+        By default a strategy that says so (`Strategy.rootless`: random, rea, local) starts from
+        nothing in a space with a uniform distribution, as the published NAS-Bench-201 baselines
+        do; the block language always trains its root, which every search there modifies."""
+        if self.root_mode is not None:
+            return self.root_mode == "train"
+        from .spaces.space import SPACES
+        from .strategies import STRATEGIES
+
+        space, strategy = SPACES.get(self.space), STRATEGIES.get(self.strategy)
+        return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
@@ -143,6 +158,7 @@ class SearchConfig:
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
             **({"table_map": self.table_map} if self.table_map else {}),
+            **({} if self.trains_root() else {"root_trained": False}),
             **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
                if self.fidelity else {}),
         }
@@ -199,6 +215,11 @@ class SearchConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"{name.replace('_', '-')} must be positive, not {value}")
+        if self.root_mode not in (None, *ROOT_MODES):
+            raise ConfigError(f"root: choose one of {', '.join(ROOT_MODES)}, not {self.root_mode!r}")
+        if not self.trains_root() and not get_space(self.space).uniform:
+            raise ConfigError(f"--root none needs a space with a uniform distribution (--space nb201): in the "
+                              f"{self.space} space every architecture is a modification of the root")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
@@ -287,6 +308,7 @@ KEYS = {
     "fidelity": ("fidelity", _typed("fidelity", str)),
     "eta": ("eta", _typed("eta", int)),
     "min-epochs": ("min_epochs", _typed("min-epochs", int)),
+    "root": ("root_mode", _typed("root", str)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

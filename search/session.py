@@ -152,6 +152,8 @@ def _forget_new_run(run_dir: Path) -> None:
 
 def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, evaluator, t0):
     stored = store.config()
+    if stored is not None and "root_mode" not in stored:  # a run from before --root trained its root
+        stored = {**stored, "root_mode": "train"}
     config = merge(stored, *given_layers)
     config.run_dir = str(run_dir)
     config.check()

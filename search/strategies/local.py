@@ -42,6 +42,7 @@ from .base import Candidate, Option, StopSearch, Strategy
 class LocalStrategy(Strategy):
     name = "local"
     summary = "local search (White et al. 2020): best improving neighbour, restart at a local optimum"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {
         "neighbours": Option(int, 24, "block language: most single mutations per neighbourhood", minimum=1),
     }

@@ -24,6 +24,7 @@ from .base import StopSearch, Strategy
 class RandomStrategy(Strategy):
     name = "random"
     summary = "random search: draw architectures uniformly without replacement (--space nb201; else use walk)"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {}
 
     def __init__(self, **options):

@@ -26,6 +26,7 @@ from .base import Option, StopSearch, Strategy
 class REAStrategy(Strategy):
     name = "rea"
     summary = "regularized evolution: tournament among the last P trained, oldest removed"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {
         "population": Option(int, 20, "population size P (the last P trained architectures)", minimum=1),
         "sample_size": Option(int, 5, "tournament size S (sampled from the population)", minimum=1),
