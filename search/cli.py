@@ -431,17 +431,60 @@ def status_command(run_dir, fmt, repair):
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
               help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
+@click.option("--trial", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Architecture #N instead of the best (ids as `nader-search status` lists them).")
+@click.option("--emit", type=click.Choice(("nad", "torch", "onnx")), default=None,
+              help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
+                   "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o.")
+@click.option("--weights", is_flag=True,
+              help="--emit: also the trained weights: OUT.pt, a state_dict for the emitted network (onnx: "
+                   "its initializers).")
+@click.option("--seed", "weights_seed", type=int, default=None,
+              help="--weights: the seed whose training to take [default: the one with the best validation accuracy].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
 @repair_option
-def best_command(run_dir, fmt, output, repair):
-    """Print the best architecture (highest validation accuracy), ready for nadc."""
+def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, repair):
+    """Print the best architecture (highest validation accuracy), ready for nadc; with --emit, write the
+    trained network (and with --weights its weights) so that it rebuilds from the file alone."""
     from . import records
 
-    rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
-    if rec is None:
-        click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
-        sys.exit(1)
-    _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+    if emit is None:
+        if weights or weights_seed is not None:
+            click.echo("error: --weights and --seed go with --emit nad|torch|onnx", err=True)
+            sys.exit(2)
+        if trial is not None:
+            def pick(conn, problems):
+                return next((r for r in records.records(conn, problems=problems) if r["arch_id"] == trial), None)
+            rec = _read(run_dir, repair, pick)
+            if rec is None:
+                click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
+                sys.exit(2)
+        else:
+            rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
+        if rec is None:
+            click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
+            sys.exit(1)
+        _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+        return
+    _emit_best(run_dir, emit, output, weights, trial, weights_seed, repair)
+
+
+def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
+    from .best_model import ExportError, export
+
+    if not output:
+        click.echo(f"error: --emit {emit} writes files: give -o OUT (e.g. -o best.{'py' if emit == 'torch' else emit})",
+                   err=True)
+        sys.exit(2)
+    try:
+        written = _read(run_dir, repair, lambda conn, problems: export(run_dir, conn, emit, Path(output),
+                                                                       weights=weights, trial=trial, seed=seed,
+                                                                       problems=problems))
+    except ExportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.code)
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
 
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
