@@ -26,6 +26,7 @@ COMMANDS = {
     "diff": ("nader.compiler.commands.diff", "diff_cmd", "Show nodes and edges added, removed or changed between two blocks."),
     "grammar": ("nader.compiler.commands.grammar", "grammar_cmd", "Print the language's grammar (GBNF, Lark or EBNF) for constrained decoding."),
     "explain": ("nader.compiler.commands.explain", "explain_cmd", "Print the documentation of a diagnostic code, the operations or a mutation operator."),
+    "examples": ("nader.compiler.commands.examples", "examples_cmd", "List the shipped examples, print one or write it out."),
 }
 
 
