@@ -126,7 +126,7 @@ def _strategy_epilog() -> str:
                    "mutations change one edge's operation) [default: language].")
 @click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
               help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file; table: a derived .csv or .json table, docs/nb201.md) [default: training].")
+                   "the file; table: a derived .csv or .json table; documentation page 'NAS-Bench-201') [default: training].")
 @click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
               help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
                    "[default: columns named as the metrics].")

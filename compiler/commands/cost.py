@@ -52,7 +52,7 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     nadc cost blocks/*.txt --network imagenet --dataset cifar100 --format json
     nadc cost ARCH.nad --widths 16 --depths 5,5,5      (evaluate, no fit)
 
-    FLOPs follow thop's profile convention (what NADER reports); see docs/networks.md.
+    FLOPs follow thop's profile convention (what NADER reports); see the documentation page "Networks: skeletons, cost model, budget fitting".
     """
     from nader.compiler.fit import Budget, FitError, preset_budget
     from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
