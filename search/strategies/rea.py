@@ -8,7 +8,8 @@ worst. Until the population is full, steps fill it: in a space with a uniform di
 (`--space nb201`) with cells drawn uniformly among those not in the tree, as NATS-Bench's
 `regularized_ea.py` fills its initial population with `random_arch()`; the root is not trained
 there by default (`--root none`), and with `--root train` it is trial 1 but not a member. The
-block language has no uniform distribution, so there the steps mutate a uniformly chosen valid node of the tree instead (the initial population grown from the root).
+block language has no uniform distribution, so there the steps mutate a uniformly chosen valid
+node of the tree instead (the initial population grown from the root).
 
 It is asynchronous as in the paper's distributed version: a step runs whenever a worker is
 free, with the population as it is at that moment, so no worker waits for a generation. A
