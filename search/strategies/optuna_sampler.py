@@ -50,6 +50,7 @@ class OptunaStrategy(Strategy):
         super().__init__(**options)
         self.keys: Dict[int, Optional[str]] = {}  # arch_id -> cell string (None outside the space)
         self.tree = None
+        self.cached = None  # TPE: ([arch ids added, in order], study), grown instead of rebuilt
 
     @classmethod
     def refuse_space(cls, space) -> Optional[str]:
@@ -87,13 +88,26 @@ class OptunaStrategy(Strategy):
 
     # ------------------------------------------------------------------ Optuna
     def _study(self, seed: int):
-        """An in-memory study holding every finished architecture of the tree, and the distributions."""
+        """An in-memory study holding every finished architecture of the tree, and the distributions.
+
+        TPE reads only complete trials, in the order added, so its study is kept and grown while
+        the finished architectures come in id order (one worker): the redraws' failed trials and
+        the proposals still running in it change nothing it computes. Other samplers keep state
+        in their trials, so theirs is rebuilt each time."""
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         kind, dists = self.settings["sampler"], _distributions(self.settings["sampler"])
+        finished = [n for n in self.tree if n.status in FINAL and self._key(n) is not None]
+        ids = [n.arch_id for n in finished]
+        if kind == "tpe" and self.cached is not None and ids[:len(self.cached[0])] == self.cached[0]:
+            added, study = self.cached
+            study.sampler = _tpe(seed, self.settings["startup"])
+            self._add(study, dists, finished[len(added):])
+            self.cached = (ids, study)
+            return study, dists
         if kind == "tpe":
-            sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=self.settings["startup"])
+            sampler = _tpe(seed, self.settings["startup"])
         elif kind == "gp":
             sampler = optuna.samplers.GPSampler(seed=seed, n_startup_trials=self.settings["startup"])
         elif kind == "cmaes":
@@ -101,16 +115,20 @@ class OptunaStrategy(Strategy):
         else:
             sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=self.settings["population"])
         study = optuna.create_study(direction="maximize", sampler=sampler)
+        self._add(study, dists, finished)
+        if kind == "tpe":
+            self.cached = (ids, study)
+        return study, dists
+
+    def _add(self, study, dists: dict, nodes) -> None:
+        import optuna
+
         done = optuna.trial.TrialState
-        for node in self.tree:
-            key = self._key(node)
-            if node.status not in FINAL or key is None:
-                continue
+        for node in nodes:
             value = _value(node)
             study.add_trial(optuna.trial.create_trial(
                 state=done.COMPLETE if value is not None else done.FAIL, value=value, distributions=dists,
-                params=self._params(key), system_attrs=dict((node.change or {}).get("optuna") or {})))
-        return study, dists
+                params=self._params(self._key(node)), system_attrs=dict((node.change or {}).get("optuna") or {})))
 
     def _cell(self, params: dict):
         from ..spaces import nb201
@@ -137,6 +155,14 @@ class OptunaStrategy(Strategy):
         if attrs:
             change["optuna"] = json.loads(json.dumps(attrs, default=str))
         return Candidate(nb201.architecture(cell), origin="sample", operator=operator, change=change)
+
+
+def _tpe(seed: int, startup: int):
+    """TPE without the constant liar (Optuna 5's default): the study holds no running trial of
+    another worker, only, when kept, proposals already answered by the tree."""
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=False)
 
 
 def _names() -> list:
