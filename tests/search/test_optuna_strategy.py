@@ -119,3 +119,17 @@ def test_root_train_makes_the_root_trial_one_again(tmp_path, smooth):
 def test_the_block_language_keeps_its_root_and_refuses_root_none(tmp_path):
     r = CliRunner().invoke(main, ["run", "--root", "none", "--from", "examples/resnet_basic.nad", "--run-dir", str(tmp_path / "run")])
     assert r.exit_code == 2 and "--root none needs a space with a uniform distribution" in r.output
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "nsga2"])
+def test_a_resumed_search_proposes_what_the_uninterrupted_one_did(tmp_path, smooth, sampler):
+    """Past TPE's 10 random start-up trials and NSGA-II's first generation: the study is a function
+    of the tree (TPE's kept study and a rebuilt one agree)."""
+    pytest.importorskip("optuna")
+    options = {"sampler": sampler, **({"population": 6} if sampler == "nsga2" else {})}
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    run_search(_settings(whole, smooth, strategy="optuna", strategy_options=options, trials=24, seed=4))
+    run_search(_settings(parts, smooth, strategy="optuna", strategy_options=options, trials=13, seed=4))
+    run_search(_settings(parts, smooth, strategy="optuna", strategy_options=options, trials=24, seed=4))
+    cells = [[r["change"]["cell"] for r in _records(run) if r["change"]] for run in (whole, parts)]
+    assert len(cells[0]) >= 24 and cells[0] == cells[1]
