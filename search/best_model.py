@@ -107,8 +107,8 @@ def nad_text(chosen: Chosen, net: dict, normalisation: Optional[tuple] = None) -
     text = records.best_text(chosen.rec)
     head, _, body = text.partition("\n")
     seed = chosen.seed
-    extra = f"# weights: seed {seed.get('seed')} (valid {records._num(seed.get('valid_acc'), '.2f')}%, test " \
-            f"{records._num(seed.get('test_acc'), '.2f')}%)"
+    extra = f"# seed {seed.get('seed')} (the one --weights takes): valid {records._num(seed.get('valid_acc'), '.2f')}%, " \
+            f"test {records._num(seed.get('test_acc'), '.2f')}%"
     if normalisation:
         extra += f"; inputs normalised by mean {list(normalisation[0])}, std {list(normalisation[1])} (0..255 units)"
     return head + "\n" + extra + "\n" + header_line(**net) + body
