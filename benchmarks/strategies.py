@@ -23,15 +23,17 @@ never fakes an LLM: without one, those strategies are listed as skipped with the
 
 **Table mode** (``--table FILE``: a derived ``.csv``/``.json`` table, a NATS-Bench ``.pickle.pbz2``
 or a NAS-Bench-201 ``.pth``; ``benchmarks/nb201_synthetic.py`` writes a synthetic one) runs
-random search, REA, local search, the walk and the tree strategy (``--strategies``) over the
-nb201 space with the ``nb201-12`` preset and one seed per trial (777): the search's signal is
+random search, REA, local search, Optuna's TPE (``optuna``, when optuna is installed), the walk
+and the tree strategy (``--strategies``) over the nb201 space with the ``nb201-12`` preset and one seed per trial (777): the search's signal is
 the 12-epoch validation accuracy, and the figure printed is the test accuracy of the
 architecture best by that signal (200 epochs where the table has them), mean ± sample
-standard deviation over the seeds (10 by default), after 25, 50, 100 and 300 trials (one run of
+standard deviation over the seeds (10 by default), after 10, 25, 50, 100 and 300 trials (one run of
 300 trials each; with a derived table, also how many seeds evaluated its best cell and the cell
 best by the signal) and, where the table has times, at a simulated-time budget (a second run with
 ``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on CIFAR-10).
-REA uses NATS-Bench's settings (population 10, tournament 3).
+REA uses NATS-Bench's settings (population 10, tournament 3). Random, REA, local and optuna start
+without a root trial (``--root none``, their default in the cell space), as the published
+baselines do; walk and tree train the ResNet root first.
 
 REA's population and tournament are scaled to the trial count (half the trials, half of that);
 FairNAD's stages keep the paper's 8:8:4 ratio and chains of 2 but shrink so that one round fits
@@ -49,8 +51,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
 ALL = ("walk", "rea", "rea-sh", "nader", "fairnad", "genius")
-OFFLINE = ("random", "rea", "local", "walk", "tree")  # table mode
-CHECKPOINTS = (25, 50, 100, 300)
+OFFLINE = ("random", "rea", "local", "optuna", "walk", "tree")  # table mode (optuna: Optuna's TPE)
+CHECKPOINTS = (10, 25, 50, 100, 300)
 # NATS-Bench's time budgets for the topology space (exps/NATS-algos/run-all.sh; docs/nb201.md)
 SIM_BUDGETS = {"cifar10": 20000, "cifar100": 40000, "imagenet16-120": 120000}
 # name -> (strategy, extra settings): "rea-sh" is REA with successive halving (docs/search.md,

@@ -2,6 +2,7 @@
 the benchmarks' protocol (see that script's docstring). Not a benchmark of its own."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sqlite3
 import statistics
@@ -101,6 +102,9 @@ def table_main(args, offline, checkpoints, budgets) -> int:
     t0 = time.perf_counter()
     rows, notes, has_times = [], [], True
     for name in names:
+        if name == "optuna" and importlib.util.find_spec("optuna") is None:
+            notes.append("optuna: skipped: optuna is not installed (pip install 'nader-toolchain[optuna]')")
+            continue
         options = {"population": 10, "sample_size": 3} if name == "rea" else {}
         at, at_budget, budget_trials, hits, signal_hits = {n: [] for n in checkpoints}, [], [], 0, 0
         for seed in seeds:

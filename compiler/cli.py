@@ -28,6 +28,7 @@ COMMANDS = {
     "grammar": ("nader.compiler.commands.grammar", "grammar_cmd", "Print the language's grammar (GBNF, Lark or EBNF) for constrained decoding."),
     "lsp": ("nader.compiler.commands.lsp", "lsp_cmd", "Run the language server for editors (needs the `lsp` extra)."),
     "explain": ("nader.compiler.commands.explain", "explain_cmd", "Print the documentation of a diagnostic code, the operations or a mutation operator."),
+    "examples": ("nader.compiler.commands.examples", "examples_cmd", "List the shipped examples, print one or write it out."),
 }
 
 

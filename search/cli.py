@@ -134,6 +134,10 @@ def _strategy_epilog() -> str:
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")
+@click.option("--root", "root_mode", type=click.Choice(("train", "none")), default=None,
+              help="train: the root is trial 1; none: it is never trained and the first trials are the "
+                   "strategy's own, as in published NAS-Bench-201 baselines [default: none for random, rea "
+                   "and local in --space nb201, else train].")
 @click.option("--strategy", default=None, help="A strategy listed below [default: rea].")
 @click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
               help="A strategy option (repeatable), e.g. --option population=10.")
@@ -149,8 +153,8 @@ def _strategy_epilog() -> str:
                    "mutations change one edge's operation) [default: language].")
 @click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
               help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file; table: a derived .csv or .json table, docs/nb201.md), or a registered "
-                   "evaluator's NAME (docs/api.md) [default: training].")
+                   "the file; table: a derived .csv or .json table; documentation page 'NAS-Bench-201'), or a "
+                   "registered evaluator's NAME (documentation page 'The Python API') [default: training].")
 @click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
               help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
                    "[default: columns named as the metrics].")
@@ -480,25 +484,68 @@ def status_command(run_dir, fmt, repair):
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
               help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
+@click.option("--trial", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Architecture #N instead of the best (ids as `nader-search status` lists them).")
+@click.option("--emit", type=click.Choice(("nad", "torch", "onnx")), default=None,
+              help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
+                   "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o.")
+@click.option("--weights", is_flag=True,
+              help="--emit: also the trained weights: OUT.pt, a state_dict for the emitted network (onnx: "
+                   "its initializers).")
+@click.option("--seed", "weights_seed", type=int, default=None,
+              help="--weights: the seed whose training to take [default: the one with the best validation accuracy].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
 @click.option("--pareto", is_flag=True,
               help="List the non-dominated set over the run's objectives (a table; --format json: the records).")
 @click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
               help="--pareto over these objectives instead of the run's.")
 @repair_option
-def best_command(run_dir, fmt, output, pareto, objectives, repair):
+def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, pareto, objectives, repair):
     """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
-    non-dominated set."""
+    non-dominated set; with --emit, write the trained network (and with --weights its weights) so
+    that it rebuilds from the file alone."""
     from . import records
 
     if pareto or objectives:
         _best_pareto(run_dir, fmt, output, objectives, repair)
         return
-    rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
-    if rec is None:
-        click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
-        sys.exit(1)
-    _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+    if emit is None:
+        if weights or weights_seed is not None:
+            click.echo("error: --weights and --seed go with --emit nad|torch|onnx", err=True)
+            sys.exit(2)
+        if trial is not None:
+            def pick(conn, problems):
+                return next((r for r in records.records(conn, problems=problems) if r["arch_id"] == trial), None)
+            rec = _read(run_dir, repair, pick)
+            if rec is None:
+                click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
+                sys.exit(2)
+        else:
+            rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
+        if rec is None:
+            click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
+            sys.exit(1)
+        _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+        return
+    _emit_best(run_dir, emit, output, weights, trial, weights_seed, repair)
+
+
+def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
+    from .best_model import ExportError, export
+
+    if not output:
+        click.echo(f"error: --emit {emit} writes files: give -o OUT (e.g. -o best.{'py' if emit == 'torch' else emit})",
+                   err=True)
+        sys.exit(2)
+    try:
+        written = _read(run_dir, repair, lambda conn, problems: export(run_dir, conn, emit, Path(output),
+                                                                       weights=weights, trial=trial, seed=seed,
+                                                                       problems=problems))
+    except ExportError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.code)
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
 
 
 def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:

@@ -39,6 +39,7 @@ from .registry import evaluator_factory
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
 PROXIES = ("naswot", "synflow")
+ROOT_MODES = ("train", "none")  # --root: the root is trial 1, or only where the tree hangs
 
 
 @dataclass
@@ -84,6 +85,7 @@ class SearchConfig:
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]
     repair: Optional[str] = None  # off | suggest | auto: the compiler's repair of LLM blocks [default: the strategy's]
     objectives: Optional[List[str]] = None  # None: valid_acc:max; else ["valid_acc:max", "params:min"] (objectives.py)
+    root_mode: Optional[str] = None  # train | none (--root); default: trains_root()
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
@@ -126,6 +128,19 @@ class SearchConfig:
         writes_blocks = getattr(get_strategy(self.strategy), "block_repairs", False) and self.space == "language"
         return "auto" if writes_blocks else "off"
 
+    def trains_root(self) -> bool:
+        """Whether the root is trial 1 (`--root train`) or only where the tree hangs (`--root none`).
+        By default a strategy that says so (`Strategy.rootless`: random, rea, local) starts from
+        nothing in a space with a uniform distribution, as the published NAS-Bench-201 baselines
+        do; the block language always trains its root, which every search there modifies."""
+        if self.root_mode is not None:
+            return self.root_mode == "train"
+        from .spaces.space import SPACES
+        from .strategies import STRATEGIES
+
+        space, strategy = SPACES.get(self.space), STRATEGIES.get(self.strategy)
+        return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
+
     def job_options(self) -> dict:
         opts = dict(self.train_options)
         for key, value in (("epochs", self.epochs), ("threads", self.threads), ("device", self.device)):
@@ -161,6 +176,7 @@ class SearchConfig:
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
             **({"table_map": self.table_map} if self.table_map else {}),
+            **({} if self.trains_root() else {"root_trained": False}),
             **({"fidelity": {"method": self.fidelity, "eta": self.eta, "min_epochs": self.min_epochs}}
                if self.fidelity else {}),
             **({"repair": self.effective_repair()} if self.effective_repair() != "off" else {}),
@@ -225,6 +241,11 @@ class SearchConfig:
                 shown = "llm-max-cost" if name == "max_cost" else name.replace('_', '-')
                 raise ConfigError(f"{shown} must be a positive finite number, not {value}")
         self._check_ranges()
+        if self.root_mode not in (None, *ROOT_MODES):
+            raise ConfigError(f"root: choose one of {', '.join(ROOT_MODES)}, not {self.root_mode!r}")
+        if not self.trains_root() and not get_space(self.space).uniform:
+            raise ConfigError(f"--root none needs a space with a uniform distribution (--space nb201): in the "
+                              f"{self.space} space every architecture is a modification of the root")
         if self.prescreen < 0:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         self.check_repair()
@@ -379,6 +400,7 @@ KEYS = {
     "min-epochs": ("min_epochs", _typed("min-epochs", int)),
     "repair": ("repair", _typed("repair", str)),
     "objective": ("objectives", lambda v: parse_objective_list(v)),
+    "root": ("root_mode", _typed("root", str)),
 }
 _PATH_KEYS = ("root", "data_dir", "run_dir")
 

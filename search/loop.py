@@ -327,7 +327,8 @@ class SearchLoop:
             what = "does not fit the budget" if checked.status == "over-budget" else "is not a valid architecture"
             raise ConfigError(f"the root architecture {c.root or ''} {what} for the {c.skeleton} skeleton: {msg}")
         record = self._record(0, None, Candidate(c.root_text, origin="root"), checked)
-        record["status"] = "training"
+        # --root none: the root is only where the tree hangs; the first trial is the strategy's own
+        record["status"] = "training" if c.trains_root() else "untrained"
         self.store.insert([record])
         self.tree.add(_node_of(record))
 

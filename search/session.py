@@ -157,6 +157,8 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
     stored = store.config()
     if stored is not None and "repair" not in stored:
         stored = {**stored, "repair": "off"}  # a run from before `--repair` made no repairs; it resumes so
+    if stored is not None and "root_mode" not in stored:  # a run from before --root trained its root
+        stored = {**stored, "root_mode": "train"}
     config = merge(stored, *given_layers)
     config.run_dir = str(run_dir)
     config.check()

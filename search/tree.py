@@ -11,9 +11,10 @@ from typing import Dict, Iterator, List, Optional
 
 # An architecture's status. Rejected ones never train; valid ones have a fitted text.
 STATUSES = ("proposed", "invalid", "duplicate", "over-budget", "screened-out", "training", "ok", "diverged", "failed",
-            "interrupted")  # interrupted: by the machine (disk full, ...), trained again on resume
+            "interrupted", "untrained")  # interrupted: by the machine (disk full, ...), trained again on resume
+# untrained: the root of a search with `--root none`, a place in the tree that is never a trial
 REJECTED = frozenset({"invalid", "duplicate", "over-budget"})
-VALID = frozenset({"proposed", "screened-out", "training", "ok", "diverged", "failed", "interrupted"})
+VALID = frozenset({"proposed", "screened-out", "training", "ok", "diverged", "failed", "interrupted", "untrained"})
 PENDING = frozenset({"proposed", "training", "interrupted"})  # sent (or to be sent) to an evaluator
 FINAL = frozenset({"ok", "diverged", "failed"})  # evaluated
 TRIALS = PENDING | FINAL  # what --trials counts

@@ -48,6 +48,7 @@ LAZY_PACKAGES = {
     "safetensors": "optional extra (agents): the embedding model's weights",
     "tokenizers": "optional extra (agents): the embedding model's tokenizer",
     "pandas": "optional: Study.trials_dataframe returns a DataFrame only where pandas is installed",
+    "optuna": "optional extra (optuna): the optuna strategy's samplers",
 }
 
 DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
@@ -127,6 +128,7 @@ LAZY_IMPORTS = {
     ("nader.search.strategies.nader", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
     ("nader.search.strategies.fairnad", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
     ("nader.search.strategies.fairnad", "nader.compiler.plan"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.optuna_sampler", "nader.search.spaces.nb201"): STRATEGY_ARCHITECTURE,
     ("nader.search.strategies.fairnad", "nader.agents.fairnad"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.agents.genius"): DISCOVERED,
     ("nader.search.spaces.space", "nader.search.strategies.base"):

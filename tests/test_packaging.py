@@ -35,7 +35,7 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
 GENERIC_TOP_LEVEL = ("dsl", "compiler", "runtime", "agents", "grammar", "search", "inputs")
 IGNORE = shutil.ignore_patterns(".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache",
-                                ".hypothesis", "runs", "*.onnx", ".whl", "tests", "benchmarks", "examples")
+                                ".hypothesis", "runs", "*.onnx", ".whl", "tests", "benchmarks")
 
 
 # -- pyproject.toml is in step with the folders ------------------------------------------
@@ -103,6 +103,11 @@ def test_wheel_contents(wheel):
     prompts = sorted(p.name for p in (REPO_ROOT / "agents" / "prompts").glob("*.j2"))
     assert prompts and all(f"nader/agents/prompts/{name}" in names for name in prompts), "prompt templates"
     assert "nader/runtime/nb201_splits.json" in names  # NAS-Bench-201's split files
+    templates = sorted(p.name for p in (REPO_ROOT / "search" / "report" / "templates").glob("*.j2"))
+    assert templates and all(f"nader/search/report/templates/{name}" in names for name in templates), "templates"
+    examples = sorted(p.name for p in (REPO_ROOT / "examples").iterdir() if p.suffix in (".nad", ".toml", ".py"))
+    assert "resnet_basic.nad" in examples and "search.toml" in examples
+    assert all(f"nader/examples/{name}" in names for name in examples), "examples"
     for package in SETUPTOOLS["packages"]:
         assert package.replace(".", "/") + "/__init__.py" in names, package
     top_level = zipfile.ZipFile(wheel).read("nader_toolchain-0.1.0.dist-info/top_level.txt").decode().split()
@@ -177,6 +182,11 @@ def test_installed_nadc_script(installed, tmp_path):
     nadc = installed.parent / "nadc"
     version = subprocess.run([str(nadc), "--version"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert version.returncode == 0 and "0.1.0" in version.stdout, version.stderr
+    listed = subprocess.run([str(nadc), "examples"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert listed.returncode == 0 and "resnet_basic.nad" in listed.stdout, listed.stderr
+    wrote = subprocess.run([str(nadc), "examples", "resnet_basic.nad", "-o", "example.nad"], capture_output=True,
+                           text=True, cwd=tmp_path, env=env)
+    assert wrote.returncode == 0 and (tmp_path / "example.nad").read_text().count("##") >= 6, wrote.stderr
     checked = subprocess.run([str(nadc), "a.nad", "--format", "concise"], capture_output=True, text=True,
                              cwd=tmp_path, env=env)
     assert checked.returncode == 1

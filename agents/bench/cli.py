@@ -41,7 +41,7 @@ def _fail(message: str) -> None:
 def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
     """Run the Modifier on the NAD benchmark's 100 requests and print, per setting, the
     executability (first reply verifies), executability after feedback, success rate and
-    tokens per request (docs/agents.md)."""
+    tokens per request (documentation page "The agents")."""
     from ..knowledge.embedders import EmbedderUnavailable, default_embedder
     from ..llm import LLMClient, LLMError
     from ..llm.options import config_from_options

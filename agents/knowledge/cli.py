@@ -77,7 +77,7 @@ def _open_kb(kb_path, llm, progress=None):
 
 @click.group("kb", context_settings={"help_option_names": ["-h", "--help"]})
 def kb_group():
-    """Knowledge base of design ideas: faiss index + SQLite, FairNAD attribute tags (docs/knowledge.md)."""
+    """Knowledge base of design ideas: faiss index + SQLite, FairNAD attribute tags (documentation page "Knowledge base")."""
 
 
 @kb_group.command("import")

@@ -28,7 +28,7 @@ def check_command(write_path, fmt, **llm):
     """Measure the endpoint in about a minute, whatever the model's quality: the models it lists
     and their context length, whether a system message arrives, which JSON modes and grammars it
     accepts and what they cost per token, speed and time to first token, usage reporting, the
-    token-limit parameter. Ends with the recommended profile (docs/llm.md)."""
+    token-limit parameter. Ends with the recommended profile (documentation page "The LLM layer and the Reader")."""
     from .check import check_endpoint
     from .errors import LLMError
     from .options import config_from_options

@@ -40,7 +40,7 @@ def read_command(papers, kb_path, run_dir, fmt, **llm):
     """Read PAPERS (.txt, .md, .pdf, or .jsonl with title/abstract/text) into the knowledge base.
 
     For each paper: a relevance judgement on title and abstract, design ideas from the method
-    section, and FairNAD attribute tags for each idea (docs/llm.md). Papers already in the
+    section, and FairNAD attribute tags for each idea (documentation page "The LLM layer and the Reader"). Papers already in the
     knowledge base cost no call.
     """
     try:

@@ -7,6 +7,7 @@ called as `emit(parsed, options)` and returns text or bytes; it raises
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import sys
@@ -75,7 +76,8 @@ def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
               help="Write to this file instead of standard output (required for onnx).")
 @click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Override the blocks' roles.")
 @click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True)
-@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, nas-bench-201, imagenet, darts).")
+@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, nas-bench-201, imagenet, "
+                                              "darts) [default: the file's `# nadc-network:` line, if any].")
 @click.option("--dataset", default=None, help="Dataset preset of the network (cifar10, cifar100, imagenet16-120, ...).")
 @click.option("--widths", default=None, help="Stage widths instead of fitting them, e.g. 16,32,64.")
 @click.option("--depths", default=None, help="Blocks per stage, e.g. 5,5,5.")
@@ -108,7 +110,7 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
     outputs = []
     try:
         for parsed in results:
-            outputs.append(emitter(parsed, options))
+            outputs.append(emitter(parsed, _with_header(parsed, options, emit)))
     except DiagnosedError as error:
         report_all(error.diagnostics)
         raise SystemExit(1)
@@ -121,6 +123,36 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
     _write(outputs, out_path)
     raise SystemExit(0)
+
+
+def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOptions:
+    """The options with the file's network line (`# nadc-network: ...`, written by `nader-search
+    best --emit nad`) filling what no flag gave: torch and onnx then build the whole network."""
+    from nader.compiler.network_header import HeaderError, read_header
+
+    if emit not in ("torch", "onnx"):
+        return options
+    try:
+        header = read_header(parsed.source)
+    except HeaderError as error:
+        raise EmitError(f"{parsed.program.path}: {error}") from None
+    if header is None or (options.network and options.network != header["skeleton"]):
+        return options
+    if "classes" in header and header.get("dataset"):
+        from nader.compiler.architecture import BuildError
+        from nader.compiler.datasets import dataset_info
+
+        try:
+            classes = dataset_info(header["dataset"]).num_classes
+        except BuildError as error:
+            raise EmitError(f"{parsed.program.path}: the network line: {error}") from None
+        if classes != header["classes"]:
+            raise EmitError(f"{parsed.program.path}: the network line says classes={header['classes']} but "
+                            f"{header['dataset']} has {classes}; correct the line or give --dataset")
+    return dataclasses.replace(
+        options, network=header["skeleton"], dataset=options.dataset or header.get("dataset"),
+        widths=options.widths or header.get("widths"), depths=options.depths or header.get("depths"),
+        input_size=options.input_size or header.get("input_size"))
 
 
 def _write(outputs: list, out_path: Optional[str]) -> None:

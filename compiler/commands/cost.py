@@ -56,7 +56,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     nadc cost ARCH.nad --widths 16 --depths 5,5,5      (evaluate, no fit)
 
     FLOPs follow thop's profile convention (what NADER reports). A network whose training step
-    needs more memory than the budget is refused (exit 1). See docs/networks.md.
+    needs more memory than the budget is refused (exit 1). See the documentation page "Networks:
+    skeletons, cost model, budget fitting".
     """
     from nader.compiler.fit import DEFAULT_BATCH_SIZE, Budget, FitError, preset_budget
     from nader.runtime.memory import default_memory_budget

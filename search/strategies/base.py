@@ -169,6 +169,9 @@ class Strategy:
     options: ClassVar[Dict[str, Option]] = {}
     # Options that may change between the sessions of one run (where an endpoint is, say).
     session_options: ClassVar[frozenset] = frozenset()
+    # True: in a space with a uniform distribution the root is not trained by default (`--root none`),
+    # so the first trials are the strategy's own, as in the published baselines.
+    rootless: ClassVar[bool] = False
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)

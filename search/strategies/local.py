@@ -4,8 +4,8 @@ its best neighbour if that one is better, and at a local optimum restart from a 
 architecture.
 
 In the nb201 space every climb starts at a cell drawn uniformly among those not in the tree (the
-root is still trial 1, as in every search, and counts towards the best found, but no climb
-starts there: a fixed start would make every seed's first climb the same). A neighbourhood is
+root is not trained there by default, `--root none`; with `--root train` it is trial 1 and counts
+towards the best found, but no climb starts there: a fixed start would make every seed's first climb the same). A neighbourhood is
 every cell one edge away (6 edges x 4 other operations = 24), proposed in an order drawn from the
 decision's rng, as NASLib shuffles its `get_nbhd`. In the block language, which has no uniform
 distribution, the first climb starts at the root and a restart is one random mutation of a
@@ -47,6 +47,7 @@ from .base import Candidate, Option, StopSearch, Strategy
 class LocalStrategy(Strategy):
     name = "local"
     summary = "local search (White et al. 2020): best improving neighbour, restart at a local optimum"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {
         "neighbours": Option(int, 24, "block language: most single mutations per neighbourhood", minimum=1),
     }

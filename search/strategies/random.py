@@ -4,8 +4,8 @@ Each step draws a cell uniformly among those not yet in the tree (sampling witho
 replacement; `Space.sample`), from the decision's `rng`, which the loop seeds from the run's
 seed and the id the architecture will get: the same seed draws the same cells, and a resumed
 run, whose tree holds every cell drawn before, draws what the uninterrupted run would have. The
-samples are not derived from any architecture; they hang under the root, which is trial 1 as in
-every search. It never looks at results.
+samples are not derived from any architecture; they hang under the root, which is not trained
+(`--root none`, the default here) unless `--root train` makes it trial 1. It never looks at results.
 
 It needs a space with a uniform distribution (`--space nb201`: 15,625 cells). The block language
 has none; there the random baseline is `walk`, the random mutation walk, and `random` is
@@ -24,6 +24,7 @@ from .base import StopSearch, Strategy
 class RandomStrategy(Strategy):
     name = "random"
     summary = "random search: draw architectures uniformly without replacement (--space nb201; else use walk)"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {}
 
     def __init__(self, **options):

@@ -6,9 +6,10 @@ one with the best validation accuracy; every architecture that finishes training
 population and pushes out the *oldest* member (age-based removal, the "regularization"), not the
 worst. Until the population is full, steps fill it: in a space with a uniform distribution
 (`--space nb201`) with cells drawn uniformly among those not in the tree, as NATS-Bench's
-`regularized_ea.py` fills its initial population with `random_arch()`; the root is trial 1 there
-but not a member. The block language has no uniform distribution, so there the steps mutate a
-uniformly chosen valid node of the tree instead (the initial population grown from the root).
+`regularized_ea.py` fills its initial population with `random_arch()`; the root is not trained
+there by default (`--root none`), and with `--root train` it is trial 1 but not a member. The
+block language has no uniform distribution, so there the steps mutate a uniformly chosen valid
+node of the tree instead (the initial population grown from the root).
 
 It is asynchronous as in the paper's distributed version: a step runs whenever a worker is
 free, with the population as it is at that moment, so no worker waits for a generation. A
@@ -30,6 +31,7 @@ from .base import Option, StopSearch, Strategy
 class REAStrategy(Strategy):
     name = "rea"
     summary = "regularized evolution: tournament among the last P trained, oldest removed"
+    rootless = True  # --space nb201: no root trial by default (--root none)
     options = {
         "population": Option(int, 20, "population size P (the last P trained architectures)", minimum=1),
         "sample_size": Option(int, 5, "tournament size S (sampled from the population)", minimum=1),

@@ -91,8 +91,8 @@ def test_rea_fills_its_first_population_with_uniform_draws_in_the_nb201_space(tm
     s = run_search(_settings(tmp_path / "run", rugged, strategy="rea", trials=40, seed=0,
                              strategy_options={"population": 10, "sample_size": 3}))
     assert s.trials == 40
-    recs = [r for r in _records(tmp_path / "run") if r["status"] == "ok"]
-    draws, rest = recs[1:11], recs[11:]
+    recs = [r for r in _records(tmp_path / "run") if r["status"] == "ok"]  # the root is untrained (--root none)
+    draws, rest = recs[:10], recs[10:]
     assert all(r["origin"] == "sample" and r["parent_id"] == 0 for r in draws)
     assert len({r["change"]["cell"] for r in draws}) == 10
     # then tournaments among the population: one-edge mutations, never of the root (not a member)

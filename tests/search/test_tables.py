@@ -152,7 +152,7 @@ def test_holes_in_an_official_nats_bench_file_are_failed_trials(tmp_path):
         assert rec["status"] == "failed" and rec["seeds"][0]["error_kind"] == kind, rec["seeds"]
     others = [r for c, r in by_cell.items() if c not in map(str, expected) and r["status"] == "failed"]
     assert all(r["seeds"][0]["error_kind"] == "missing-entry" for r in others)  # moved past the table's cells
-    assert by_cell[str(ROOT)]["status"] == "ok"
+    assert by_cell[str(ROOT)]["status"] == "untrained"  # local in the cell space: --root none
 
 
 def test_the_reported_test_accuracy_is_the_200_epoch_one_of_the_best_by_validation(tmp_path):

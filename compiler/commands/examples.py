@@ -1,0 +1,81 @@
+"""`nadc examples`: the examples shipped in the package (`nader.examples`), listed or written out,
+so that a pip install has them without the repository."""
+from __future__ import annotations
+
+import ast
+from importlib import resources
+from pathlib import Path
+
+import click
+
+SUFFIXES = (".nad", ".toml", ".py")
+
+
+def shipped() -> dict:
+    """name -> resource of every shipped example, in name order."""
+    folder = resources.files("nader.examples")
+    return {f.name: f for f in sorted(folder.iterdir(), key=lambda f: f.name)
+            if f.name.endswith(SUFFIXES) and not f.name.startswith("_")}
+
+
+def summary(name: str, text: str) -> str:
+    """The first line of a file's leading comment or docstring."""
+    if name.endswith(".py"):
+        try:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+        except SyntaxError:
+            doc = ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+    lead = []
+    for line in text.splitlines():
+        if not line.startswith("#") or line.startswith("##"):
+            break
+        lead.append(line.lstrip("#").strip())
+    first = " ".join(lead)
+    return first.split(". ")[0].rstrip(".") if first else ""
+
+
+@click.command("examples")
+@click.argument("name", required=False)
+@click.option("-o", "--output", type=click.Path(), default=None,
+              help="Write the example to this file, or into this folder under its own name.")
+@click.option("--all", "every", is_flag=True, help="Write every example into the folder given by -o.")
+def examples_cmd(name, output, every):
+    """List the shipped examples, print one (NAME), or write it out (-o).
+
+    \b
+    nadc examples                         list them
+    nadc examples resnet_basic.nad        print one
+    nadc examples --all -o my-examples    write every one into a folder
+    """
+    found = shipped()
+    if every:
+        if not output:
+            raise click.UsageError("--all writes files: give -o FOLDER")
+        folder = Path(output)
+        folder.mkdir(parents=True, exist_ok=True)
+        for key, res in found.items():
+            _put(folder / key, res.read_text(encoding="utf-8"))
+        return
+    if name is None:
+        width = max(map(len, found), default=0)
+        for key, res in found.items():
+            click.echo(f"{key:<{width}}  {summary(key, res.read_text(encoding='utf-8'))}")
+        return
+    res = found.get(name) or found.get(next((k for k in found if Path(k).stem == name), ""))
+    if res is None:
+        raise click.UsageError(f"no example named {name!r}; `nadc examples` lists them: {', '.join(found)}")
+    text = res.read_text(encoding="utf-8")
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    target = Path(output)
+    _put(target / res.name if target.is_dir() else target, text)
+
+
+def _put(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    click.echo(f"wrote {path}", err=True)
