@@ -15,7 +15,8 @@ def lsp_cmd(stdio):
     """Run the Language Server Protocol server for block files (diagnostics, hover shapes, completion,
     formatting, quick fixes, go to definition, references, rename, outline, folding).
 
-    Editors start it themselves; docs/editors.md shows how for VS Code, Neovim, Helix and Emacs.
+    Editors start it themselves; the documentation page "Blocks in the editor" shows how for VS Code,
+    Neovim, Helix and Emacs.
     """
     try:
         from nader.compiler.commands.lsp_server import serve
