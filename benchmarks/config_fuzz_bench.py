@@ -38,7 +38,8 @@ from nader.agents.llm.config import load_config
 from nader.agents.llm.errors import LLMConfigError
 from nader.dsl.limits import LimitsError, limits_for
 from nader.runtime.errors import ConfigError
-from nader.search.config import merge, read_toml
+from nader.search.config import merge
+from nader.search.config_file import read_toml
 from nader.search.evaluators.table import FileTable
 from nader.search.evaluators.tabular import EvaluatorError
 from nader.search.spaces import nb201

@@ -44,7 +44,7 @@ def _count(ctx, param, value):
 def _memory(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
-    from .config import parse_memory
+    from .config_file import parse_memory
 
     if value is None:
         return None
@@ -58,7 +58,7 @@ def _time_limit(ctx, param, value):
     """A wall-clock duration, or simulated seconds of a tabular benchmark (sim:20000)."""
     from nader.runtime.errors import ConfigError
 
-    from .config import parse_time_limit
+    from .config_file import parse_time_limit
 
     if value is None:
         return None
@@ -71,7 +71,7 @@ def _time_limit(ctx, param, value):
 def _table_map(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
-    from .config import parse_table_map
+    from .config_file import parse_table_map
     from .evaluators.table import check_table_map
 
     if value is None:
@@ -87,7 +87,7 @@ def _table_map(ctx, param, value):
 def _objectives(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
-    from .config import parse_objective_list
+    from .config_file import parse_objective_list
 
     if value is None:
         return None
@@ -253,7 +253,7 @@ def _run(config_file, fmt, force, flags):
     from nader.runtime.errors import ConfigError, DatasetError, RuntimeToolError
     from nader.runtime.integrity import StoreError
 
-    from .config import read_toml
+    from .config_file import read_toml
     from nader.agents.llm.client import observe_new_clients
 
     from .progress import LiveProgress
@@ -276,7 +276,7 @@ def _run(config_file, fmt, force, flags):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
         if "evaluator" in given:
-            from .config import resolve_evaluator
+            from .config_file import resolve_evaluator
 
             given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory

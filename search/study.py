@@ -31,7 +31,8 @@ from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 
 from . import records
-from .config import SearchConfig, merge, resolve_evaluator
+from .config import SearchConfig, merge
+from .config_file import resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .loop import Stop
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value

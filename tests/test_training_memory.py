@@ -17,7 +17,8 @@ from nader.compiler.network import analyze, build_network
 from nader.compiler.network_cost import network_model
 from nader.runtime import memory
 from nader.search.checks import Checker
-from nader.search.config import merge, parse_memory
+from nader.search.config import merge
+from nader.search.config_file import parse_memory
 from nader.search.tree import Tree
 
 EXAMPLE = (REPO_ROOT / "examples" / "resnet_basic.nad").read_text(encoding="utf-8")

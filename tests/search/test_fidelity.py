@@ -19,7 +19,7 @@ import nb201_table as T
 from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import records
-from nader.search.config import read_toml
+from nader.search.config_file import read_toml
 from nader.search.evaluators.lookup import TableEvaluator
 from nader.search.evaluators.tabular import EvaluatorError, TrialRecord
 from nader.search.fidelity import Schedule, ladder

@@ -13,7 +13,8 @@ from nader.agents.llm.prices import price_from_table
 from nader.agents.llm.profiles import profile_from_table
 from nader.cli import main
 from nader.runtime.errors import ConfigError
-from nader.search.config import merge, read_toml
+from nader.search.config import merge
+from nader.search.config_file import read_toml
 from nader.search.evaluators.table import FileTable
 from nader.search.evaluators.tabular import EvaluatorError
 
@@ -95,7 +96,7 @@ def test_accuracies_out_of_range_are_missing_values(tmp_path, value):
     ("[strategy-options]\n" + ".".join(["a"] * 5000) + " = 1\n", "nested more than"),
     ("x = " + "{a = " * 5000 + "1" + "}" * 5000 + "\n", "nested more than"),
     ("trials = " + "9" * 5000 + "\n", "4,300 digits"),
-    ("time-limit = nan\n", "time-limit must be positive, not nan"),  # refused by the check, not the reader
+    ("time-limit = nan\n", "time-limit must be a positive finite number, not nan"),  # refused by the check, not the reader
     ("llm-max-cost = inf\n", "not a finite number"),
 ])
 def test_hostile_search_toml(tmp_path, text, message):
@@ -182,12 +183,12 @@ def test_an_internal_error_in_run_exits_2(tmp_path, monkeypatch):
 
 
 def test_an_internal_error_in_any_command_exits_2(tmp_path, monkeypatch):
-    from nader.search import cli
+    from nader.search import results_cli
 
     def broken(*args, **kwargs):
         raise RuntimeError("planted")
 
-    monkeypatch.setattr(cli, "_read", broken)
+    monkeypatch.setattr(results_cli, "_read", broken)
     result = CliRunner().invoke(main, ["status", str(tmp_path)])
     assert result.exit_code == 2 and "internal error: RuntimeError: planted" in result.output
     assert "Traceback" not in result.output

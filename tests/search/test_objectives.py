@@ -17,7 +17,7 @@ import derived_tables as D
 from derived_tables import table_settings
 from nader.cli import main
 from nader.runtime.errors import ConfigError
-from nader.search.config import read_toml
+from nader.search.config_file import read_toml
 from nader.search.objectives import DEFAULT, Objective, dominates, pareto_set, parse_objectives
 from nader.search.session import run_search
 from nader.search.strategies import get_strategy

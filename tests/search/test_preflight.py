@@ -44,7 +44,7 @@ def _refused(result, tmp_path, *fragments, run="run"):
 
 def _table_args(path, *extra):
     return ["--space", "nb201", "--evaluator", f"table:{path}", "--dataset", "cifar10", "--seeds", "777",
-            "--strategy", "random", "--trials", "5", *extra]
+            "--strategy", "random", "--trials", "5", "--root", "train", *extra]  # the tables hold the root
 
 
 def _genius_json(path, cells=CELLS):
@@ -116,7 +116,7 @@ def test_a_cifar10_table_asked_for_imagenet16_120_is_refused_and_per_dataset_col
     path.write_text("arch,cifar10-valid-valid-accuracy-12,cifar10-valid-test-accuracy-200,"
                     f"cifar100_x-valid_acc_12,cifar100_x-test_acc_200\n{rows}\n")
     args = ["--space", "nb201", "--evaluator", f"table:{path}", "--seeds", "777", "--preset", "nb201-12",
-            "--strategy", "random", "--trials", "3"]
+            "--strategy", "random", "--trials", "3", "--root", "train"]  # the table holds the root
     _refused(_run(tmp_path, *args, "--dataset", "imagenet16-120"), tmp_path,
              "holds cifar10-valid, cifar100, not imagenet16-120", "--dataset cifar10-valid or cifar100")
     done = _run(tmp_path, *args, "--dataset", "cifar10", run="c10")
@@ -165,7 +165,7 @@ def nats_file(tmp_path_factory):
 
 def test_a_nats_file_without_the_requested_seed_is_refused(tmp_path, nats_file):
     args = ["--space", "nb201", "--evaluator", f"nats-bench:{nats_file}", "--dataset", "cifar10", "--preset",
-            "nb201-12", "--strategy", "random", "--trials", "3"]
+            "nb201-12", "--strategy", "random", "--trials", "3", "--root", "train"]
     _refused(_run(tmp_path, *args, "--seeds", "777,888"), tmp_path, "no trial with seed 888", "seeds [777]",
              "give --seeds from those")
     done = _run(tmp_path, *args, "--seeds", "777", run="ok")

@@ -11,7 +11,8 @@ import pytest
 import derived_tables as D
 from nader.runtime.errors import ConfigError
 from nader.search import records
-from nader.search.config import merge, parse_time_limit, read_toml
+from nader.search.config import merge
+from nader.search.config_file import parse_time_limit, read_toml
 from nader.search.evaluators.table import FileTable
 from nader.search.evaluators.tabular import EvaluatorError
 from nader.search.session import run_search
