@@ -8,7 +8,7 @@ from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
 from ..rewrite import Rewrite
 
-_MERGES = (Op.ADD, Op.MUL)
+_MERGES = Group.ELEMENTWISE_MERGE
 
 
 class DeleteNode(MutationOperator):
