@@ -24,7 +24,7 @@ import click
 from nader.agents.llm.options import LLM_FLAGS, llm_options
 from nader.inputs import InputError
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
-from nader.runtime.options import executor_option, progress_option, trial_timeout_option
+from nader.runtime.cli import executor_option, progress_option, trial_timeout_option
 
 from .config import DATASETS, PROXIES
 
