@@ -21,7 +21,8 @@ from pathlib import Path
 
 import click
 
-from nader.agents.llm.options import LLM_FLAGS, llm_options
+from nader.agents.llm.cli import llm_options
+from nader.agents.llm.options import LLM_FLAGS
 from nader.inputs import InputError
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 from nader.runtime.cli import executor_option, progress_option, trial_timeout_option
