@@ -314,6 +314,8 @@ class Group:
     #: Merges computing element by element, whose output has the (broadcast) shape of their inputs
     #: (not concatenation, which is a layout move).
     ELEMENTWISE_MERGE = MERGE - LAYOUT
+    #: Layers whose weights mix features (convolutions, fully connected), not normalisations.
+    WEIGHT_LAYER = LEARNABLE - NORMALIZATION
     #: Operations sliding a kernel window over H and W (convolutions and window pooling).
     WINDOWED = _where(lambda d: d.param("kernel_size") is not None)
 

@@ -96,6 +96,7 @@ def test_semantic_groups_are_what_the_ops_declare():
     assert Group.COMMUTATIVE | Group.FOLDABLE | Group.GATE_CONSUMER <= Group.MULTI_INPUT
     assert Group.VARIADIC <= Group.FOLDABLE  # the torch backend applies long merges in pieces
     assert Group.ELEMENTWISE_MERGE == Group.MERGE - Group.LAYOUT
+    assert Group.WEIGHT_LAYER == Group.LEARNABLE - Group.NORMALIZATION
 
 
 def test_passes_use_the_registry_groups_instead_of_sets_of_their_own():
@@ -109,3 +110,5 @@ def test_passes_use_the_registry_groups_instead_of_sets_of_their_own():
     assert delete_node._MERGES is Group.ELEMENTWISE_MERGE
     assert add_branch._BESIDE is Group.WINDOWED
     assert ungated_sigmoid._GATES is Group.GATE_CONSUMER
+    from nader.compiler.passes import structure
+    assert structure._LAYERS is Group.WEIGHT_LAYER
