@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from nader.dsl.ir import Block
-from nader.dsl.ops import Group, Op
+from nader.dsl.ops import Group
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
