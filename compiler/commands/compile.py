@@ -119,9 +119,11 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
                 output = output.output
             outputs.append(output)
     except DiagnosedError as error:
+        _echo_notes(error)
         report_all(error.diagnostics)
         raise SystemExit(1)
     except EmitError as error:
+        _echo_notes(error)
         report_all()
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
@@ -130,6 +132,12 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
     _write(outputs, out_path)
     raise SystemExit(0)
+
+
+def _echo_notes(error: EmitError) -> None:
+    """The notes an emitter gave before it failed (an `EmitError`'s `notes`), on stderr."""
+    for note in getattr(error, "notes", ()):
+        click.echo(note, err=True)
 
 
 def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOptions:

@@ -59,8 +59,13 @@ def emit(parsed, options) -> Emitted:
         model = export_block(block, role=role, stem_stride=options.stem_stride, in_channels=in_channels,
                              out_channels=out_channels, input_size=options.input_size, domain=options.domain,
                              file=parsed.program.path)
+    except EmitError as error:  # the note still goes before the error, as nadc printed it
+        error.notes = notes
+        raise
     except OnnxLoweringError as error:
-        raise EmitError(str(error)) from None
+        failure = EmitError(str(error))
+        failure.notes = notes
+        raise failure from None
     return Emitted(model.SerializeToString(), notes)
 
 
