@@ -3,9 +3,8 @@ JSON) and a network's notes."""
 from __future__ import annotations
 
 import json
-from typing import Iterable, Mapping
-
-import click
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Tuple, Union
 
 from nader.dsl.diagnostics import Diagnostic, sort_key
 
@@ -67,7 +66,16 @@ def render(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) 
     return render_full(diagnostics, sources)
 
 
-def print_notes(path: str, info: dict) -> None:
-    """A network's notes (a standard block standing in for a missing one, ...) on stderr."""
-    for note in info.get("notes", ()):
-        click.echo(f"{path}: note: {note}", err=True)
+def note_lines(path: str, info: dict) -> list[str]:
+    """A network's notes (a standard block standing in for a missing one, ...), one line each, for
+    the command to print on stderr."""
+    return [f"{path}: note: {note}" for note in info.get("notes", ())]
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """What an emitter returns when it has notes for the user besides its artifact: the command
+    prints the notes (on stderr) and writes the output."""
+
+    output: Union[str, bytes]
+    notes: Tuple[str, ...] = ()

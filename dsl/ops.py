@@ -145,6 +145,13 @@ class OpDef:
     # Its output is weights in (0,1) or a distribution that scale another tensor (attention, SE).
     # Not a category: categories also say which operations are of the same kind (canonical diffs).
     gate: bool = False
+    # Its result does not depend on the order of its inputs (hashes sort them).
+    commutative: bool = False
+    # f(f(a, b), c) is f(a, b, c) with the same values in the same order of operations, so a
+    # backend may apply it in pieces (left-to-right sums and products, concatenation on one axis).
+    foldable: bool = False
+    # Its result multiplies one input by another: where a gate's values are applied.
+    multiplies: bool = False
 
     @property
     def name(self) -> str:
@@ -177,8 +184,10 @@ def _p(name: str, kind: ParamKind, default: object = REQUIRED, **kw) -> Param:
 
 
 def _def(op: Op, params: Iterable[Param], arity: Arity, categories: Iterable[Category], summary: str,
-         aliases: tuple[str, ...] = (), gate: bool = False) -> OpDef:
-    return OpDef(op, tuple(params), arity, frozenset(categories), summary, aliases, gate)
+         aliases: tuple[str, ...] = (), gate: bool = False, commutative: bool = False, foldable: bool = False,
+         multiplies: bool = False) -> OpDef:
+    return OpDef(op, tuple(params), arity, frozenset(categories), summary, aliases, gate, commutative, foldable,
+                 multiplies)
 
 
 _SIZE, _SPATIAL, _AXIS, _AXES, _SHAPE, _PROB, _FLAG = (
@@ -212,11 +221,15 @@ REGISTRY: dict[Op, OpDef] = {d.op: d for d in [
          "Batch normalisation over axis 1 of a 4-d (B,C,H,W) tensor."),
     _def(Op.LN, (), ONE, [C.LEARNABLE, C.NORMALIZATION, C.SHAPE_PRESERVING],
          "Layer normalisation over the last axis (permute channels last first)."),
-    _def(Op.ADD, (), MANY, [C.MERGE], "Element-wise sum of two or more inputs, broadcasting like PyTorch."),
-    _def(Op.MUL, (), MANY, [C.MERGE], "Element-wise product of two or more inputs, broadcasting like PyTorch."),
-    _def(Op.MATMUL, (), TWO, [], "Matrix product of its two inputs, in the order of their edges."),
+    _def(Op.ADD, (), MANY, [C.MERGE], "Element-wise sum of two or more inputs, broadcasting like PyTorch.",
+         commutative=True, foldable=True),
+    _def(Op.MUL, (), MANY, [C.MERGE], "Element-wise product of two or more inputs, broadcasting like PyTorch.",
+         commutative=True, foldable=True, multiplies=True),
+    _def(Op.MATMUL, (), TWO, [], "Matrix product of its two inputs, in the order of their edges.",
+         multiplies=True),
     _def(Op.CONCAT, (_p("dim", _AXIS, 1),), MANY, [C.MERGE, C.LAYOUT],
-         "Concatenation of two or more inputs along axis dim, in the order of their edges.", aliases=("Concat",)),
+         "Concatenation of two or more inputs along axis dim, in the order of their edges.", aliases=("Concat",),
+         foldable=True),
     _def(Op.MEAN, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Mean over axis dim (an axis or a tuple), keeping it as size 1."),
     _def(Op.MAX, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Maximum values over axis dim (an axis or a tuple), keeping it as size 1."),
     _def(Op.SUM, (_p("dim", _AXES),), ONE, [C.REDUCTION], "Sum over axis dim (an axis or a tuple), keeping it as size 1."),
@@ -287,6 +300,24 @@ class Group:
     #: Pooling over a kernel window (not to a fixed output size).
     WINDOW_POOLING = _where(lambda d: C.POOLING in d.categories and d.param("kernel_size") is not None)
     COMPUTE = frozenset(REGISTRY) - TERMINAL  # everything a backend must lower
+    #: Operations whose result does not depend on input order: canonical hashing sorts their inputs.
+    COMMUTATIVE = _where(lambda d: d.commutative)
+    #: Operations taking more than one input whose order matters: every one not declared
+    #: commutative, so a new multi-input operation keeps its edge order in hashes by default.
+    ORDERED_INPUT = _where(lambda d: (d.arity.max is None or d.arity.max > 1) and not d.commutative)
+    #: Operations taking any number of inputs.
+    VARIADIC = _where(lambda d: d.arity.max is None)
+    #: Operations a backend may apply in pieces: f(f(a, b), c) is f(a, b, c).
+    FOLDABLE = _where(lambda d: d.foldable)
+    #: Operations that multiply one input by another: where a gate's values are applied.
+    GATE_CONSUMER = _where(lambda d: d.multiplies)
+    #: Merges computing element by element, whose output has the (broadcast) shape of their inputs
+    #: (not concatenation, which is a layout move).
+    ELEMENTWISE_MERGE = MERGE - LAYOUT
+    #: Layers whose weights mix features (convolutions, fully connected), not normalisations.
+    WEIGHT_LAYER = LEARNABLE - NORMALIZATION
+    #: Operations sliding a kernel window over H and W (convolutions and window pooling).
+    WINDOWED = _where(lambda d: d.param("kernel_size") is not None)
 
 
 def reference_text() -> str:

@@ -26,10 +26,63 @@ from nader.inputs import InputError, read_bounded_text
 
 from .faults import describe_os_error
 from .numbers import human
-from .options import executor_option, old_timeout_option, progress_option, trial_timeout_option
-from .options import trial_timeout as trial_timeout_of
+from .options import (EXECUTOR, EXECUTORS, OLD_EXECUTORS, OLD_TIMEOUT, PROGRESS, TRIAL_TIMEOUT, parse_duration,
+                      renamed_warning)
 
 ARCH_BYTES = 1 << 20  # nadc's default text limit
+
+
+# -- the options eval and run share (declared in runtime/options.py), as click options -----------
+
+class ExecutorChoice(click.Choice):
+    """local, pool or ray (any case); the old `inprocess` is taken as local."""
+
+    def __init__(self):
+        super().__init__(EXECUTORS, case_sensitive=False)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.lower() in OLD_EXECUTORS:
+            click.echo(renamed_warning(f"--executor {value}", "--executor local"), err=True)
+            return OLD_EXECUTORS[value.lower()]
+        return super().convert(value, param, ctx).lower()
+
+
+def duration(ctx, param, value):
+    """Seconds, or a number with s/m/h."""
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def executor_option(default, help: str):
+    return click.option(EXECUTOR.flag, type=ExecutorChoice(), default=default, show_default=default is not None,
+                        help=help)
+
+
+def progress_option(help: str):
+    """`--progress` (runtime/options.py's PROGRESS)."""
+    return click.option(PROGRESS.flag, PROGRESS.name, type=click.Choice(PROGRESS.type, case_sensitive=False),
+                        default=PROGRESS.default, show_default=True, help=help)
+
+
+def trial_timeout_option(help: str = TRIAL_TIMEOUT.help):
+    return click.option(TRIAL_TIMEOUT.flag, callback=duration, default=TRIAL_TIMEOUT.default, help=help)
+
+
+old_timeout_option = click.option(OLD_TIMEOUT.flag, OLD_TIMEOUT.name, callback=duration, default=OLD_TIMEOUT.default,
+                                  hidden=OLD_TIMEOUT.hidden)
+
+
+def resolve_trial_timeout(new, old):
+    """The trial timeout given by --trial-timeout or, with a warning, by the old --timeout."""
+    if old is None:
+        return new
+    if new is not None:
+        raise click.UsageError("--timeout is the old name of --trial-timeout: give --trial-timeout alone")
+    click.echo(renamed_warning("--timeout", "--trial-timeout"), err=True)
+    return old
+
 DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
 
 
@@ -180,7 +233,7 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
                  builder, progress_mode, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     _terminate_like_interrupt()
-    timeout = trial_timeout_of(trial_timeout, old_timeout)
+    timeout = resolve_trial_timeout(trial_timeout, old_timeout)
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                     batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair,

@@ -1,76 +1,56 @@
-"""Command-line options that `nader-search eval` and `nader-search run` share, declared once so
-that one setting has one spelling in both: `--executor local|pool|ray`, `--trial-timeout` and
-`--progress auto|rich|plain|off`.
+"""Command-line options that `nader-search eval` and `nader-search run` share, declared once as
+plain data (`OptionSpec`) so that one setting has one spelling in both: `--executor
+local|pool|ray`, `--trial-timeout` and `--progress auto|rich|plain|off`.
 
-eval's old spellings (`--executor inprocess`, `--timeout`) still work for one release, hidden
-from `--help`, with a warning. The option objects live here, on the runtime floor, because eval
-is the runtime's command and the search's CLI sits above it.
+The click decorators that read these declarations live in a CLI module (`nader.runtime.cli`):
+the library does not import click. eval's old spellings (`--executor inprocess`, `--timeout`)
+still work for one release, hidden from `--help`, with a warning.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
-
-import click
 
 from .progress import PROGRESS_MODES
 
 EXECUTORS = ("local", "pool", "ray")
-_OLD_EXECUTORS = {"inprocess": "local", "in-process": "local"}
+#: Old spellings of --executor and what they now mean.
+OLD_EXECUTORS = {"inprocess": "local", "in-process": "local"}
 
 
-def _warn_renamed(old: str, new: str) -> None:
-    click.echo(f"warning: {old} is now {new}; the old name goes in the next release", err=True)
+@dataclass(frozen=True)
+class OptionSpec:
+    """A command-line option as data: its flag, the keyword it arrives as, its type (a Python type,
+    or a tuple of choices), default and help. A CLI module turns it into a click option."""
+
+    flag: str
+    name: str
+    type: object = str
+    default: object = None
+    help: str = ""
+    hidden: bool = False
 
 
-class ExecutorChoice(click.Choice):
-    """local, pool or ray (any case); the old `inprocess` is taken as local."""
-
-    def __init__(self):
-        super().__init__(EXECUTORS, case_sensitive=False)
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.lower() in _OLD_EXECUTORS:
-            _warn_renamed(f"--executor {value}", "--executor local")
-            return _OLD_EXECUTORS[value.lower()]
-        return super().convert(value, param, ctx).lower()
+def renamed_warning(old: str, new: str) -> str:
+    return f"warning: {old} is now {new}; the old name goes in the next release"
 
 
-def duration(ctx, param, value) -> Optional[float]:
-    """Seconds, or a number with s/m/h."""
+def parse_duration(value) -> Optional[float]:
+    """Seconds, or a number with s/m/h; ValueError otherwise."""
     if value is None:
         return None
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smh]?)\s*", str(value))
     if not m or float(m.group(1)) <= 0:
-        raise click.BadParameter("expected a positive duration such as 600, 90s, 10m or 2h")
+        raise ValueError("expected a positive duration such as 600, 90s, 10m or 2h")
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-def executor_option(default: Optional[str], help: str):
-    return click.option("--executor", type=ExecutorChoice(), default=default, show_default=default is not None,
-                        help=help)
-
-
-def progress_option(help: str):
-    """`--progress`: rich (drawn in place), plain (one line per finished trial, for logs), off;
-    auto: rich on a terminal, plain elsewhere (`progress.resolve_progress`)."""
-    return click.option("--progress", "progress_mode", type=click.Choice(PROGRESS_MODES, case_sensitive=False),
-                        default="auto", show_default=True, help=help)
-
-
-def trial_timeout_option(help: str = "Kill a trial after this long (600, 90s, 10m, 2h; pool executor)."):
-    return click.option("--trial-timeout", callback=duration, default=None, help=help)
-
-
-# eval's old name of --trial-timeout: pass its value through `trial_timeout` with the new one's.
-old_timeout_option = click.option("--timeout", "old_timeout", callback=duration, default=None, hidden=True)
-
-
-def trial_timeout(new: Optional[float], old: Optional[float]) -> Optional[float]:
-    """The trial timeout given by --trial-timeout or, with a warning, by the old --timeout."""
-    if old is None:
-        return new
-    if new is not None:
-        raise click.UsageError("--timeout is the old name of --trial-timeout: give --trial-timeout alone")
-    _warn_renamed("--timeout", "--trial-timeout")
-    return old
+EXECUTOR = OptionSpec("--executor", "executor", EXECUTORS)
+#: `--progress`: rich (drawn in place), plain (one line per finished trial, for logs), off;
+#: auto: rich on a terminal, plain elsewhere (`progress.resolve_progress`).
+PROGRESS = OptionSpec("--progress", "progress_mode", PROGRESS_MODES, "auto")
+TRIAL_TIMEOUT = OptionSpec("--trial-timeout", "trial_timeout", float, None,
+                           "Kill a trial after this long (600, 90s, 10m, 2h; pool executor).")
+# eval's old name of --trial-timeout: its value goes through `trial_timeout` with the new one's.
+OLD_TIMEOUT = OptionSpec("--timeout", "old_timeout", float, None, hidden=True)

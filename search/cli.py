@@ -21,10 +21,10 @@ from pathlib import Path
 
 import click
 
-from nader.agents.llm.options import LLM_FLAGS, llm_options
+from nader.agents.llm.cli import llm_options
+from nader.agents.llm.options import LLM_FLAGS
 from nader.inputs import InputError
-from nader.runtime.cli import store_problem
-from nader.runtime.options import executor_option, progress_option, trial_timeout_option
+from nader.runtime.cli import executor_option, progress_option, store_problem, trial_timeout_option
 
 from .config import DATASETS, PROXIES
 
@@ -129,8 +129,17 @@ def _strategy_epilog() -> str:
     return "\n".join(lines)
 
 
-@click.command("run", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-               epilog=_strategy_epilog())
+class _RunCommand(click.Command):
+    """`run`, whose epilog lists the strategies: built when help is shown, so that importing this
+    module (every `nader-search` command) does not import every strategy."""
+
+    def format_epilog(self, ctx, formatter):
+        self.epilog = _strategy_epilog()
+        super().format_epilog(ctx, formatter)
+
+
+@click.command("run", cls=_RunCommand,
+               context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
 @click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
               help="The root architecture (.nad): the tree starts here.")

@@ -26,7 +26,7 @@ PACKAGES = {"inputs": "nader.inputs", "dsl": "nader.dsl", "grammar": "nader.gram
 FLOOR = {"nader.inputs": 0, "nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
          "nader.search": 3, "nader": 4}
 #: packages whose modules find their members by name at import time (`pkgutil` discovery)
-DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.search.strategies")
+DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators")
 
 #: Third-party packages that may be imported inside a function, and why.
 LAZY_PACKAGES = {
@@ -51,8 +51,8 @@ LAZY_PACKAGES = {
     "optuna": "optional extra (optuna): the optuna strategy's samplers",
 }
 
-DISCOVERED = ("start-up: every strategy module is imported to list it, so an LLM strategy loads its agents "
-              "when it runs (the file is edited in another change)")
+DISCOVERED = ("start-up: `nader-search run --help` imports every strategy to list its options, so an LLM "
+              "strategy loads its agents when it runs")
 #: nader-search --help imports the config; instructions counted with `valgrind --tool=cachegrind`
 CONFIG_BUDGET = "start-up: at the top, the budget's compiler modules cost nader-search --help 10% more instructions"
 CONFIG_EVALUATORS = "start-up: at the top, the evaluators (with NB201's space) cost nader-search --help 13% more instructions"
@@ -109,15 +109,12 @@ LAZY_IMPORTS = {
     ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
     # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
     ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,
-    ("nader.search.strategies.fairnad", "nader.agents.tokens"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.agents.tokens"): DISCOVERED,
     ("nader.search.strategies.genius", "nader.search.spaces.nb201"): DISCOVERED,
     ("nader.search.strategies.llm", "nader.agents.knowledge"):
         "start-up: the knowledge base's names load on first use (numpy); at the top they cost nader-search --help "
         "20% more instructions",
     ("nader.search.strategies.nader", "nader.agents.modifier"): DISCOVERED,
     ("nader.search.strategies.nader", "nader.agents.proposer"): DISCOVERED,
-    ("nader.search.strategies.nader", "nader.agents.tokens"): DISCOVERED,
     ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
     ("nader.search.strategies.local", "nader.compiler.mutate"): MUTATE,
     ("nader.search.strategies.local", "nader.compiler.mutate.engine"): MUTATE,
@@ -296,3 +293,10 @@ PROTOCOL_PACKAGES = ("pygls", "lsprotocol")
 def test_only_the_language_server_imports_its_protocol_packages():
     importers = {i.module for i in imports() if i.target.split(".")[0] in PROTOCOL_PACKAGES}
     assert importers == {"nader.compiler.commands.lsp_server"}, importers
+
+
+def test_click_is_imported_only_by_command_line_modules():
+    """Option declarations are data in the library (`runtime/options.py`, `agents/llm/options.py`);
+    the click options that read them, and the echoing of notes, are the CLI modules' work."""
+    importers = sorted({i.module for i in imports() if i.target.split(".")[0] == "click" and not is_cli(i.module)})
+    assert not importers, f"click imported below the command line (move the click part into a CLI module): {importers}"

@@ -78,3 +78,37 @@ def test_naswot_reads_codes_off_each_hidden_activation(op):
     module = build_torch(_sandwich(op), 4)
     units = [m for m in module.modules() if isinstance(m, unit_types())]
     assert len(units) == 1, f"NASWOT finds {len(units)} units in a block with one {op}"
+
+
+def test_semantic_groups_are_what_the_ops_declare():
+    for op, d in REGISTRY.items():
+        assert (op in Group.COMMUTATIVE) == d.commutative, op
+        assert (op in Group.FOLDABLE) == d.foldable, op
+        assert (op in Group.GATE_CONSUMER) == d.multiplies, op
+        assert (op in Group.VARIADIC) == (d.arity.max is None), op
+        multi = d.arity.max is None or d.arity.max > 1
+        assert (op in Group.ORDERED_INPUT) == (multi and not d.commutative), op
+        assert (op in Group.WINDOWED) == (d.param("kernel_size") is not None), op
+    # Hashes sort the inputs of commutative operations only: changing these sets changes hashes.
+    assert Group.COMMUTATIVE == {Op.ADD, Op.MUL}
+    assert Group.ORDERED_INPUT == {Op.CONCAT, Op.MATMUL}
+    # Only multi-input operations can be commutative, foldable or apply a gate.
+    assert Group.COMMUTATIVE | Group.FOLDABLE | Group.GATE_CONSUMER <= Group.MULTI_INPUT
+    assert Group.VARIADIC <= Group.FOLDABLE  # the torch backend applies long merges in pieces
+    assert Group.ELEMENTWISE_MERGE == Group.MERGE - Group.LAYOUT
+    assert Group.WEIGHT_LAYER == Group.LEARNABLE - Group.NORMALIZATION
+
+
+def test_passes_use_the_registry_groups_instead_of_sets_of_their_own():
+    from nader.compiler.backends import torch_backend
+    from nader.compiler.lint.rules import ungated_sigmoid
+    from nader.compiler.mutate.operators import add_branch, delete_node
+    from nader.compiler.passes import canonical
+    assert canonical.COMMUTATIVE_OPS is Group.COMMUTATIVE
+    assert canonical.ORDERED_INPUT_OPS is Group.ORDERED_INPUT
+    assert torch_backend.FOLDABLE is Group.FOLDABLE
+    assert delete_node._MERGES is Group.ELEMENTWISE_MERGE
+    assert add_branch._BESIDE is Group.WINDOWED
+    assert ungated_sigmoid._GATES is Group.GATE_CONSUMER
+    from nader.compiler.passes import structure
+    assert structure._LAYERS is Group.WEIGHT_LAYER

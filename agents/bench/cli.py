@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from ..llm.options import llm_options
+from ..llm.cli import llm_options
 from .runner import SETTINGS
 
 

@@ -17,7 +17,7 @@ import time
 
 import click
 
-from ..llm.options import llm_options
+from ..llm.cli import llm_options
 
 _KB_OPTION = click.option("--kb", "kb_path", required=True, type=click.Path(file_okay=False),
                           envvar="NADER_KB", help="Knowledge base directory [env NADER_KB].")

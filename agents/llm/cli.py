@@ -6,12 +6,64 @@ configuration error (one `error:` line, no traceback).
 """
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
 import click
 
-from .options import llm_options
+from .options import LLM_FLAGS, old_dest, parse_count, parse_positive, renamed_values
+
+
+class _Count(click.ParamType):
+    """A positive integer with an optional K/M/G suffix (2M, 1.5k)."""
+
+    name = "COUNT"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_count(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class _Positive(click.ParamType):
+    """A positive finite number: caps and timeouts (click's FloatRange lets nan and inf through)."""
+
+    name = "FLOAT"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_positive(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+#: The click parameter type of each LLMFlag kind (agents/llm/options.py's KINDS).
+CLICK_TYPES = {"file": click.Path(dir_okay=False), "dir": click.Path(file_okay=False), "text": str,
+               "positive": _Positive(), "count": _Count(), "at-least-1": click.IntRange(min=1)}
+
+
+def llm_options(command):
+    """Decorate a click command with the LLM options (agents/llm/options.py's LLM_FLAGS); they
+    arrive as keyword arguments named as in OPTION_NAMES (an old spelling given arrives under the
+    new name, after a warning)."""
+
+    @functools.wraps(command)
+    def with_new_names(*args, **kwargs):
+        try:
+            warnings = renamed_values(kwargs)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        for warning in warnings:
+            click.echo(warning, err=True)
+        return command(*args, **kwargs)
+
+    for flag in reversed(LLM_FLAGS):
+        for old in reversed(flag.old):
+            with_new_names = click.option(old, old_dest(old), type=CLICK_TYPES[flag.kind], hidden=True)(with_new_names)
+        with_new_names = click.option(flag.flag, flag.name, type=CLICK_TYPES[flag.kind], help=flag.help)(with_new_names)
+    return with_new_names
 
 
 @click.group("llm", context_settings={"help_option_names": ["-h", "--help"]})

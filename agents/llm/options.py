@@ -1,6 +1,7 @@
 """The command-line options every LLM-using command shares, declared once: `read`, `kb`,
 `bench-nad` and `nader-search run` take them with the same names, the search strategies take the
 same settings as options (`llm_base_url`...), and docs/llm.md's flag table is tested against them.
+They are plain data (`LLMFlag`); the click options that read them are made in `nader.agents.llm.cli`.
 
 Precedence, lowest first: built-in defaults, the config file's `[llm]` section (`--llm-config`,
 else `$NADER_CONFIG`, else `nader.toml` in the current directory when present), in replay mode the request settings the
@@ -9,14 +10,10 @@ recorded run used (model, parameters, profiles), then the flags.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import click
 
 from nader.runtime.integrity import json_cell
 
@@ -30,26 +27,41 @@ _REQUEST_FIELDS = ("model", "embedding_model", "temperature", "max_tokens", "rea
 _SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
 
-class _Count(click.ParamType):
-    """A positive integer with an optional K/M/G suffix (2M, 1.5k)."""
+def parse_count(value) -> int:
+    """A positive integer with an optional K/M/G suffix (2M, 1.5k); ValueError otherwise."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*", str(value))
+    count = int(round(float(m.group(1)) * _SI[m.group(2).lower()])) if m else 0
+    if count < 1:
+        raise ValueError("expected a positive count such as 2000000 or 2M")
+    return count
 
-    name = "COUNT"
 
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*", str(value))
-        count = int(round(float(m.group(1)) * _SI[m.group(2).lower()])) if m else 0
-        if count < 1:
-            self.fail("expected a positive count such as 2000000 or 2M", param, ctx)
-        return count
+def parse_positive(value) -> float:
+    """A positive finite number (caps and timeouts); ValueError otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number") from None
+    if not (0 < number < float("inf")):
+        raise ValueError(f"expected a positive finite number, not {value!r}")
+    return number
+
+
+#: What an LLMFlag's value is (CLI modules map each to their parameter type):
+#: file and dir are paths, text a string, positive a positive finite number (parse_positive),
+#: count a positive count with K/M/G (parse_count), at-least-1 an integer >= 1.
+KINDS = ("file", "dir", "text", "positive", "count", "at-least-1")
 
 
 @dataclass(frozen=True)
 class LLMFlag:
+    """An LLM option as plain data; `nader.agents.llm.cli.llm_options` makes click options of them."""
+
     flag: str                  # the spelling on every command
     field: str                 # the LLMConfig field it sets ("config_path", "replay": not a field)
-    type: Any                  # click type
+    kind: str                  # one of KINDS
     help: str
     old: tuple[str, ...] = ()  # hidden old spellings, kept for one release with a warning
     run_cap: bool = False      # a cap on the whole run: `nader-search run` hands it to its loop, not its strategy
@@ -60,40 +72,24 @@ class LLMFlag:
         return self.flag[2:].replace("-", "_")
 
 
-class _Positive(click.ParamType):
-    """A positive finite number: caps and timeouts (click's FloatRange lets nan and inf through)."""
-
-    name = "FLOAT"
-
-    def convert(self, value, param, ctx):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is not a number", param, ctx)
-        if not (0 < number < float("inf")):
-            self.fail(f"expected a positive finite number, not {value!r}", param, ctx)
-        return number
-
-
-_POSITIVE = _Positive()
 LLM_FLAGS = (
-    LLMFlag("--llm-config", "config_path", click.Path(dir_okay=False),
+    LLMFlag("--llm-config", "config_path", "file",
             f"TOML file with an [llm] section [env NADER_CONFIG; default ./{DEFAULT_CONFIG} if present].",
             old=("--config",)),
-    LLMFlag("--llm-base-url", "base_url", str, "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
-    LLMFlag("--llm-model", "model", str, "Chat model name as the endpoint knows it."),
-    LLMFlag("--llm-api-key-env", "api_key_env", str,
+    LLMFlag("--llm-base-url", "base_url", "text", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    LLMFlag("--llm-model", "model", "text", "Chat model name as the endpoint knows it."),
+    LLMFlag("--llm-api-key-env", "api_key_env", "text",
             "Environment variable holding the API key [default: NADER_LLM_API_KEY, then OPENAI_API_KEY]."),
-    LLMFlag("--llm-timeout", "request_timeout", _POSITIVE, "Seconds per HTTP attempt."),
-    LLMFlag("--llm-deadline", "deadline", _POSITIVE, "Seconds per call, retries included."),
-    LLMFlag("--llm-concurrency", "max_concurrency", click.IntRange(min=1), "Calls in flight at once."),
-    LLMFlag("--llm-max-cost", "max_cost_usd", _POSITIVE,
+    LLMFlag("--llm-timeout", "request_timeout", "positive", "Seconds per HTTP attempt."),
+    LLMFlag("--llm-deadline", "deadline", "positive", "Seconds per call, retries included."),
+    LLMFlag("--llm-concurrency", "max_concurrency", "at-least-1", "Calls in flight at once."),
+    LLMFlag("--llm-max-cost", "max_cost_usd", "positive",
             "Cap in US dollars on the run's LLM calls; no call whose worst case could pass it is sent.",
             old=("--max-cost",), run_cap=True),
-    LLMFlag("--llm-max-tokens", "max_total_tokens", _Count(), "Cap on the run's LLM tokens in + out, e.g. 2M.",
+    LLMFlag("--llm-max-tokens", "max_total_tokens", "count", "Cap on the run's LLM tokens in + out, e.g. 2M.",
             old=("--max-tokens-total", "--max-tokens"), run_cap=True),
-    LLMFlag("--embedding-model", "embedding_model", str, "Embedding model of the endpoint's embeddings API."),
-    LLMFlag("--replay", "replay", click.Path(file_okay=False),
+    LLMFlag("--embedding-model", "embedding_model", "text", "Embedding model of the endpoint's embeddings API."),
+    LLMFlag("--replay", "replay", "dir",
             "Answer every LLM call from this recorded run; no endpoint is used, a call it did not make is an error."),
 )
 OPTION_NAMES = tuple(f.name for f in LLM_FLAGS)
@@ -101,32 +97,25 @@ _BY_NAME = {f.name: f for f in LLM_FLAGS}
 NAME_OF_FIELD = {f.field: f.name for f in LLM_FLAGS}
 
 
-def _old_dest(old: str) -> str:
+def old_dest(old: str) -> str:
+    """The keyword an old spelling of a flag arrives as, before it is renamed."""
     return "old_" + old[2:].replace("-", "_")
 
 
-def llm_options(command):
-    """Decorate a click command with the LLM options; they arrive as keyword arguments named as in
-    OPTION_NAMES (an old spelling given arrives under the new name, after a warning)."""
-
-    @functools.wraps(command)
-    def with_new_names(*args, **kwargs):
-        for flag in LLM_FLAGS:
-            for old in flag.old:
-                value = kwargs.pop(_old_dest(old), None)
-                if value is None:
-                    continue
-                if kwargs.get(flag.name) is not None:
-                    raise click.UsageError(f"{old} is the old name of {flag.flag}: give {flag.flag} alone")
-                click.echo(f"warning: {old} is now {flag.flag}; the old name goes in the next release", err=True)
-                kwargs[flag.name] = value
-        return command(*args, **kwargs)
-
-    for flag in reversed(LLM_FLAGS):
-        for old in reversed(flag.old):
-            with_new_names = click.option(old, _old_dest(old), type=flag.type, hidden=True)(with_new_names)
-        with_new_names = click.option(flag.flag, flag.name, type=flag.type, help=flag.help)(with_new_names)
-    return with_new_names
+def renamed_values(kwargs: dict) -> list[str]:
+    """Moves the values given under old spellings in `kwargs` to the new names; returns the warnings
+    to print. ValueError where a flag is given under both names."""
+    warnings = []
+    for flag in LLM_FLAGS:
+        for old in flag.old:
+            value = kwargs.pop(old_dest(old), None)
+            if value is None:
+                continue
+            if kwargs.get(flag.name) is not None:
+                raise ValueError(f"{old} is the old name of {flag.flag}: give {flag.flag} alone")
+            warnings.append(f"warning: {old} is now {flag.flag}; the old name goes in the next release")
+            kwargs[flag.name] = value
+    return warnings
 
 
 def recorded_config(replay_dir) -> dict:

@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from ..llm.options import llm_options
+from ..llm.cli import llm_options
 
 
 def _fail(message: str) -> None:

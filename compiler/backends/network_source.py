@@ -15,7 +15,7 @@ from nader.compiler.architecture import Architecture, BuildError, architecture_f
 from nader.compiler.backends.errors import EmitError
 from nader.compiler.network import analyze
 from nader.compiler.plan import BlockUnit, CellUnit, LayerUnit, Plan, width_int
-from nader.compiler.reporting import print_notes
+from nader.compiler.reporting import Emitted, note_lines
 
 
 def _clean(name: str) -> str:
@@ -117,7 +117,7 @@ def network_source(arch: Architecture, plan: Plan, info: dict) -> str:
             + network_class_source(arch, plan, classes) + tail)
 
 
-def emit_network_source(parsed, options) -> str:
+def emit_network_source(parsed, options) -> Emitted:
     """The `--emit torch` emitter when `--network` is given (called by torch_backend.emit)."""
     try:
         skel = skeleton_info(options.network)
@@ -130,9 +130,7 @@ def emit_network_source(parsed, options) -> str:
     except BuildError as error:
         raise EmitError(str(error)) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
-    source = network_source(arch, plan, info)
-    print_notes(parsed.program.path, info)
-    return source
+    return Emitted(network_source(arch, plan, info), tuple(note_lines(parsed.program.path, info)))
 
 
 def _default_dataset(skeleton: str) -> str:

@@ -484,10 +484,9 @@ def block_source(block: Block, report: BlockReport, class_name: Optional[str] = 
 #: Most inputs one generated expression takes: `a + b + ...` nests one level per term, and Python's
 #: compiler refuses an expression nested a few thousand levels deep (RecursionError).
 PIECE = 64
-#: Operations that take any number of inputs and may be applied in pieces: f(f(a, b), c) is f(a, b, c)
-#: (left-to-right sums and products, concatenation along one axis), so folding them in pieces gives
-#: the same values, in the same order of operations, as one call.
-FOLDABLE = frozenset({Op.ADD, Op.MUL, Op.CONCAT})
+#: Operations that may be applied in pieces: f(f(a, b), c) is f(a, b, c) (declared in the registry),
+#: so folding them in pieces gives the same values, in the same order of operations, as one call.
+FOLDABLE = Group.FOLDABLE
 
 
 def _pieces(op: Op, names: list[str], target: str) -> list[list[str]]:

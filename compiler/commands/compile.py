@@ -2,7 +2,8 @@
 
 Emitters are looked up in `EMITTERS` (name -> "module:function") and imported
 only when used, so the front end never imports torch or onnx. An emitter is
-called as `emit(parsed, options)` and returns text or bytes; it raises
+called as `emit(parsed, options)` and returns text or bytes, or an `Emitted` (`reporting.py`)
+carrying notes that this command prints on stderr; it raises
 `EmitError` (`backends/errors.py`) for problems that are the user's to fix.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ import click
 
 from nader.compiler.backends.errors import DiagnosedError, EmitError
 from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
+from nader.compiler.reporting import Emitted
 from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
 from nader.dsl.ir import Program, Role
 from nader.dsl.parser import ParseResult
@@ -110,11 +112,18 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
     outputs = []
     try:
         for parsed in results:
-            outputs.append(emitter(parsed, _with_header(parsed, options, emit)))
+            output = emitter(parsed, _with_header(parsed, options, emit))
+            if isinstance(output, Emitted):
+                for note in output.notes:
+                    click.echo(note, err=True)
+                output = output.output
+            outputs.append(output)
     except DiagnosedError as error:
+        _echo_notes(error)
         report_all(error.diagnostics)
         raise SystemExit(1)
     except EmitError as error:
+        _echo_notes(error)
         report_all()
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
@@ -123,6 +132,12 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         outputs = [json.dumps([json.loads(o) for o in outputs], indent=2) + "\n"]
     _write(outputs, out_path)
     raise SystemExit(0)
+
+
+def _echo_notes(error: EmitError) -> None:
+    """The notes an emitter gave before it failed (an `EmitError`'s `notes`), on stderr."""
+    for note in getattr(error, "notes", ()):
+        click.echo(note, err=True)
 
 
 def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOptions:

@@ -13,7 +13,7 @@ from typing import Optional
 import click
 
 from nader.compiler.commands.common import PositiveFinite, int_list, load
-from nader.compiler.reporting import print_notes
+from nader.compiler.reporting import note_lines
 
 
 def _m(value: int) -> str:
@@ -124,7 +124,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
             budget_text = ""
             if info.get("budget"):
                 budget_text = f" ({Budget(**info['budget']).describe()})"
-            print_notes(path, info)
+            for line in note_lines(path, info):
+                click.echo(line, err=True)
             training = info["training_memory"]
             click.echo(f"{path}: {skel.name}/{data.name} widths {','.join(map(str, info['widths']))} "
                        f"depths {','.join(map(str, info['depths']))}{stride}  params {_m(info['params'])} ({info['params']:,})  "

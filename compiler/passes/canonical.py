@@ -42,16 +42,14 @@ from typing import Any, Dict, Generic, Hashable, Iterator, List, Optional, Tuple
 from nader.compiler.passes.graph_canon import Certificate, canonical_order
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue, Value
 from nader.dsl.ir import Block, Node
-from nader.dsl.ops import REGISTRY, Op, ParamKind
+from nader.dsl.ops import Group, Op, ParamKind
 
-#: Multi-input operations whose result does not depend on operand order.
-COMMUTATIVE_OPS: frozenset[Op] = frozenset({Op.ADD, Op.MUL})
+#: Multi-input operations whose result does not depend on operand order (declared in the registry).
+COMMUTATIVE_OPS: frozenset[Op] = Group.COMMUTATIVE
 
 #: Operations whose operand order matters: every multi-input operation that is
-#: not commutative (`concat`, `multiply`). A new multi-input operation lands
-#: here unless it is declared commutative above, which keeps hashing sound.
-ORDERED_INPUT_OPS: frozenset[Op] = frozenset(
-    op for op, d in REGISTRY.items() if (d.arity.max is None or d.arity.max > 1) and op not in COMMUTATIVE_OPS)
+#: not declared commutative (`concat`, `multiply`), which keeps hashing sound.
+ORDERED_INPUT_OPS: frozenset[Op] = Group.ORDERED_INPUT
 
 HASH_VERSION = "nadc-canonical-2"  # 1: Weisfeiler-Lehman colours; 2: canonical labelling
 UNDEFINED_LABEL = "<undefined>"

@@ -80,7 +80,7 @@ def _compute_facts(block: Block) -> GraphFacts:
                       inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit, layers, floordiv)
 
 
-_LAYERS = frozenset({Op.CONV2D, Op.LINEAR})
+_LAYERS = Group.WEIGHT_LAYER
 
 
 def graph_facts(block: Block) -> GraphFacts:

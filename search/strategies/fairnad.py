@@ -42,7 +42,7 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
 
 STAGES = ("I", "II", "III")
 
@@ -213,22 +213,16 @@ class FairNADStrategy(Strategy):
                          tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
 
 
-class _Team:
+class _Team(LLMTeam):
     """The LLM client, the knowledge base and FairNAD's role (its Modifier) of one search."""
 
     def __init__(self, s: dict, context, depths: list):
         from nader.agents.fairnad import FairNAD
         from nader.agents.modifier import Modifier
-        from nader.agents.tokens import CountingClient
 
-        self.client, self.kb = open_client_and_kb(
-            s, context.run_dir, "fairnad", "--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
-                                           "or `nader-search kb import`)", context.llm_caps)
-        self.counting = CountingClient(self.client)
+        super().__init__(s, context.run_dir, "fairnad", context.llm_caps,
+                         kb_help="--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
+                                 "or `nader-search kb import`)")
         modifier = Modifier(self.counting, rounds=s["repairs"] + 1, skeleton=context.skeleton, dataset=context.dataset,
                             repair=context.repair)
         self.fairnad = FairNAD(modifier, skeleton=context.skeleton, depths=depths)
-
-    def close(self) -> None:
-        self.kb.close()
-        self.client.close()

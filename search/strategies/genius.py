@@ -39,11 +39,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from nader.runtime.errors import ConfigError
-
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
 from .base import Candidate, Option, StopSearch, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_llm_client, proposal_failure
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
 
 ROLE = "genius"
 MAX_REJECTED_IN_ROW = 8  # proposals in a row that were repeated (or invalid) before GENIUS gives up
@@ -65,7 +63,7 @@ class GeniusStrategy(Strategy):
     def __init__(self, **options):
         super().__init__(**options)
         self.tree = None
-        self._client = self._counting = self._genius = None
+        self._team = self._genius = None
 
     # ------------------------------------------------------------------ wiring
     def bind(self, context) -> None:
@@ -75,21 +73,17 @@ class GeniusStrategy(Strategy):
     def _llm(self):
         if self._genius is None:
             from nader.agents.genius import Genius
-            from nader.agents.tokens import CountingClient
 
-            if self.context.run_dir is None:
-                raise ConfigError("the genius strategy needs the run directory (bind a SearchContext with run_dir)")
-            self._client = open_llm_client(self.settings, self.context.run_dir, ROLE, self.context.llm_caps)
-            self._counting = CountingClient(self._client)
-            self._genius = Genius(self._counting, repairs=self.settings["repairs"],
+            self._team = LLMTeam(self.settings, self.context.run_dir, ROLE, self.context.llm_caps)
+            self._genius = Genius(self._team.counting, repairs=self.settings["repairs"],
                                   iterations=self.settings["iterations"], dataset=self.context.dataset,
                                   skeleton=self.context.skeleton)
         return self._genius
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        self._client = self._counting = self._genius = None
+        if self._team is not None:
+            self._team.close()
+        self._team = self._genius = None
 
     @property
     def cells(self) -> bool:
@@ -131,7 +125,7 @@ class GeniusStrategy(Strategy):
     def _candidate(self, text: Optional[str], change: dict, error: Optional[str]) -> Candidate:
         from nader.agents.genius import failure_text
 
-        spent = self._counting.take()
+        spent = self._team.counting.take()
         if text is None and error:
             change = {**change, "failure": failure_text(error)}  # the next prompts show it
         return Candidate(text, origin="llm", operator=ROLE, change={**change, "tokens": spent.by_role}, error=error,

@@ -1,11 +1,13 @@
 """What the LLM strategies (nader, fairnad, genius) share: their endpoint options, the one LLM
 client opened from them (recorded in the run's `runs.sqlite`, replayable, capped by the run's
-`--llm-max-cost` / `--llm-max-tokens`), and what a proposal whose LLM work raised becomes."""
+`--llm-max-cost` / `--llm-max-tokens`) with its token counter (`LLMTeam`, which each strategy's
+agents extend), and what a proposal whose LLM work raised becomes."""
 from __future__ import annotations
 
 from nader.agents.llm import LLMClient, LLMError
 from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
 from nader.agents.llm.options import LLM_FLAGS, NAME_OF_FIELD, config_from_options
+from nader.agents.tokens import CountingClient
 from nader.runtime.errors import ConfigError
 
 from .base import Option, StopSearch
@@ -74,3 +76,24 @@ def open_llm_client(settings: dict, run_dir, role: str, caps: dict | None = None
         return LLMClient.from_config(config, store=run_dir, replay=replay, role=role)
     except (LLMError, OSError) as exc:
         raise ConfigError(str(exc)) from None
+
+
+class LLMTeam:
+    """The LLM side of one search of an LLM strategy: the one client (recorded in `run_dir`, under
+    the run's caps), `counting`, which the strategy's agents call so that each proposal's tokens
+    are taken off it, and, for a strategy that draws ideas (`kb_help` says how to get a knowledge
+    base), the knowledge base. Strategies add their agents in a subclass."""
+
+    def __init__(self, settings: dict, run_dir, role: str, caps: dict | None = None, kb_help: str | None = None):
+        if kb_help is None:
+            if run_dir is None:
+                raise ConfigError(f"the {role} strategy needs the run directory (bind a SearchContext with run_dir)")
+            self.client, self.kb = open_llm_client(settings, run_dir, role, caps), None
+        else:
+            self.client, self.kb = open_client_and_kb(settings, run_dir, role, kb_help, caps)
+        self.counting = CountingClient(self.client)
+
+    def close(self) -> None:
+        if self.kb is not None:
+            self.kb.close()
+        self.client.close()

@@ -26,7 +26,7 @@ from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, Run
 
 from ..selection import POLICIES
 from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, open_client_and_kb, proposal_failure, repair_change
+from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure, repair_change
 
 
 class NaderStrategy(Strategy):
@@ -152,19 +152,16 @@ class NaderStrategy(Strategy):
         return {c.change.get("idea_id") for c in self.tree.kids(parent.arch_id) if c.change} - {None}
 
 
-class _Team:
+class _Team(LLMTeam):
     """The agents of one search, sharing one LLM client and the run's database."""
 
     def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None, repair: str = "off"):
         from nader.agents.modifier import Modifier
         from nader.agents.proposer import Proposer
         from nader.agents.reflector import ExperienceBase, Reflector
-        from nader.agents.tokens import CountingClient
 
-        self.client, self.kb = open_client_and_kb(s, run_dir, "nader",
-                                                  "--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)",
-                                                  caps)
-        self.counting = CountingClient(self.client)
+        super().__init__(s, run_dir, "nader", caps,
+                         kb_help="--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)")
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],
                                  rank=s["ranking"])
         self.modifier = Modifier(self.counting, rounds=s["rounds"] if s["feedback"] else 1, skeleton=skeleton,
@@ -176,5 +173,4 @@ class _Team:
     def close(self) -> None:
         if self.reflector is not None:
             self.reflector.experiences.close()
-        self.kb.close()
-        self.client.close()
+        super().close()

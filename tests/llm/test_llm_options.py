@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from llm_fixtures import make_client, no_outside_network, server, user  # noqa: F401 (fixtures)
 from nader.agents.llm import LLMConfigError
-from nader.agents.llm.options import config_from_options, llm_options
+from nader.agents.llm.cli import llm_options
+from nader.agents.llm.options import config_from_options
 
 
 def test_flags_override_the_config_file(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""`eval` and `run` spell the executor and the trial timeout one way (`nader.runtime.options`);
+"""`eval` and `run` spell the executor and the trial timeout one way (declared in `nader.runtime.options`, as click options in `nader.runtime.cli`);
 eval's old spellings still work, hidden from --help, with a warning."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import click
 from click.testing import CliRunner
 
 from nader.cli import main
-from nader.runtime.options import executor_option, old_timeout_option, trial_timeout_option
-from nader.runtime.options import trial_timeout as resolve_timeout
+from nader.runtime.cli import executor_option, old_timeout_option, trial_timeout_option
+from nader.runtime.cli import resolve_trial_timeout as resolve_timeout
 
 
 @click.command()

@@ -1,18 +1,53 @@
-"""Strategies are discovered: a module in search/strategies/ defining a `Strategy` subclass is
-registered, listed in `nader-search run --help` and in docs/search.md without editing a list."""
+"""Strategies are listed lazily: each module in search/strategies/ defining a `Strategy` subclass
+has its line in `LAZY_STRATEGIES`, and is then listed in `nader-search run --help` and in
+docs/search.md."""
 from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
 
 from click.testing import CliRunner
 
-from nader.search.strategies import MODULES, STRATEGIES, Strategy
+import nader.search.strategies as strategies_package
+from nader.search.strategies import LAZY_STRATEGIES, STRATEGIES, Strategy
+
+
+def _defined_in_modules() -> dict:
+    found = {}
+    for info in pkgutil.iter_modules(strategies_package.__path__):
+        if info.name.startswith("_") or info.name == "base":
+            continue
+        module = importlib.import_module(f"nader.search.strategies.{info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, Strategy) and obj.__module__ == module.__name__:
+                assert obj.name not in found, f"two strategies are named {obj.name!r}"
+                found[obj.name] = f"{info.name}:{obj.__name__}"
+    return found
+
+
+def test_the_lazy_table_lists_every_strategy_module_defines():
+    defined = _defined_in_modules()
+    assert LAZY_STRATEGIES == defined, "search/strategies/__init__.py's LAZY_STRATEGIES differs from the modules"
+    assert list(LAZY_STRATEGIES) == sorted(LAZY_STRATEGIES, key=lambda n: LAZY_STRATEGIES[n])  # module order
 
 
 def test_every_strategy_module_contributes_its_strategies():
     assert {"random", "rea", "tree"} <= set(STRATEGIES)
     for name, cls in STRATEGIES.items():
         assert issubclass(cls, Strategy) and cls.name == name and cls.summary, name
-        assert cls.__module__.rsplit(".", 1)[1] in MODULES
-    assert "base" not in MODULES
+        assert cls.__module__.rsplit(".", 1)[1] == LAZY_STRATEGIES[name].split(":")[0]
+
+
+def test_listing_strategy_names_imports_no_strategy():
+    code = ("import sys; from nader.search.strategies import STRATEGIES; "
+            "assert 'nader' in STRATEGIES and 'nope' not in STRATEGIES; names = list(STRATEGIES); "
+            "import nader.search.cli; "
+            "print(sorted(m for m in sys.modules if m.startswith('nader.search.strategies.') "
+            "and m.rsplit('.', 1)[1] not in ('base', 'llm')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_help_lists_every_strategy():

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import click
 import onnx
 
 from nader.compiler.architecture import Architecture, BuildError, architecture_from_program, skeleton_info
@@ -20,13 +19,13 @@ from nader.compiler.network import analyze, assemble
 from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.verify import verify_block
 from nader.compiler.plan import Plan
-from nader.compiler.reporting import print_notes
+from nader.compiler.reporting import Emitted, note_lines
 from nader.dsl.ir import Block, Role
 
 DEFAULT_WIDTH = 64
 
 
-def emit(parsed, options) -> bytes:
+def emit(parsed, options) -> Emitted:
     """`nadc FILE --emit onnx -o out.onnx`.
 
     Without `--network`, the first block of the file is exported (NADER's files hold a base block
@@ -44,11 +43,12 @@ def emit(parsed, options) -> bytes:
     if not blocks:
         raise EmitError(f"{parsed.program.path}: no block to export")
     block = blocks[0]
+    notes = ()
     if len(blocks) > 1:
         others = ", ".join(f"`{b.name}`" for b in blocks[1:])
-        click.echo(f"nadc: note: {parsed.program.path}: exporting the first block `{block.name}` only; "
-                   f"an ONNX model holds one graph ({others} left out; use --network to export a network, "
-                   f"or put a block in a file of its own)", err=True)
+        notes = (f"nadc: note: {parsed.program.path}: exporting the first block `{block.name}` only; "
+                 f"an ONNX model holds one graph ({others} left out; use --network to export a network, "
+                 f"or put a block in a file of its own)",)
     widths = getattr(options, "widths", None) or ()
     role = options.role or block.inferred_role()
     if role is Role.STEM:  # a stem takes 3 channels; its output is the first stage's width
@@ -59,9 +59,14 @@ def emit(parsed, options) -> bytes:
         model = export_block(block, role=role, stem_stride=options.stem_stride, in_channels=in_channels,
                              out_channels=out_channels, input_size=options.input_size, domain=options.domain,
                              file=parsed.program.path)
+    except EmitError as error:  # the note still goes before the error, as nadc printed it
+        error.notes = notes
+        raise
     except OnnxLoweringError as error:
-        raise EmitError(str(error)) from None
-    return model.SerializeToString()
+        failure = EmitError(str(error))
+        failure.notes = notes
+        raise failure from None
+    return Emitted(model.SerializeToString(), notes)
 
 
 def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int = 1,
@@ -166,7 +171,7 @@ def export_network(parsed, *, skeleton: str, dataset: Optional[str] = None, widt
     return model, built.module, info
 
 
-def _emit_network(parsed, options) -> bytes:
+def _emit_network(parsed, options) -> Emitted:
     # --stem-stride defaults to 1 on the command line; 1 then means "the stride the stem has".
     stride = options.stem_stride if options.stem_stride and options.stem_stride != 1 else None
     try:
@@ -175,5 +180,4 @@ def _emit_network(parsed, options) -> bytes:
                                         stem_stride=stride)
     except OnnxLoweringError as error:
         raise EmitError(str(error)) from None
-    print_notes(parsed.program.path, info)
-    return model.SerializeToString()
+    return Emitted(model.SerializeToString(), tuple(note_lines(parsed.program.path, info)))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.compiler.lint.engine import Finding, rule
 from nader.dsl.diagnostics import Severity, define_code
-from nader.dsl.ops import Category, Group, Op, REGISTRY
+from nader.dsl.ops import Group, Op
 from nader.dsl.span import Span
 
 UNGATED_SIGMOID = define_code(
@@ -39,9 +39,9 @@ UNGATED_SIGMOID = define_code(
     or, if an activation was meant, use `ReLU` or `GELU`.
 """)
 
-_GATES = frozenset({Op.MUL, Op.MATMUL})
+_GATES = Group.GATE_CONSUMER
 #: Operations a gate's values pass through unchanged in kind: layout moves and DropPath.
-_PASS_THROUGH = Group.LAYOUT | frozenset(op for op, d in REGISTRY.items() if d.has(Category.REGULARIZATION))
+_PASS_THROUGH = Group.LAYOUT | Group.REGULARIZATION
 
 
 @rule(UNGATED_SIGMOID)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from nader.dsl.ir import Block
-from nader.dsl.ops import Op
+from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
@@ -10,7 +10,7 @@ from ..rewrite import Rewrite, size_arg
 
 #: Branch kinds; pooling branches only where the node keeps the channel count.
 BRANCHES = ("conv3x3", "conv1x1", "sep_conv3x3", "avg_pool3x3", "max_pool3x3")
-_BESIDE = (Op.CONV2D, Op.AVG_POOL2D, Op.MAX_POOL2D)
+_BESIDE = Group.WINDOWED
 
 
 class AddBranch(MutationOperator):

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from nader.dsl.ir import Block
-from nader.dsl.ops import Group, Op
+from nader.dsl.ops import Group
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
 from ..rewrite import Rewrite
 
-_MERGES = (Op.ADD, Op.MUL)
+_MERGES = Group.ELEMENTWISE_MERGE
 
 
 class DeleteNode(MutationOperator):
