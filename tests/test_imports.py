@@ -64,9 +64,6 @@ DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
     # -- cycles ---------------------------------------------------------------------------------
-    ("nader.compiler.backends.drawing", "nader.compiler.backends.svg"):
-        "cycle: svg.py draws with drawing's labels and colours; emit_svg stays here because "
-        "commands/compile.py (pending split) names it",
     ("nader.compiler.architecture", "nader.compiler.datasets"): "cycle: datasets raises architecture's BuildError",
     ("nader.compiler.architecture", "nader.compiler.network_cost"):
         "cycle: network_cost models an Architecture and its Skeleton",

@@ -28,7 +28,7 @@ EMITTERS = {
     "torch": "nader.compiler.backends.torch_backend:emit",
     "onnx": "nader.compiler.backends.onnx:emit",
     "dot": "nader.compiler.backends.drawing:emit_dot",
-    "svg": "nader.compiler.backends.drawing:emit_svg",
+    "svg": "nader.compiler.backends.svg:emit_svg",
 }
 
 
