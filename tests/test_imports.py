@@ -81,7 +81,7 @@ LAZY_IMPORTS = {
     ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
         "start-up: torch; lowering a block to ONNX does not build a PyTorch module",
     ("nader.compiler.backends.network_source", "nader.compiler.backends.torch_backend"):
-        "start-up: torch; emitting network source text does not build modules",
+        "start-up: torch; the lowering table writes the block classes, and nadc's other emitters never load it",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
     ("nader.inputs.structured", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
