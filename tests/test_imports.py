@@ -68,7 +68,6 @@ LAZY_IMPORTS = {
     ("nader.compiler.architecture", "nader.compiler.network_cost"):
         "cycle: network_cost models an Architecture and its Skeleton",
     ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
-    ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     ("nader.search.registry", "nader.search.strategies"):
         "cycle: the strategies' get_strategy loads entry points through the registry",
