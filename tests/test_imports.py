@@ -64,10 +64,6 @@ DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
     # -- cycles ---------------------------------------------------------------------------------
-    ("nader.compiler.architecture", "nader.compiler.datasets"): "cycle: datasets raises architecture's BuildError",
-    ("nader.compiler.architecture", "nader.compiler.network_cost"):
-        "cycle: network_cost models an Architecture and its Skeleton",
-    ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     ("nader.search.registry", "nader.search.strategies"):
         "cycle: the strategies' get_strategy loads entry points through the registry",
