@@ -17,22 +17,13 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
+from nader.compiler.errors import BuildError  # noqa: F401 (re-exported)
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
-from nader.runtime.errors import ArchitectureError
-
-
-class BuildError(ArchitectureError):
-    """The architecture cannot become a network: it fails verification, breaks a constraint
-    at the requested widths, or no width fits the budget. The message is meant for users."""
-
-    def __init__(self, message: str, diagnostics: Sequence[Diagnostic] = ()):
-        super().__init__(message)
-        self.diagnostics = list(diagnostics)
 
 
 # -- skeletons ------------------------------------------------------------------------------

@@ -23,18 +23,11 @@ from nader.dsl.expr import evaluate as evaluate_expr
 from nader.dsl.ir import Block, Node, NodeId, Role, id_token
 from nader.dsl.ops import Group, Op
 from nader.compiler.backends.source_checks import check_lines
+from nader.compiler.errors import BuildError
 from nader.compiler.passes.cost import has_bias
 from nader.compiler.passes.shapes import evaluate_shape
 from nader.compiler.passes.symbolic import Poly, to_python
 from nader.compiler.passes.verify import BlockReport, verify_block
-
-
-class BuildError(Exception):
-    """The block cannot be built: it failed verification or the sizes break a constraint."""
-
-    def __init__(self, message: str, diagnostics: Sequence = ()):
-        super().__init__(message)
-        self.diagnostics = list(diagnostics)
 
 
 class BlockRuntimeError(RuntimeError):
