@@ -48,10 +48,10 @@ from functools import lru_cache
 from typing import Callable, List, Optional
 
 from nader.compiler import grammar_export
-from nader.compiler.architecture import (Check, block_name, check_architecture, check_base_block, renamed,
-                                        split_architecture)
+from nader.compiler.architecture import block_name, renamed, split_architecture
 from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
+from nader.compiler.reply_checks import Check, check_architecture, check_base_block
 from nader.compiler.reply_repair import REPAIR_MODES, repair_reply
 from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks

@@ -216,7 +216,7 @@ def first_reply_e(run_dir: Path) -> dict:
     """E of the Modifier's first replies in a run's record, as written and after the compiler's
     repair: the reply's block (or the block its edits make of the parent) verifies as a base block
     and is not the parent's graph. The parent is the first fenced block of the request's prompt."""
-    from nader.compiler.architecture import check_base_block
+    from nader.compiler.reply_checks import check_base_block
     from nader.compiler.edit_reply import check_edit_reply
     from nader.compiler.passes.canonical import canonical_hash
     from nader.compiler.reply_repair import repair_reply

@@ -11,7 +11,7 @@ from typing import Optional
 
 from nader.dsl.edits import apply_edits, problems_feedback
 
-from .architecture import Check, check_base_block
+from .reply_checks import Check, check_base_block
 
 
 def check_edit_reply(reply: str, parent_text: str, parent_hash: Optional[str] = None) -> Check:

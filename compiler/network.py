@@ -113,12 +113,9 @@ def assemble(arch: Architecture, plan: Plan):
 
     def build(unit: BlockUnit):
         report = arch.report_at(unit.part, unit.size[0])
-        try:
-            return torch_backend.build_torch(arch.block(unit.part), width_int(unit.C), width_int(unit.dim),
-                                             role=report.role, stem_stride=arch.stem_stride, report=report,
-                                             input_size=unit.size[0])
-        except torch_backend.BuildError as error:
-            raise BuildError(str(error), getattr(error, "diagnostics", ())) from None
+        return torch_backend.build_torch(arch.block(unit.part), width_int(unit.C), width_int(unit.dim),
+                                         role=report.role, stem_stride=arch.stem_stride, report=report,
+                                         input_size=unit.size[0])
 
     def layer(unit: Optional[LayerUnit]):
         if unit is None:

@@ -15,7 +15,7 @@ from typing import Optional
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse
 
-from .architecture import Check, check_base_block
+from .reply_checks import Check, check_base_block
 from .repair import RepairResult, repair_text
 
 REPAIR_MODES = ("off", "suggest", "auto")

@@ -21,7 +21,7 @@ from typing import Iterable, List, Optional
 
 from .faults import machine_sqlite_error
 from .integrity import StoreError, check_database, json_cell, store_error, text_factory
-from .jobs import Job, Result
+from .records import Job, Result
 
 DB_NAME = "runs.sqlite"
 FINAL_STATUSES = ("ok", "diverged")

@@ -25,8 +25,8 @@ from nader.runtime.presets import get_preset
 from . import records
 from .config import SearchConfig, differences, merge
 from .evaluator import TrainingEvaluator
+from .evaluators.base import EvaluatorError
 from .evaluators.lookup import TableEvaluator
-from .evaluators.tabular import EvaluatorError
 from .lock import RunLock
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .preflight import check_rungs, preflight

@@ -7,15 +7,20 @@
    command-line module (a command's modules load when it runs, so `--help` stays fast). Every
    other one is listed in `LAZY_IMPORTS` with its reason, so the graph the code really has is
    visible here; a new one fails until it moves to the top or gets a reason.
-4. The top-level imports form no cycle.
+4. The imports form no cycle, those inside functions included (a lazy import hides a cycle from
+   Python, not from a reader).
+5. No string names a module of a higher floor (`import_module("nader.…")`, "module:function"
+   specs): such a string is an upward import the floor test cannot see.
 """
 from __future__ import annotations
 
 import ast
+import re
 from functools import lru_cache
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 from conftest import REPO_ROOT
 
@@ -64,17 +69,6 @@ DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
     # -- cycles ---------------------------------------------------------------------------------
-    ("nader.compiler.backends.drawing", "nader.compiler.backends.svg"):
-        "cycle: svg.py draws with drawing's labels and colours; emit_svg stays here because "
-        "commands/compile.py (pending split) names it",
-    ("nader.compiler.architecture", "nader.compiler.datasets"): "cycle: datasets raises architecture's BuildError",
-    ("nader.compiler.architecture", "nader.compiler.network_cost"):
-        "cycle: network_cost models an Architecture and its Skeleton",
-    ("nader.compiler.architecture", "nader.compiler.plan"): "cycle: plan lays out an Architecture on its Skeleton",
-    ("nader.compiler.lint.engine", "nader.compiler.lint.rules"): "cycle: the rule modules register with the engine",
-    ("nader.runtime.jobs", "nader.runtime.store"): "cycle: the store records jobs and their results",
-    ("nader.search.evaluators.tabular", "nader.search.evaluators.table"):
-        "cycle: table.py builds on tabular's EvaluatorError and TrialRecord",
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     ("nader.search.registry", "nader.search.strategies"):
         "cycle: the strategies' get_strategy loads entry points through the registry",
@@ -87,7 +81,7 @@ LAZY_IMPORTS = {
     ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
         "start-up: torch; lowering a block to ONNX does not build a PyTorch module",
     ("nader.compiler.backends.network_source", "nader.compiler.backends.torch_backend"):
-        "start-up: torch; emitting network source text does not build modules",
+        "start-up: torch; the lowering table writes the block classes, and nadc's other emitters never load it",
     ("nader.runtime.jobs", "nader.runtime.data"): "start-up: torch (datasets are tensors)",
     ("nader.runtime.jobs", "nader.runtime.trainer"): "start-up: torch",
     ("nader.inputs.structured", "tomli"): "optional: Python 3.10's TOML reader, only where tomllib is missing",
@@ -274,15 +268,57 @@ def test_the_lists_hold_no_stale_entries():
     assert not stale, f"CLI_IMPORTS lists imports that are gone: {stale}"
 
 
-def test_top_level_imports_form_no_cycle():
+def _cycles(with_functions: bool) -> list[list[str]]:
     graph = nx.DiGraph()
     for i in imports():
-        if not i.in_function and i.target in modules() and i.target != i.module:
+        if (with_functions or not i.in_function) and i.target in modules() and i.target != i.module:
             graph.add_edge(i.module, i.target)
     for package in DISCOVERING:  # importing such a package imports each of its modules
         graph.add_edges_from((package, m) for m in modules() if m.startswith(package + "."))
-    cycles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    return [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+
+
+def test_top_level_imports_form_no_cycle():
+    cycles = _cycles(with_functions=False)
     assert not cycles, f"top-level import cycles: {cycles}"
+
+
+@pytest.mark.xfail(strict=True, reason="one cycle left: search.registry's register_strategy imports the strategies, "
+                   "whose get_strategy loads entry points through the registry; its fix is in "
+                   "search/strategies/__init__.py, rewritten in a parallel change (issue 31). Strict: "
+                   "this fails once the cycle is gone, so the mark goes with it")
+def test_imports_form_no_cycle_even_inside_functions():
+    cycles = _cycles(with_functions=True)
+    assert not cycles, f"import cycles (imports inside functions included): {cycles}"
+
+
+#: "nader.a.b" or "nader.a.b:name" in a string constant
+_NAMED_MODULE = re.compile(r"^(nader(?:\.\w+)+)(?::\w+)?$")
+
+
+def named_modules() -> list[tuple[str, str]]:
+    """(module, the module a string constant of it names), for strings that are whole module names."""
+    out = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                m = _NAMED_MODULE.match(node.value)
+                if m and m[1] in modules():
+                    out.append((module, m[1]))
+    return out
+
+
+def test_the_string_scan_sees_the_command_tables():
+    assert ("nader.compiler.cli", "nader.compiler.commands.verify") in named_modules()
+
+
+@pytest.mark.xfail(strict=True, reason="left: dsl/diagnostics.py assembles the code table by importing "
+                   "nader.compiler.passes/lint by name, and runtime/records.py's DEFAULT_BUILDER names "
+                   "nader.compiler.network:build_network (a job id hashes it, so changing it changes ids). "
+                   "Strict: this fails once both are gone, so the mark goes with them")
+def test_no_string_names_a_module_of_a_higher_floor():
+    upward = [(m, t) for m, t in named_modules() if not is_cli(m) and floor(t) > floor(m)]
+    assert not upward, f"strings naming a module of a higher floor (an upward import in disguise): {upward}"
 
 
 #: The language server's protocol packages (the optional extra `lsp`): only `nadc lsp`'s protocol

@@ -127,7 +127,8 @@ def test_a_3000_input_sum_and_concat_compile_and_run(tmp_path):
     """Generated source folds long sums and concatenations in pieces (Python's compiler refuses an
     expression 3,000 levels deep): it compiles, and gives the runtime's values, which a plain sum or
     concatenation of the inputs reproduces."""
-    from nader.compiler.backends.torch_backend import PIECE, SOURCE_PRELUDE, block_source
+    from nader.compiler.backends.torch_backend import PIECE, block_source
+    from nader.compiler.backends.torch_source import SOURCE_PRELUDE
     from nader.compiler.passes.verify import verify_block
     from nader.dsl.limits import InputLimits
 

@@ -15,14 +15,11 @@ same labels out itself.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
-from nader.compiler.backends.errors import DiagnosedError
 from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.shapes import shape_str
 from nader.compiler.passes.structure import dead_nodes
-from nader.compiler.passes.structure_codes import CYCLE
 from nader.compiler.passes.verify import BlockReport, verify_block
 from nader.dsl.ir import Block, Node, Role
 from nader.dsl.ops import Category, Group
@@ -191,31 +188,3 @@ def _reports(parsed, options) -> list[BlockReport]:
 def emit_dot(parsed, options) -> str:
     """`nadc FILE --emit dot`: Graphviz DOT text, one cluster per block."""
     return program_dot(_reports(parsed, options), parsed.program.path)
-
-
-def emit_svg(parsed, options) -> str:
-    """`nadc FILE --emit svg`: every block drawn by our own layout (`svg.py`), stacked in one document."""
-    from .svg import block_svg
-
-    reports = _reports(parsed, options)
-    cycles = [d for r in reports for d in r.diagnostics if d.code is CYCLE]
-    if cycles:  # a layered drawing has no top for a cycle: the structural diagnostic instead
-        raise DiagnosedError("a cycle cannot be drawn in layers", [d for r in reports for d in r.diagnostics
-                                                                    if d.is_error])
-    drawings = [block_svg(report) for report in reports]
-    return stack_svgs(drawings)
-
-
-def stack_svgs(drawings: list[str], gap: int = 16) -> str:
-    """One SVG document holding standalone `<svg>` drawings one below the other."""
-    sizes = [(float(re.search(r'width="([\d.]+)"', d)[1]), float(re.search(r'height="([\d.]+)"', d)[1]))
-             for d in drawings]
-    width = max((w for w, _ in sizes), default=0.0)
-    height = sum(h for _, h in sizes) + gap * max(len(sizes) - 1, 0)
-    body, y = [], 0.0
-    for drawing, (_, h) in zip(drawings, sizes):
-        body.append(f'<g transform="translate(0,{y:.0f})">{drawing}</g>')
-        y += h + gap
-    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}">\n'
-            + "\n".join(body) + "\n</svg>\n")

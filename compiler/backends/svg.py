@@ -8,15 +8,18 @@ comments cannot inject markup into the page that shows the drawing.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html import escape
 from typing import Hashable
 
+from nader.compiler.backends.errors import DiagnosedError
 from nader.compiler.passes.shapes import shape_str
+from nader.compiler.passes.structure_codes import CYCLE
 from nader.compiler.passes.verify import BlockReport
 from nader.dsl.ops import Category, Group
 
-from .drawing import ORDERED, _ERROR_COLOR, _error_codes, _fill, node_label
+from .drawing import ORDERED, _ERROR_COLOR, _error_codes, _fill, _reports, node_label
 
 FONT_PX = 11
 CHAR_W = 6.6  # mean advance of an 11 px sans-serif glyph
@@ -202,3 +205,29 @@ def block_svg(report: BlockReport) -> str:
     width = max(width, lane + 90 if lane > width else width)  # room for the lanes' shape labels
     head[0] = head[0].replace("WIDTH", f"{width:.0f}")
     return "\n".join(head + parts)
+
+
+def emit_svg(parsed, options) -> str:
+    """`nadc FILE --emit svg`: every block drawn by our own layout (`svg.py`), stacked in one document."""
+    reports = _reports(parsed, options)
+    cycles = [d for r in reports for d in r.diagnostics if d.code is CYCLE]
+    if cycles:  # a layered drawing has no top for a cycle: the structural diagnostic instead
+        raise DiagnosedError("a cycle cannot be drawn in layers", [d for r in reports for d in r.diagnostics
+                                                                    if d.is_error])
+    drawings = [block_svg(report) for report in reports]
+    return stack_svgs(drawings)
+
+
+def stack_svgs(drawings: list[str], gap: int = 16) -> str:
+    """One SVG document holding standalone `<svg>` drawings one below the other."""
+    sizes = [(float(re.search(r'width="([\d.]+)"', d)[1]), float(re.search(r'height="([\d.]+)"', d)[1]))
+             for d in drawings]
+    width = max((w for w, _ in sizes), default=0.0)
+    height = sum(h for _, h in sizes) + gap * max(len(sizes) - 1, 0)
+    body, y = [], 0.0
+    for drawing, (_, h) in zip(drawings, sizes):
+        body.append(f'<g transform="translate(0,{y:.0f})">{drawing}</g>')
+        y += h + gap
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}">\n'
+            + "\n".join(body) + "\n</svg>\n")

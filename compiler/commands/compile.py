@@ -27,10 +27,10 @@ from nader.dsl.parser import ParseResult
 EMITTERS = {
     "ir": "nader.compiler.commands.compile:emit_ir",
     "json": "nader.compiler.commands.compile:emit_json",
-    "torch": "nader.compiler.backends.torch_backend:emit",
+    "torch": "nader.compiler.backends.network_source:emit",
     "onnx": "nader.compiler.backends.onnx:emit",
     "dot": "nader.compiler.backends.drawing:emit_dot",
-    "svg": "nader.compiler.backends.drawing:emit_svg",
+    "svg": "nader.compiler.backends.svg:emit_svg",
 }
 
 

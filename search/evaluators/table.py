@@ -37,7 +37,7 @@ from nader.inputs import InputError, csv_rows, finite_number, load_json, read_bo
 from nader.runtime.errors import ConfigError
 from nader.search.spaces import nb201
 
-from .tabular import ACCURACY, EvaluatorError, TrialRecord, number
+from .base import ACCURACY, EvaluatorError, TrialRecord, number
 
 KIND = "table"
 MAX_BYTES = 512 * 2**20  # a whole NB201 table with every epoch is far smaller

@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import bz2
 import pickle
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol, Union
+from typing import Optional, Union
 
-from nader.inputs import InputError, finite_number
 from nader.search.spaces import nb201
 
-#: accuracies are percentages
-ACCURACY = (0.0, 100.0)
+from .base import ACCURACY, Evaluator, EvaluatorError, TrialRecord, number  # noqa: F401 (re-exported)
+from .table import FileTable
 
 API_DATASET = {"cifar10-valid": "cifar10-valid", "cifar10": "cifar10", "cifar100": "cifar100",
                "imagenet16-120": "ImageNet16-120"}
@@ -46,62 +44,6 @@ _VALID_SET = {"cifar10-valid": "x-valid", "cifar10": None, "cifar100": "x-valid"
 _TEST_SET = {"cifar10-valid": "ori-test", "cifar10": "ori-test", "cifar100": "x-test", "imagenet16-120": "x-test"}
 KINDS = ("nats-bench", "nas-bench-201")
 TABULAR_DATASETS = ("cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # the search's names (cifar10: cifar10-valid)
-
-
-class EvaluatorError(Exception):
-    """A trial the evaluator cannot answer, or a benchmark file it cannot read; the message says why
-    and ``kind`` what is missing: ``not-in-space``, ``missing-entry`` (no record of the
-    architecture), ``missing-epoch`` (no result at that epoch budget), ``missing-seed``,
-    ``missing-value`` (a record without the number), ``unreadable`` (the file)."""
-
-    def __init__(self, message: str, kind: str = "unreadable"):
-        super().__init__(message)
-        self.kind = kind
-
-
-def number(value, what: str, lo: Optional[float] = None, hi: Optional[float] = None) -> float:
-    """A table's number, finite and in [lo, hi], or EvaluatorError(missing-value) for None, NaN, an
-    infinity, text that is not a number or a value out of range (`nader.inputs.finite_number`)."""
-    if value is None:
-        raise EvaluatorError(f"{what} is None, not a number", "missing-value")
-    if not isinstance(value, (int, float, str)):  # numpy scalars and the like
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise EvaluatorError(f"{what} is {type(value).__name__}, not a number", "missing-value") from None
-    try:
-        return float(finite_number(value, what, lo=lo, hi=hi, from_text=True))
-    except InputError as exc:
-        raise EvaluatorError(str(exc), "missing-value") from None
-
-
-@dataclass
-class TrialRecord:
-    arch: str  # the NAS-Bench-201 string that was looked up
-    dataset: str
-    epochs: int
-    seed: Optional[int]  # None: mean over the table's trials
-    valid_acc: Optional[float]  # percent; None where the setting has no validation set
-    test_acc: Optional[float]
-    seconds: Optional[float]  # simulated training time (see the module docstring)
-    params: int
-    flops: int
-    source: str = ""  # e.g. "nats-bench:NATS-tss-v1_0-3ffb9.pickle.pbz2 hp=12"
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class Evaluator(Protocol):
-    """What the search loop needs from any evaluator (tabular here, training elsewhere)."""
-
-    def test_schedules(self, dataset: str) -> set: ...
-
-    def valid_schedules(self, dataset: str) -> set: ...
-
-    def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
-                 test_epochs: Optional[int] = None) -> TrialRecord: ...
 
 
 # -- reading benchmark files without running code -----------------------------------------------
@@ -287,7 +229,5 @@ def open_evaluator(spec: str, table_map: Optional[dict] = None):
     if not sep or not path:
         raise EvaluatorError(f"expected nats-bench:PATH, nas-bench-201:PATH or table:PATH, not {spec!r}")
     if kind.strip().lower() == "table":
-        from .table import FileTable
-
         return FileTable(path, table_map)
     return TabularEvaluator(kind.strip().lower(), path)

@@ -22,7 +22,7 @@ import json
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.modifier import Modifier
-from nader.compiler.architecture import check_architecture, check_base_block
+from nader.compiler.reply_checks import check_architecture, check_base_block
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse
 from reference_executor import runs

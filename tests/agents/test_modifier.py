@@ -9,7 +9,7 @@ import pytest
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.modifier import Modifier
-from nader.compiler.architecture import check_architecture, check_base_block
+from nader.compiler.reply_checks import check_architecture, check_base_block
 from scripted import ScriptedLLM, fenced
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +108,7 @@ def test_interface_failure_after_k_rounds(server, tmp_path):
 
 
 def test_the_architecture_check_uses_the_searchs_dataset_sizes():
-    from nader.compiler.architecture import check_architecture
+    from nader.compiler.reply_checks import check_architecture
     from nader.search.strategies.nader import NaderStrategy
 
     # Valid where H % 8 == 0: CIFAR's stages (32, 16, 8), not digits' (16, 8, 4).

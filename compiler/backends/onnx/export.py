@@ -98,7 +98,7 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
         try:
             module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride, report=report,
                                                input_size=input_size)
-        except torch_backend.BuildError as error:
+        except BuildError as error:
             raise OnnxLoweringError(str(error)) from None
     module.eval()
     model = block_to_onnx(block, module, role=role, stem_stride=stem_stride, in_channels=c_in,

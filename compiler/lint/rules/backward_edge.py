@@ -1,7 +1,7 @@
 """NAD404: an edge from a higher node id to a lower one."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.rule import Finding, rule
 from nader.dsl.diagnostics import Label, Severity, define_code
 from nader.dsl.ops import Group
 from nader.dsl.span import Span

@@ -1,7 +1,7 @@
 """NAD402: an activation feeding straight into another activation."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, consecutive_pairs, rule
+from nader.compiler.lint.rule import Finding, consecutive_pairs, rule
 from nader.dsl.diagnostics import Label, Severity, define_code
 from nader.dsl.ops import Group, Op
 from nader.dsl.span import Span

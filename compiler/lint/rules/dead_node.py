@@ -1,7 +1,7 @@
 """NAD206 in lint: nodes whose result never reaches `output` (the verifier's warning, selectable here)."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.rule import Finding, rule
 from nader.compiler.passes.structure import DEAD_NODE, dead_node_warnings
 
 

@@ -1,7 +1,7 @@
 """NAD406: a DropPath whose probability is 0."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.rule import Finding, rule
 from nader.dsl.diagnostics import Severity, define_code
 from nader.dsl.expr import constant_number
 from nader.dsl.ops import Op

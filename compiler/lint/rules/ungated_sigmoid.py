@@ -1,7 +1,7 @@
 """NAD403: a Sigmoid whose output never multiplies anything."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.rule import Finding, rule
 from nader.dsl.diagnostics import Severity, define_code
 from nader.dsl.ops import Group, Op
 from nader.dsl.span import Span

@@ -1,7 +1,7 @@
 """NAD405: node lines not sorted by id."""
 from __future__ import annotations
 
-from nader.compiler.lint.engine import Finding, rule
+from nader.compiler.lint.rule import Finding, rule
 from nader.dsl.diagnostics import Label, Severity, define_code
 from nader.dsl.span import Span
 
