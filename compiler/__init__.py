@@ -8,7 +8,7 @@ import importlib
 
 _EXPORTS = {
     "Architecture": "architecture", "BuildError": "architecture", "SKELETONS": "architecture",
-    "check_architecture": "architecture", "load_architecture": "architecture", "skeleton_info": "architecture",
+    "check_architecture": "reply_checks", "load_architecture": "architecture", "skeleton_info": "architecture",
     "Budget": "fit", "FitError": "fit", "FitResult": "fit", "preset_budget": "fit",
     "analyze": "network", "build_network": "network",
     "CannotApply": "mutate", "Mutation": "mutate", "MutationError": "mutate", "apply_mutation": "mutate",

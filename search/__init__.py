@@ -30,7 +30,7 @@ _EXPORTS = {
     "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
     "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "study",
-    "register_strategy": "registry", "register_evaluator": "registry",
+    "register_strategy": "strategies", "register_evaluator": "registry",
     "Objective": "objectives", "parse_objectives": "objectives",
 }
 

@@ -30,24 +30,6 @@ EVALUATORS: Dict[str, Callable] = {}
 _loaded: set = set()
 
 
-def register_strategy(cls) -> type:
-    """Make a `Strategy` subclass available by its `name` (also usable as a class decorator).
-    Registering the same class again is harmless; another class under a taken name is refused."""
-    from .strategies import STRATEGIES
-    from .strategies.base import Strategy
-
-    if not (isinstance(cls, type) and issubclass(cls, Strategy)) or cls is Strategy:
-        raise TypeError(f"register_strategy takes a Strategy subclass, not {cls!r}")
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name or name == Strategy.name:
-        raise ValueError(f"{cls.__name__} needs its own `name` (a class attribute) to be registered")
-    other = STRATEGIES.get(name)
-    if other is not None and other is not cls:
-        raise ValueError(f"a strategy named {name!r} exists already ({other.__module__}.{other.__name__})")
-    STRATEGIES[name] = cls
-    return cls
-
-
 def register_evaluator(name: str, factory: Callable) -> Callable:
     """Make ``--evaluator NAME`` (or ``NAME:ARG``) build its evaluator with
     ``factory(config, store, depths)``; the config's ``evaluator`` string carries ARG."""
@@ -63,9 +45,11 @@ def register_evaluator(name: str, factory: Callable) -> Callable:
     return factory
 
 
-def load_entry_points(group: str) -> None:
-    """Register what installed packages declare in `group` (once per process). A broken entry
-    point is refused with one line naming it."""
+def load_entry_points(group: str, register: Optional[Callable] = None) -> None:
+    """Register what installed packages declare in `group` (once per process) with `register`
+    (strategies: `strategies.register_strategy`, which passes itself, so this module needs no
+    strategy); evaluators by their entry point's name. A broken entry point is refused with one
+    line naming it."""
     if group in _loaded:
         return
     _loaded.add(group)
@@ -75,8 +59,8 @@ def load_entry_points(group: str) -> None:
         except Exception as exc:  # an installed plugin's import error, told as a configuration problem
             raise ConfigError(f"entry point {ep.name} = {ep.value} ({group}) cannot be loaded: "
                               f"{type(exc).__name__}: {exc}") from None
-        if group == STRATEGY_GROUP:
-            register_strategy(obj)
+        if register is not None:
+            register(obj)
         else:
             register_evaluator(ep.name, obj)
 
@@ -90,4 +74,4 @@ def evaluator_factory(name: str) -> Optional[Callable]:
     return EVALUATORS.get(name)
 
 
-__all__ = ["EVALUATORS", "register_evaluator", "register_strategy", "load_entry_points", "evaluator_factory"]
+__all__ = ["EVALUATORS", "register_evaluator", "load_entry_points", "evaluator_factory"]

@@ -77,11 +77,27 @@ class _Strategies(MutableMapping[str, Type[Strategy]]):
 STRATEGIES: MutableMapping[str, Type[Strategy]] = _Strategies(LAZY_STRATEGIES)
 
 
+def register_strategy(cls) -> type:
+    """Make a `Strategy` subclass available by its `name` (also usable as a class decorator).
+    Registering the same class again is harmless; another class under a taken name is refused."""
+
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)) or cls is Strategy:
+        raise TypeError(f"register_strategy takes a Strategy subclass, not {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name or name == Strategy.name:
+        raise ValueError(f"{cls.__name__} needs its own `name` (a class attribute) to be registered")
+    other = STRATEGIES.get(name)
+    if other is not None and other is not cls:
+        raise ValueError(f"a strategy named {name!r} exists already ({other.__module__}.{other.__name__})")
+    STRATEGIES[name] = cls
+    return cls
+
+
 def get_strategy(name: str) -> Type[Strategy]:
     """The strategy class called `name`: built in, registered (`nader.search.register_strategy`)
     or declared by an installed package's `nader.strategies` entry point."""
     if name not in STRATEGIES:
-        load_entry_points(STRATEGY_GROUP)
+        load_entry_points(STRATEGY_GROUP, register_strategy)
     try:
         return STRATEGIES[name]
     except KeyError:
@@ -89,4 +105,4 @@ def get_strategy(name: str) -> Type[Strategy]:
 
 
 __all__ = ["Candidate", "LAZY_STRATEGIES", "Option", "STRATEGIES", "Strategy", "get_strategy",
-           "mutation_candidate"]
+           "mutation_candidate", "register_strategy"]
