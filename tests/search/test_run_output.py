@@ -31,7 +31,8 @@ def sparse(tmp_path_factory):
 def _run(tmp_path, table, *extra, run="run", fmt="json"):
     return CliRunner().invoke(main, ["run", "--space", "nb201", "--evaluator", f"table:{table}", "--dataset",
                                      "cifar10", "--preset", "nb201-12", "--seeds", "777", "--strategy", "random",
-                                     "--trials", "12", "--run-dir", str(tmp_path / run), "--format", fmt, *extra],
+                                     "--trials", "12", "--root", "train",  # the sparse table holds the root
+                                     "--run-dir", str(tmp_path / run), "--format", fmt, *extra],
                               catch_exceptions=False)
 
 
