@@ -22,9 +22,9 @@ LAZY_COMMANDS = {
     "llm": "nader.agents.llm.cli:llm_group",
     "read": "nader.agents.reader.cli:read_command",
     "run": "nader.search.cli:run_command",
-    "status": "nader.search.results_cli:status_command",
-    "best": "nader.search.results_cli:best_command",
-    "export": "nader.search.results_cli:export_command",
+    "status": "nader.search.report.cli:status_command",
+    "best": "nader.search.report.cli:best_command",
+    "export": "nader.search.report.cli:export_command",
     "report": "nader.search.report.cli:report_command",
 }
 

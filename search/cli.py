@@ -1,4 +1,4 @@
-"""`nader-search run`: the search's command line (`status`, `best` and `export` read a run: results_cli.py).
+"""`nader-search run`: the search's command line (`report`, `status`, `best` and `export` read a run: report/cli.py).
 
 Exit status: 0 the search stopped normally with a trained architecture; 1 nothing trained
 successfully; 2 an internal error, or usage (bad option, unreadable or refused file, missing dataset,

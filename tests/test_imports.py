@@ -1,7 +1,7 @@
 """The import rules of docs/architecture.md, checked on the source with `ast` (nothing is imported).
 
 1. Floors: dsl (with grammar) and runtime -> compiler -> agents -> search; a module imports only
-   from its own floor or below (the command lines, `cli.py`, `*_cli.py` and `compiler/commands/`, sit on top).
+   from its own floor or below (the command lines, `cli.py` and `compiler/commands/`, sit on top).
 2. The library never imports a command-line module.
 3. Imports inside functions are for heavy or optional packages (`LAZY_PACKAGES`), or in a
    command-line module (a command's modules load when it runs, so `--help` stays fast). Every
@@ -136,7 +136,7 @@ CLI_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 def is_cli(module: str) -> bool:
-    return module.endswith((".cli", "_cli")) or ".compiler.commands" in module
+    return module.endswith(".cli") or ".compiler.commands" in module
 
 
 class Import:

@@ -183,12 +183,12 @@ def test_an_internal_error_in_run_exits_2(tmp_path, monkeypatch):
 
 
 def test_an_internal_error_in_any_command_exits_2(tmp_path, monkeypatch):
-    from nader.search import results_cli
+    from nader.search.report import cli as report_cli
 
     def broken(*args, **kwargs):
         raise RuntimeError("planted")
 
-    monkeypatch.setattr(results_cli, "_read", broken)
+    monkeypatch.setattr(report_cli, "_read", broken)
     result = CliRunner().invoke(main, ["status", str(tmp_path)])
     assert result.exit_code == 2 and "internal error: RuntimeError: planted" in result.output
     assert "Traceback" not in result.output
