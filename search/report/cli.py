@@ -134,7 +134,7 @@ def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
 def _open(run_dir, repair: bool = False):
     from nader.runtime.integrity import StoreError
 
-    from .store import open_readonly
+    from ..store import open_readonly
 
     try:
         conn = open_readonly(run_dir)
@@ -182,7 +182,7 @@ def _write(text: str, output) -> None:
 @repair_option
 def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
-    from . import records
+    from .. import records
 
     def read(conn, problems):
         from nader.runtime.integrity import json_cell
@@ -238,7 +238,7 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
     """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
     non-dominated set; with --emit, write the trained network (and with --weights its weights) so
     that it rebuilds from the file alone."""
-    from . import records
+    from .. import records
 
     if pareto or objectives:
         _best_pareto(run_dir, fmt, output, objectives, repair)
@@ -265,7 +265,7 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
 
 
 def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
-    from .best_model import ExportError, export
+    from ..best_model import ExportError, export
 
     if not output:
         click.echo(f"error: --emit {emit} writes files: give -o OUT (e.g. -o best.{'py' if emit == 'torch' else emit})",
@@ -285,7 +285,7 @@ def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
 def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
     from nader.runtime.errors import ConfigError
 
-    from . import records
+    from .. import records
 
     def read(conn, problems):
         chosen = objectives or records.objectives_of(conn)
@@ -311,7 +311,7 @@ def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
 @repair_option
 def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
-    from . import records
+    from .. import records
 
     recs = _read(run_dir, repair, lambda conn, problems: records.records(conn, problems=problems))
     _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)
