@@ -27,10 +27,12 @@ that do not fit are left out, and a repair round that would overflow keeps the f
 the latest reply and feedback only (`context_fit`); each text says what it left out.
 
 Where the model's profile says `reply = "edits"` (small models, which restate a whole block until
-`max_tokens`), the Modifier asks for edits of the parent instead (`modifier_edits.v1`, its repair
-turn `modifier_edits_repair.v1`, grammar `nadc grammar --reply edits`): the compiler applies them
-to the parent (nader.compiler.edit_reply) and the block they make is verified like any reply; an
-attempt keeps the reply as written and, in its check, the block the edits made.
+`max_tokens`), the Modifier asks for edits of the parent instead (`modifier_edits.v2`, its repair
+turn `modifier_edits_repair.v1`, grammar `nadc grammar --reply edits --parent`, which names only
+the parent's node ids and the next free ones): the compiler applies them to the parent
+(nader.compiler.edit_reply) and the block they make is verified like any reply; an attempt keeps
+the reply as written and, in its check, the block the edits made. Its repair leaves out the edits
+that cannot apply and repairs the block the others make (nader.compiler.reply_repair).
 
 With `repair` (the search's `--repair`), a reply whose block fails is given to the compiler's
 repair (nader.compiler.reply_repair: safe and unsafe fixes, kept only when the block then verifies
@@ -52,7 +54,7 @@ from nader.compiler.architecture import block_name, renamed, split_architecture
 from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_checks import Check, check_architecture, check_base_block
-from nader.compiler.reply_repair import REPAIR_MODES, repair_reply
+from nader.compiler.reply_repair import REPAIR_MODES, ReplyRepair, repair_edit_reply, repair_reply
 from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
@@ -67,7 +69,7 @@ DEFAULT_ROUNDS = 3
 IMPLEMENT = "modifier_implement.v1"
 REPAIR = "modifier_repair.v1"
 INTERFACE = "modifier_interface.v1"
-EDITS = "modifier_edits.v1"
+EDITS = "modifier_edits.v2"
 EDITS_REPAIR = "modifier_edits_repair.v1"
 SUGGEST = "modifier_repair.v2"  # REPAIR with the compiler's proposed fix (`--repair suggest`)
 
@@ -166,7 +168,8 @@ class Modifier:
     def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
                   arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None,
                   repair: str = REPAIR, out: Optional[Modification] = None,
-                  parent_hash: Optional[str] = None) -> Optional[Check]:
+                  parent_hash: Optional[str] = None,
+                  repairer: Optional[Callable[[Check, str], Optional[ReplyRepair]]] = None) -> Optional[Check]:
         """Ask, check, and send the diagnostics back until a reply passes or the rounds run out.
         With `out` (a base block), the Modifier's `repair` mode applies to each failing reply."""
         messages, rounds = first, []
@@ -177,7 +180,10 @@ class Modifier:
             attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
                 return result
-            fixed = repair_reply(result, parent_hash) if out is not None and self.repair != "off" else None
+            if out is None or self.repair == "off":
+                fixed = None
+            else:
+                fixed = repairer(result, reply.text) if repairer else repair_reply(result, parent_hash)
             if fixed is not None and self.repair == "auto":
                 out.repair = fixed.record()
                 return fixed.check
@@ -196,7 +202,7 @@ class Modifier:
 
     def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str,
                           template: str = IMPLEMENT) -> list[dict]:
-        """`modifier_implement.v1` (or `modifier_edits.v1`) sized to the model's context: the reference and
+        """`modifier_implement.v1` (or `modifier_edits.v2`) sized to the model's context: the reference and
         the parent block whole, then the plan (cut when it alone would not fit), then the lessons that fit,
         best first."""
         fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name,
@@ -219,8 +225,9 @@ class Modifier:
             messages = self._implement_prompt(block_text, plan, experiences, parent.name, EDITS)
             result = self._converse(messages, lambda text: check_edit_reply(text, block_text, parent_hash),
                                     prompt=EDITS, arch_id=arch_id, attempts=out.attempts,
-                                    grammar=block_grammar("edits"), repair=EDITS_REPAIR, out=out,
-                                    parent_hash=parent_hash)
+                                    grammar=edits_grammar(block_text), repair=EDITS_REPAIR, out=out,
+                                    parent_hash=parent_hash,
+                                    repairer=lambda _, text: repair_edit_reply(text, block_text, parent_hash))
         else:
             messages = self._implement_prompt(block_text, plan, experiences, parent.name)
             result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
@@ -275,3 +282,10 @@ def block_grammar(form: str = "block") -> str:
 
 def _extracted(reply: str) -> str:
     return extract_blocks(reply).text
+
+
+@lru_cache(maxsize=16)
+def edits_grammar(parent_text: str) -> str:
+    """The GBNF grammar of edits of the parent's block, as `nadc grammar --reply edits --parent FILE`
+    prints it: its node ids and the next free ones, so every `replace`/`remove` names a node it has."""
+    return grammar_export.render("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])

@@ -209,7 +209,7 @@ def call_figures(run_dir: Path, valid) -> dict:
     return roles
 
 
-FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1")
+FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1", "modifier_edits.v2")
 
 
 def first_reply_e(run_dir: Path) -> dict:
@@ -219,7 +219,7 @@ def first_reply_e(run_dir: Path) -> dict:
     from nader.compiler.reply_checks import check_base_block
     from nader.compiler.edit_reply import check_edit_reply
     from nader.compiler.passes.canonical import canonical_hash
-    from nader.compiler.reply_repair import repair_reply
+    from nader.compiler.reply_repair import repair_edit_reply, repair_reply
     from nader.dsl.parser import parse
 
     path = run_dir / "runs.sqlite"
@@ -227,7 +227,7 @@ def first_reply_e(run_dir: Path) -> dict:
         return {}
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     rows = conn.execute("SELECT prompt, request, reply FROM llm_calls WHERE kind = 'chat' AND role = 'modifier' "
-                        "AND status != 'failed' AND prompt IN (?, ?) ORDER BY call_id", FIRST_PROMPTS).fetchall()
+                        "AND status != 'failed' AND prompt IN (?, ?, ?) ORDER BY call_id", FIRST_PROMPTS).fetchall()
     conn.close()
     written = repaired = 0
     for prompt, request, reply in rows:
@@ -236,9 +236,10 @@ def first_reply_e(run_dir: Path) -> dict:
         parent_hash = canonical_hash(parse(parent).program.blocks[0])
         text = (json.loads(reply) if reply else {}).get("text") or ""
         try:
-            check = (check_edit_reply(text, parent, parent_hash) if prompt == "modifier_edits.v1"
+            check = (check_edit_reply(text, parent, parent_hash) if prompt.startswith("modifier_edits.")
                      else check_base_block(text, parent_hash))
-            fixed = None if check.ok else repair_reply(check, parent_hash)
+            fixed = None if check.ok else (repair_edit_reply(text, parent, parent_hash) if prompt.startswith("modifier_edits.")
+                                              else repair_reply(check, parent_hash))
         except Exception:  # noqa: BLE001 - a reply the checks raise on is not executable
             continue
         written += check.ok

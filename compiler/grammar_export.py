@@ -18,6 +18,13 @@ block, is one block with no comment or blank line: constrained to the full gramm
 on llama.cpp's server wrote its block as comment lines (`#2:Conv2d(...)`) and repeated
 `# ResNetBasic##` until the token limit, and allowed any number of blocks, it wrote its block
 again and again; a reply has no use for comments, and after one block only the end may follow.
+
+An edit reply's grammar can be specialised to the parent it edits (`rules(reply="edits",
+parent=block)`, `nadc grammar --reply edits --parent FILE`, what the Modifier sends): `replace`
+and `remove` name one of the parent's operation nodes, `add` one of the next free ids, edges
+only ids of either, and an added or replaced node is a computing operation (not `input` or
+`output`). Constrained to the generic form, Gemma 3 270M wrote `replace 3x3:BN`, `remove 0s` and
+`add 1:input`; none of them can apply.
 """
 from __future__ import annotations
 
@@ -26,7 +33,11 @@ from typing import Callable, NamedTuple, Optional, Union
 
 from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.expr import SIZE_SYMBOLS
-from nader.dsl.ops import REGISTRY, OpDef, Param, ParamKind
+from nader.dsl.ir import Block
+from nader.dsl.ops import REGISTRY, Group, OpDef, Param, ParamKind
+
+#: How many new ids a parent's edit grammar offers to `add`: the next free ones.
+NEW_IDS = 6
 
 # -- the rule model: enough of EBNF for the three formats ---------------------------
 
@@ -144,17 +155,28 @@ def upto(item: Expr, most: int) -> Expr:
     return out
 
 
-def rules(reply: Union[bool, str] = False) -> dict[str, Expr]:
+def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> dict[str, Expr]:
     """The grammar as rules by name, `root` first; rule names are dashed lowercase words. With
     `reply` (`block` or True), an LLM's reply: one block of header, node and edge lines only, no comment or blank
     line (a small model constrained to the full grammar wrote its block as comments, and to blocks
     of any number, repeated its block until the token limit). With `reply="edits"`, an edit reply
     (nader.dsl.edits): a header, then one to EDITS_PER_REPLY edit lines; bounded, so a model that
-    does not stop still ends."""
+    does not stop still ends. With `parent` (edits only), the ids and operations are the parent's
+    (see the module's docstring)."""
     form = reply_form(reply)
+    if parent is not None and form != "edits":
+        raise ValueError("a parent specialises only the edit reply's grammar (reply='edits')")
     reply = form is not None
     g: dict[str, Expr] = {}
-    if form == "edits":
+    if parent is not None:
+        g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), EDITS_PER_REPLY))
+        g["edit-line"] = seq(alt(seq("add ", Ref("new-id"), ":", Ref("compute-operation")),
+                                 seq("replace ", Ref("op-id"), ":", Ref("compute-operation")),
+                                 seq("remove ", Ref("op-id")), seq("connect ", Ref("edge-line")),
+                                 seq("disconnect ", Ref("source-id"), "->", Ref("target-id"))), "\n")
+        g["header-line"] = seq("##", Ref("header-name"), "##", "\n")
+        g.update(_parent_ids(parent))
+    elif form == "edits":
         g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), EDITS_PER_REPLY))
         g["edit-line"] = seq(alt(seq("add ", Ref("node-line")), seq("replace ", Ref("node-line")),
                                  seq("remove ", Ref("node-id")), seq("connect ", Ref("edge-line")),
@@ -180,10 +202,14 @@ def rules(reply: Union[bool, str] = False) -> dict[str, Expr]:
         g["trailing-comment"] = seq(plus(chars(" \t")), Ref("comment"))
         # One '#': a line starting with '##' is a header.
         g["comment"] = seq("#", opt(chars("#\r\n", negated=True), star(chars("\r\n", negated=True))))
-    g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"))
-    g["node-id"] = plus(chars("A-Za-z0-9_"))
-    g["node-line"] = seq(Ref("node-id"), ":", Ref("operation"))
-    g["operation"] = alt(*(Ref(op_rule(d)) for d in REGISTRY.values()))
+    if parent is not None:
+        g["edge-line"] = seq(Ref("source-id"), star(",", Ref("source-id")), "->", Ref("target-id"))
+        g["compute-operation"] = alt(*(Ref(op_rule(d)) for op, d in REGISTRY.items() if op in Group.COMPUTE))
+    else:
+        g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"))
+        g["node-id"] = plus(chars("A-Za-z0-9_"))
+        g["node-line"] = seq(Ref("node-id"), ":", Ref("operation"))
+        g["operation"] = alt(*(Ref(op_rule(d)) for d in REGISTRY.values()))
     used_kinds: list[ParamKind] = []
     for d in REGISTRY.values():
         g[op_rule(d)] = _operation(d)
@@ -196,6 +222,25 @@ def rules(reply: Union[bool, str] = False) -> dict[str, Expr]:
     g["int"] = alt("0", Ref("positive-int"))
     g["positive-int"] = seq(chars("1-9"), star(chars("0-9")))
     return g
+
+
+def _parent_ids(parent: Block) -> dict[str, Expr]:
+    """The id rules of an edit grammar for `parent`: its operation nodes, the next free ids, and
+    which of them an edge may start at (not an output) or end at (not an input)."""
+    ops = [str(n.id) for n in parent.nodes if n.op in Group.COMPUTE]
+    sources = [str(n.id) for n in parent.nodes if n.op in Group.SOURCE]
+    sinks = [str(n.id) for n in parent.nodes if n.op in Group.SINK]
+    taken = {str(n.id) for n in parent.nodes}
+    free, number = [], 0
+    while len(free) < NEW_IDS:
+        if str(number) not in taken:
+            free.append(str(number))
+        number += 1
+    # Longest first: a GBNF alternative that is a prefix of another ("1" of "12") must not win early.
+    by_length = lambda ids: sorted(ids, key=lambda i: (-len(i), i))  # noqa: E731
+    return {"op-id": alt(*by_length(ops)) if ops else Ref("new-id"), "new-id": alt(*by_length(free)),
+            "source-id": alt(*(Ref(r) for r in ("op-id", "new-id")), *by_length(sources)),
+            "target-id": alt(*(Ref(r) for r in ("op-id", "new-id")), *by_length(sinks))}
 
 
 _DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -284,15 +329,19 @@ class _Style(NamedTuple):
     atom: Callable[[Union[Lit, Chars]], str]
 
 
-def render(fmt: str, reply: Union[bool, str] = False) -> str:
-    """The grammar in `fmt` (one of FORMATS); of an LLM's reply with `reply` (see `rules`)."""
+def render(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
+    """The grammar in `fmt` (one of FORMATS); of an LLM's reply with `reply` (see `rules`), edits of
+    `parent` with one."""
     form = reply_form(reply)
     if fmt not in _STYLES:
         raise ValueError(f"unknown grammar format {fmt!r}; one of {', '.join(FORMATS)}")
     style = _STYLES[fmt]
-    g = rules(reply)
+    g = rules(reply, parent)
     width = max(len(style.name(n)) for n in g)
-    lines = [style.comment.format(_HEADER + {None: "", "block": _REPLY, "edits": _EDITS}[form])]
+    about = _HEADER + {None: "", "block": _REPLY, "edits": _EDITS}[form]
+    if parent is not None:
+        about += f" Specialised to edits of the block `{parent.name}`: its node ids and the next {NEW_IDS} free ones."
+    lines = [style.comment.format(about)]
     lines += [f"{style.name(rule).ljust(width)} {style.defines} {_expr(body, style)}" for rule, body in g.items()]
     return "\n".join(lines) + "\n"
 

@@ -6,17 +6,24 @@ the parent, the result is offered: accepted as the candidate (`auto`) or shown t
 proposed fix (`suggest`). What is recorded with the candidate (`ReplyRepair.record`) is the block
 the LLM wrote, the repair as a unified diff, the codes fixed and the fixes in order; the repair
 is deterministic, so a resumed search that replays the same reply repairs it the same way.
+
+An edit reply (nader.dsl.edits) is repaired from the block its edits make: an edit that cannot
+apply (an unknown node, an id already taken, a line that is no edit) is left out, an unsafe fix
+of kind `drop-edit` each, and the block the others make is then repaired like any block. Small
+models write a few good edits among bad ones (Gemma 3 270M wrote `replace 3x3:BN`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
+from nader.dsl.edits import apply_edits
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse
 
 from .reply_checks import Check, check_base_block
 from .repair import RepairResult, repair_text
+from .repair.result import AppliedFix
 
 REPAIR_MODES = ("off", "suggest", "auto")
 REPAIRED = "repaired by the compiler"
@@ -38,7 +45,8 @@ class ReplyRepair:
     def proposal(self) -> str:
         """The fix in words and as a diff, for the LLM's feedback (`suggest`)."""
         lines = [f"- {f.code} ({f.kind}, {f.safety}): {f.message}" for f in self.result.applied]
-        return "\n".join(lines) + "\n```diff\n" + self.result.diff("block").rstrip("\n") + "\n```"
+        diff = self.result.diff("block").rstrip("\n")
+        return "\n".join(lines) + (f"\n```diff\n{diff}\n```" if diff else "")
 
 
 def _base_block_text(text: str) -> str:
@@ -62,3 +70,31 @@ def repair_reply(failed: Check, parent_hash: Optional[str] = None) -> Optional[R
         return None
     check = check_base_block(result.text, parent_hash)
     return ReplyRepair(written, result, check) if check.ok else None
+
+
+DROP_EDIT = "drop-edit"  # documented with the fix kinds (`nadc explain drop-edit`)
+
+
+def repair_edit_reply(reply: str, parent_text: str, parent_hash: Optional[str] = None) -> Optional[ReplyRepair]:
+    """The compiler's repair of an edit reply that failed `check_edit_reply`: the edits that apply
+    (each one left out an unsafe `drop-edit` fix), then the block they make repaired, or None where
+    nothing verifies that differs from the parent."""
+    applied = apply_edits(parent_text, reply, skip=True)
+    if applied.text is None:
+        return None
+    lines = applied.reply.lines
+    dropped = tuple(AppliedFix(p.code, DROP_EDIT, "unsafe", f"left out line {p.line}"
+                               + (f" `{lines[p.line - 1].strip()[:60]}`" if 1 <= p.line <= len(lines) else "")
+                               + f": {p.message}") for p in applied.problems)
+    check = check_base_block(applied.text, parent_hash)
+    if check.ok:
+        if not dropped:
+            return None  # it verifies as written: nothing to repair
+        return ReplyRepair(applied.text, RepairResult(applied.text, applied.text, dropped, ()), check)
+    fixed = repair_text(applied.text, unsafe=True, role=Role.BASE)
+    if not fixed.changed or not fixed.ok:
+        return None
+    check = check_base_block(fixed.text, parent_hash)
+    if not check.ok:
+        return None
+    return ReplyRepair(applied.text, RepairResult(fixed.original, fixed.text, dropped + fixed.applied, ()), check)

@@ -93,7 +93,9 @@ class EditReply:
 
 @dataclass
 class Applied:
-    """The parent with the edits applied: `text` the new block (None when an edit could not apply)."""
+    """The parent with the edits applied: `text` the new block (None when an edit could not apply).
+    With `skip=True`, `text` is the block the edits that could apply make, and `problems` the edits
+    left out (the compiler's repair starts from it: nader.compiler.reply_repair)."""
 
     text: Optional[str]
     reply: EditReply
@@ -176,10 +178,12 @@ def parse_edits(text: str, limits: InputLimits = DEFAULT_LIMITS) -> EditReply:
     return out
 
 
-def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT_LIMITS) -> Applied:
-    """The parent block (the first block of `parent_text`) with the reply's edits applied in order."""
+def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT_LIMITS, *,
+                skip: bool = False) -> Applied:
+    """The parent block (the first block of `parent_text`) with the reply's edits applied in order.
+    With `skip`, an edit that cannot apply (or a line that is no edit) is left out, and the others apply."""
     reply = parse_edits(reply_text, limits)
-    if reply.problems:
+    if reply.problems and not (skip and reply.edits):
         return Applied(None, reply, list(reply.problems))
     parent = parse(parent_text).program.blocks[0]
     nodes = {n.id: node_text(n) for n in parent.nodes}
@@ -224,11 +228,11 @@ def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT
                                              "the block at this edit", "`disconnect` only an edge the block has"))
                 else:
                     edges.remove((source, target))
-    if problems:
+    if problems and not skip:
         return Applied(None, reply, problems)
     name = reply.name or parent.name
     text = "\n".join([f"##{name}##", *nodes.values(), *(f"{s}->{t}" for s, t in edges)]) + "\n"
-    return Applied(text, reply)
+    return Applied(text, reply, [*reply.problems, *problems])
 
 
 def _free(nodes) -> int:

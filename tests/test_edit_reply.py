@@ -97,7 +97,8 @@ def test_a_fenced_reply_is_read_inside_its_fence():
     assert not reply.problems and reply.name == "X" and [e.verb for e in reply.edits] == ["replace"]
 
 
-EDIT_SAMPLES = [Sampler(11, reply="edits").sample() for _ in range(150)]
+_SAMPLER = Sampler(11, reply="edits")  # one sampler: a new one per sample would draw the same text
+EDIT_SAMPLES = [_SAMPLER.sample() for _ in range(150)]
 
 
 def test_every_edit_grammar_sample_parses_as_edits_whose_ops_are_the_languages():

@@ -50,8 +50,8 @@ def _cheapest(g: dict):
 
 
 class Sampler:
-    def __init__(self, seed: int, reply: bool = False):
-        self.g = rules(reply)
+    def __init__(self, seed: int, reply: bool = False, parent=None):
+        self.g = rules(reply, parent)
         self.cost = _cheapest(self.g)
         self.rng = random.Random(seed)
 
@@ -89,7 +89,8 @@ SAMPLES = [_FILES.sample() for _ in range(300)]
 # Whole files hold few node lines, so node lines are also drawn alone, in blocks of 40.
 NODE_LINES = [_LINES.sample(Ref("node-line")) for _ in range(1200)]
 NODE_BLOCKS = [f"##B{i}##\n" + "\n".join(NODE_LINES[i:i + 40]) + "\n" for i in range(0, len(NODE_LINES), 40)]
-REPLIES = [Sampler(7, reply=True).sample() for _ in range(200)]
+_REPLY_SAMPLER = Sampler(7, reply=True)  # one sampler: a new one per sample would draw the same text
+REPLIES = [_REPLY_SAMPLER.sample() for _ in range(200)]
 NODE = re.compile(r"^[A-Za-z0-9_]+:([A-Za-z0-9]+)(?:\((.*)\))?", re.M)
 
 

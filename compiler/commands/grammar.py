@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from nader.compiler.commands.common import load_one, report
 from nader.compiler.grammar_export import FORMATS, REPLIES, render
 
 
@@ -20,6 +21,18 @@ from nader.compiler.grammar_export import FORMATS, REPLIES, render
                    "one block of header, node and edge lines, no comment or blank line; `edits`: a header, then "
                    "a bounded number of edits of the parent block (`add`, `remove`, `replace`, `connect`, "
                    "`disconnect`), the profile's `reply = \"edits\"`.")
-def grammar_cmd(fmt, reply):
+@click.option("--parent", type=click.Path(allow_dash=True), metavar="FILE",
+              help="With `--reply edits`: edits of FILE's first block only (its node ids and the next free "
+                   "ones, computing operations), as the Modifier sends it.")
+def grammar_cmd(fmt, reply, parent):
     """Print the grammar of block files: operations and their parameters from the registry."""
-    click.echo(render(fmt, reply), nl=False)
+    block = None
+    if parent is not None:
+        if reply != "edits":
+            raise click.UsageError("--parent specialises the edit reply's grammar: add `--reply edits`")
+        result = load_one(parent)
+        if not result.ok or not result.program.blocks:
+            report(result.diagnostics, "full", [result])
+            raise click.UsageError(f"`{parent}` holds no block that parses")
+        block = result.program.blocks[0]
+    click.echo(render(fmt, reply, block), nl=False)

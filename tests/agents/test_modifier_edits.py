@@ -1,5 +1,5 @@
 """The Modifier with a profile's `reply = "edits"`, against the loopback server: it asks for edits
-(`modifier_edits.v1`, with the edit grammar where the profile names a grammar field), applies them
+(`modifier_edits.v2`, with the parent's edit grammar where the profile names a grammar field), applies them
 to the parent, and sends edits that cannot apply or a block that does not verify back
 (`modifier_edits_repair.v1`)."""
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.llm.profiles import ModelProfile
-from nader.agents.modifier import EDITS, EDITS_REPAIR, Modifier, block_grammar
+from nader.agents.modifier import EDITS, EDITS_REPAIR, Modifier, block_grammar, edits_grammar
 from nader.compiler.grammar_export import render
+from nader.dsl.parser import parse
 from scripted import ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +52,11 @@ def test_edits_go_with_the_edit_grammar_where_the_profile_names_a_field(server, 
     with closing(_client(server, tmp_path, reply="edits", grammar="llama.cpp")) as client:
         assert Modifier(client, rounds=1).write_block(BASE, PLAN).ok
     (body,) = server.chat_requests
-    assert body["grammar"] == block_grammar("edits") == render("gbnf", reply="edits") != block_grammar()
+    parent = parse(BASE).program.blocks[0]
+    assert body["grammar"] == edits_grammar(BASE) == render("gbnf", reply="edits", parent=parent)
+    assert body["grammar"] not in (block_grammar("edits"), block_grammar())
+    # the parent's operation nodes are what `replace` and `remove` may name
+    assert 'op-id ::= "2" | "3" | "4" | "5" | "6" | "7" | "8"' in " ".join(body["grammar"].split())
 
 
 def test_block_profile_and_modifier_setting(server, tmp_path):

@@ -57,6 +57,13 @@ BUILT_IN = (
             "The second `2:ReLU` becomes `5:ReLU`; edges naming `2` keep meaning the first.", 1),
     FixKind("add-terminal", "unsafe", ("NAD204",), "Add a missing `input` or `output` node.",
             "A block without `output` gets `N:output`; it still needs an edge into it.", 60),
+    FixKind("drop-edit", "unsafe", ("edit-unknown-node", "edit-duplicate-node", "edit-unknown-edge",
+                                    "edit-duplicate-edge", "edit-syntax", "edit-too-many", "edit-line-too-long"),
+            "Leave out an edit of an LLM's edit reply that cannot apply; the others apply.", """
+    An edit reply (`reply = "edits"`, nader.dsl.edits) whose edits do not all apply is repaired
+    from the block the others make of the parent (nader.compiler.reply_repair), which is then
+    repaired like any block. `replace 3x3:BN` (no node `3x3`) is left out and `replace 4:GELU`
+    applies. Unsafe: the edit left out was part of what the model meant.""", 70),
 )
 
 
