@@ -13,8 +13,12 @@ refuses more. The form, one edit a line after an optional header that names the 
     connect 9->5
     replace 3:BN
     remove 6
+    insert 10:BN after 2
 
 * `add ID:OP` a new node (the id must be new); `remove ID` a node and every edge at it;
+* `insert ID:OP after A` a new node between A and A's consumers: A feeds it, and it feeds what
+  A fed, in A's argument positions (one line for the most common change, which a small model
+  otherwise writes as `add` and leaves unconnected);
 * `replace ID:OP` a node's operation or parameters (its edges stay);
 * `connect A,B->C` edges (appended after C's present inputs); `disconnect A->C` one edge.
 
@@ -40,7 +44,7 @@ from .parser import parse
 #: The most edit lines one reply may hold (the grammar's bound too): enough to rewrite a block of
 #: NADER's sizes, far too few to restate a block node by node and edge by edge.
 EDITS_PER_REPLY = 24
-VERBS = ("add", "remove", "replace", "connect", "disconnect")
+VERBS = ("add", "remove", "replace", "insert", "connect", "disconnect")
 
 _ID = r"[A-Za-z0-9_]+"
 _HEADER = re.compile(r"^#{2,}\s*([A-Za-z0-9_.\- ]*?)\s*#{2,}$")
@@ -51,11 +55,12 @@ _FORMS = {
     "add": re.compile(rf"^({_ID})\s*:\s*(\S.*)$"),
     "replace": re.compile(rf"^({_ID})\s*:\s*(\S.*)$"),
     "remove": re.compile(rf"^({_ID})$"),
+    "insert": re.compile(rf"^({_ID})\s*:\s*(\S.*?)\s+after\s+({_ID})$"),
     "connect": re.compile(rf"^({_ID}(?:\s*,\s*{_ID})*)\s*->\s*({_ID})$"),
     "disconnect": re.compile(rf"^({_ID})\s*->\s*({_ID})$"),
 }
-_USAGE = {"add": "add ID:OP", "replace": "replace ID:OP", "remove": "remove ID", "connect": "connect A,B->C",
-          "disconnect": "disconnect A->C"}
+_USAGE = {"add": "add ID:OP", "replace": "replace ID:OP", "remove": "remove ID", "insert": "insert ID:OP after A",
+          "connect": "connect A,B->C", "disconnect": "disconnect A->C"}
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,8 @@ class EditProblem:
 class BlockEdit:
     verb: str
     line: int  # in the reply
-    args: tuple[str, ...]  # add/replace: (id, op text); remove: (id,); (dis)connect: (*sources, target)
+    args: tuple[str, ...]  # add/replace: (id, op text); insert: (id, op text, after); remove: (id,);
+    # (dis)connect: (*sources, target)
 
 
 @dataclass
@@ -167,6 +173,8 @@ def parse_edits(text: str, limits: InputLimits = DEFAULT_LIMITS) -> EditReply:
             break
         if verb in ("add", "replace"):
             args = (match.group(1), match.group(2).strip())
+        elif verb == "insert":
+            args = (match.group(1), match.group(2).strip(), match.group(3))
         elif verb == "remove":
             args = (match.group(1),)
         else:
@@ -200,8 +208,16 @@ def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT
 
     for edit in reply.edits:
         raw = reply.lines[edit.line - 1]
-        ids = [node_id(a) for a in (edit.args[:1] if edit.verb in ("add", "replace") else edit.args)]
-        if edit.verb == "add":
+        ids = [node_id(a) for a in (edit.args[:1] if edit.verb in ("add", "replace", "insert") else edit.args)]
+        if edit.verb == "insert":
+            after = node_id(edit.args[2])
+            if ids[0] in nodes:
+                problems.append(_problem("edit-duplicate-node", edit.line, raw, f"node `{edit.args[0]}` is already "
+                                         "in the block", f"use a new id (e.g. {_free(nodes)})"))
+            elif known(edit.args[2], edit):
+                nodes[ids[0]] = f"{edit.args[0]}:{edit.args[1]}"
+                edges = [(ids[0], t) if s == after else (s, t) for s, t in edges] + [(after, ids[0])]
+        elif edit.verb == "add":
             if ids[0] in nodes:
                 problems.append(_problem("edit-duplicate-node", edit.line, raw, f"node `{edit.args[0]}` is already "
                                          "in the block", f"use a new id (e.g. {_free(nodes)}), or `replace` it"))

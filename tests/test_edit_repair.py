@@ -11,10 +11,11 @@ import lark
 import pytest
 
 from conftest import run_nadc
+from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.grammar_export import NEW_IDS, render
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_repair import DROP_EDIT, repair_edit_reply
-from nader.dsl.edits import EDITS_PER_REPLY, apply_edits, parse_edits
+from nader.dsl.edits import EDITS_PER_REPLY, VERBS, apply_edits, parse_edits
 from nader.dsl.ops import Group
 from nader.dsl.parser import parse
 from test_grammar_export import Sampler
@@ -38,16 +39,17 @@ def test_every_sample_of_the_parents_grammar_names_its_nodes_or_new_ids():
         for edit in reply.edits:
             if edit.verb in ("replace", "remove"):
                 assert edit.args[0] in OPS, text
-            elif edit.verb == "add":
-                assert edit.args[0] not in ALL, text
+            elif edit.verb in ("add", "insert"):
+                assert edit.args[0] not in ALL and edit.args[2:] != ("1",), text
                 new_ids.add(edit.args[0])
             else:
                 *sources, target = edit.args
                 assert "1" not in sources and target != "0", text
-            if edit.verb in ("add", "replace"):  # a computing operation of the language
+            if edit.verb in ("add", "replace", "insert"):  # a computing operation of the language
                 node = parse(f"##B##\n{edit.args[0]}:{edit.args[1]}\n").program.blocks[0].nodes[0]
                 assert node.op in Group.COMPUTE, text
     assert len(new_ids) == NEW_IDS  # the samples reach every free id offered
+    assert {e.verb for text in SAMPLES for e in parse_edits(text).edits} == set(VERBS)
 
 
 @pytest.mark.parametrize("line", ["replace 3x3:BN", "remove 0s", "add 1:input", "add 2:ReLU", "remove 0",
@@ -105,3 +107,16 @@ def test_repair_then_fixes_the_block_the_other_edits_make():
 ])
 def test_no_repair_where_nothing_is_left_to_offer(reply):
     assert repair_edit_reply(reply, BASE, PARENT_HASH) is None
+
+
+def test_insert_puts_a_node_between_a_node_and_its_consumers():
+    applied = apply_edits(BASE, "##X##\ninsert 9:BN after 4\ninsert 10:GELU after 0\n")
+    assert applied.ok, applied.problems
+    block = parse(applied.text).program.blocks[0]
+    inputs = {n.id: block.inputs_of(n.id) for n in block.nodes}
+    assert inputs[9] == [4] and inputs[5] == [9] and inputs[10] == [0]
+    assert inputs[2] == [10] and inputs[7] == [6, 10]  # the shortcut keeps its argument position
+    assert check_edit_reply("##X##\ninsert 9:BN after 4\n", BASE, PARENT_HASH).ok
+    codes = [p.code for p in apply_edits(BASE, "insert 9:BN after 12\ninsert 2:BN after 4\n").problems]
+    assert codes == ["edit-unknown-node", "edit-duplicate-node"]
+    assert [p.code for p in parse_edits("insert 9:BN behind 4\n").problems] == ["edit-syntax"]
