@@ -19,7 +19,7 @@ from nader.compiler.grammar_export import FORMATS, REPLIES, render
 @click.option("--reply", type=click.Choice(REPLIES), is_flag=False, flag_value="block", default=None,
               help="The grammar of an LLM's reply, as the Modifier sends it. `block` (also `--reply` alone): "
                    "one block of header, node and edge lines, no comment or blank line; `edits`: a header, then "
-                   "a bounded number of edits of the parent block (`add`, `remove`, `replace`, `connect`, "
+                   "a bounded number of edits of the parent block (`add`, `remove`, `replace`, `insert`, `connect`, "
                    "`disconnect`), the profile's `reply = \"edits\"`.")
 @click.option("--parent", type=click.Path(allow_dash=True), metavar="FILE",
               help="With `--reply edits`: edits of FILE's first block only (its node ids and the next free "
