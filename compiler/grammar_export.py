@@ -21,10 +21,13 @@ again and again; a reply has no use for comments, and after one block only the e
 
 An edit reply's grammar can be specialised to the parent it edits (`rules(reply="edits",
 parent=block)`, `nadc grammar --reply edits --parent FILE`, what the Modifier sends): `replace`
-and `remove` name one of the parent's operation nodes, `add` and `insert` one of the next free ids, edges
-only ids of either, and an added or replaced node is a computing operation (not `input` or
-`output`). Constrained to the generic form, Gemma 3 270M wrote `replace 3x3:BN`, `remove 0s` and
-`add 1:input`; none of them can apply.
+and `remove` name one of the parent's operation nodes, `insert` one of the next free ids, edges
+only ids of either, and an inserted or replaced node is a computing operation (not `input` or
+`output`). It has no `add`: a new node comes in with `insert ID:OP after A`, connected by
+construction, and `connect`/`disconnect` give it more inputs or other consumers, so nothing is
+lost but the unconnected node. Constrained to the generic form, Gemma 3 270M wrote `replace
+3x3:BN`, `remove 0s` and `add 1:input`, none of which can apply; given `add` with the parent's
+ids, it restated the parent's nodes as `add` lines it never connected (benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -170,8 +173,8 @@ def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> di
     g: dict[str, Expr] = {}
     if parent is not None:
         g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), EDITS_PER_REPLY))
-        g["edit-line"] = seq(alt(seq("add ", Ref("new-id"), ":", Ref("compute-operation")),
-                                 seq("replace ", Ref("op-id"), ":", Ref("compute-operation")),
+        # No `add`: a node comes in with `insert`, connected by construction (see the docstring).
+        g["edit-line"] = seq(alt(seq("replace ", Ref("op-id"), ":", Ref("compute-operation")),
                                  seq("insert ", Ref("new-id"), ":", Ref("compute-operation"), " after ",
                                      Ref("source-id")),
                                  seq("remove ", Ref("op-id")), seq("connect ", Ref("edge-line")),
@@ -343,7 +346,8 @@ def render(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = 
     width = max(len(style.name(n)) for n in g)
     about = _HEADER + {None: "", "block": _REPLY, "edits": _EDITS}[form]
     if parent is not None:
-        about += f" Specialised to edits of the block `{parent.name}`: its node ids and the next {NEW_IDS} free ones."
+        about += (f" Specialised to edits of the block `{parent.name}`: its node ids and the next {NEW_IDS} free ones;"
+                  " new nodes come in with `insert` (no `add`).")
     lines = [style.comment.format(about)]
     lines += [f"{style.name(rule).ljust(width)} {style.defines} {_expr(body, style)}" for rule, body in g.items()]
     return "\n".join(lines) + "\n"
