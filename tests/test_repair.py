@@ -197,7 +197,8 @@ def test_nadc_fix_exit_codes_and_writing(tmp_path):
 def test_nadc_fix_diff_and_check_write_nothing(tmp_path):
     path = write(tmp_path, BN_TWO_INPUTS)
     diff = run_nadc(["fix", "--unsafe", "--diff", str(path)])
-    assert diff.code == 1 and diff.stdout.startswith(f"--- a/{path}\n") and "+5:Add\n" in diff.stdout
+    # an absolute path is not prefixed (`a//tmp/...` would name no file for `patch`)
+    assert diff.code == 1 and diff.stdout.startswith(f"--- {path}\n+++ {path}\n") and "+5:Add\n" in diff.stdout
     check = run_nadc(["fix", "--unsafe", "--check", str(path)])
     assert check.code == 1 and f"Would fix: {path}" in check.stdout
     assert path.read_text(encoding="utf-8") == BN_TWO_INPUTS

@@ -47,7 +47,9 @@ class RepairResult:
         """A unified diff from the original text to the repaired one ("" when unchanged)."""
         if not self.changed:
             return ""
-        return "".join(difflib.unified_diff(_lines(self.original), _lines(self.text), f"a/{name}", f"b/{name}"))
+        # git's a/ b/ prefixes for a relative name (`patch -p1`); an absolute path stays as it is (`patch -p0`)
+        before, after = (name, name) if name.startswith("/") else (f"a/{name}", f"b/{name}")
+        return "".join(difflib.unified_diff(_lines(self.original), _lines(self.text), before, after))
 
     def to_json(self) -> dict:
         return {"changed": self.changed, "ok": self.ok, "applied": [f.to_json() for f in self.applied],
