@@ -16,7 +16,8 @@ as a user runs it, in a fresh work folder under the cache:
 2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, for each reply form
    of `--replies` (`block`: the whole block; `edits`: the profile's `reply = "edits"`, edits of the
    parent) twice: with that profile, and with the same profile sending the compiler's grammar
-   (`grammar = "llama.cpp"`, or `--grammar-field vllm`);
+   (`grammar = "llama.cpp"`, or `--grammar-field vllm`; for edits, the parent's edit grammar,
+   `nadc grammar --reply edits --parent`);
 3. a `--trials`-trial `run --strategy genius --space nb201` on a generated table
    (`nb201_synthetic.py`), with that profile, stopping after `--max-invalid` invalid proposals.
 
