@@ -56,15 +56,7 @@ LAZY_PACKAGES = {
     "optuna": "optional extra (optuna): the optuna strategy's samplers",
 }
 
-DISCOVERED = ("start-up: `nader-search run --help` imports every strategy to list its options, so an LLM "
-              "strategy loads its agents when it runs")
-#: nader-search --help imports the config; instructions counted with `valgrind --tool=cachegrind`
-CONFIG_BUDGET = "start-up: at the top, the budget's compiler modules cost nader-search --help 10% more instructions"
-CONFIG_EVALUATORS = "start-up: at the top, the evaluators (with NB201's space) cost nader-search --help 13% more instructions"
 MUTATE = "start-up: strategies are listed by nader-search's --help; the mutation engine loads on first use"
-STRATEGY_ARCHITECTURE = ("start-up: nader-search --help imports every strategy; at the top the compiler's "
-                         "architecture modules cost it ~6% more instructions")
-DEFERRED = "deferred: no cycle and nothing heavy; lazy by habit, to move to the top when the file is next edited"
 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
@@ -72,6 +64,9 @@ LAZY_IMPORTS = {
     ("nader.dsl.parser", "nader.dsl.lark_parser"): "start-up: the reference parser imports lark",
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.bench.runner", "nader.agents.reflector"): "start-up: the Reflector imports numpy",
+    ("nader.agents.bench.runner", "nader.agents.modifier"):
+        "start-up: nader-search --help imports bench-nad's module for its options; at the top the Modifier (prompts, "
+        "grammar export: 6 modules) costs it 30-50 ms (~6%)",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
         "optional extra (agents): the MiniLM embedder loads its model packages",
     ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
@@ -86,49 +81,14 @@ LAZY_IMPORTS = {
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
-    ("nader.search.config", "nader.compiler.architecture"): CONFIG_BUDGET,
-    ("nader.search.config", "nader.compiler.datasets"): CONFIG_BUDGET,
-    ("nader.search.config", "nader.compiler.fit"): CONFIG_BUDGET,
-    ("nader.search.config", "nader.compiler.plan"): CONFIG_BUDGET,
-    ("nader.search.config", "nader.compiler.reply_repair"): CONFIG_BUDGET,
-    ("nader.search.config", "nader.search.evaluators.table"): CONFIG_EVALUATORS,
-    ("nader.search.config", "nader.search.evaluators.tabular"): CONFIG_EVALUATORS,
     ("nader.search.prescreen", "nader.runtime.data"): "start-up: torch",
     ("nader.search.prescreen", "nader.runtime.pipeline"): "start-up: torch",
     ("nader.search.preflight", "nader.runtime.data"): "start-up: torch",
-    ("nader.search.strategies.nader", "nader.agents.reflector"): DISCOVERED,
-    # -- LLM strategies: loaded to be listed, their agents only when they run ---------------------
-    ("nader.search.strategies.fairnad", "nader.agents.modifier"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.search.spaces.nb201"): DISCOVERED,
+    # -- search: strategies are listed from strategies/catalog.py, so they import their agents at the top
     ("nader.search.strategies.llm", "nader.agents.knowledge"):
         "start-up: the knowledge base's names load on first use (numpy); at the top they cost nader-search --help "
         "20% more instructions",
-    ("nader.search.strategies.nader", "nader.agents.modifier"): DISCOVERED,
-    ("nader.search.strategies.nader", "nader.agents.proposer"): DISCOVERED,
     ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
-    ("nader.search.strategies.local", "nader.compiler.mutate"): MUTATE,
-    ("nader.search.strategies.local", "nader.compiler.mutate.engine"): MUTATE,
-    ("nader.search.strategies.local", "nader.compiler.mutate.table"): MUTATE,
-    ("nader.search.strategies.local", "nader.search.spaces.nb201"):
-        "start-up: nader-search --help imports every strategy; at the top NB201's space (it builds networks) "
-        "costs it ~5% more instructions",
-    ("nader.search.strategies.nader", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
-    ("nader.search.strategies.fairnad", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
-    ("nader.search.strategies.fairnad", "nader.compiler.plan"): STRATEGY_ARCHITECTURE,
-    ("nader.search.strategies.optuna_sampler", "nader.search.spaces.nb201"): STRATEGY_ARCHITECTURE,
-    ("nader.search.strategies.fairnad", "nader.agents.fairnad"): DISCOVERED,
-    ("nader.search.strategies.genius", "nader.agents.genius"): DISCOVERED,
-    ("nader.search.spaces.space", "nader.search.strategies.base"):
-        "cycle: importing the strategies package discovers every strategy, and genius imports the spaces",
-    # -- deferred ---------------------------------------------------------------------------------
-    ("nader.agents.bench.runner", "nader.agents.llm.errors"): DEFERRED,
-    ("nader.agents.bench.runner", "nader.agents.modifier"): DEFERRED,
-    ("nader.agents.bench.runner", "nader.agents.tokens"): DEFERRED,
-    ("nader.search.config", "nader.runtime.presets"): DEFERRED,
-    ("nader.search.config", "nader.search.checks"): DEFERRED,
-    ("nader.search.config", "nader.search.spaces.nb201"): DEFERRED,
-    ("nader.search.config", "nader.search.spaces.space"): DEFERRED,
-    ("nader.search.config", "nader.search.strategies"): DEFERRED,
 }
 
 #: Library modules that still import a command-line module, and why.

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional
 
+from ..llm.errors import CallFailed, ReplayMiss, RunStopped
+from ..tokens import CountingClient
 from . import nad
 
 SETTINGS = {
@@ -79,10 +81,8 @@ def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_di
     """Run one setting over the requests. `client` has `chat_sync`/`reject` (the LLM client);
     `done`: results already had, by request id (`results.load_done`), kept rather than asked again;
     `progress(setting, result)` follows each new result."""
-    from ..llm.errors import CallFailed, ReplayMiss, RunStopped
-    from ..modifier import Modifier
-    from ..reflector import ExperienceBase, Reflector
-    from ..tokens import CountingClient
+    from ..modifier import Modifier  # start-up: bench-nad's options are read by nader-search --help
+    from ..reflector import ExperienceBase, Reflector  # start-up: numpy
 
     spec = SETTINGS[setting]
     counting = CountingClient(client)

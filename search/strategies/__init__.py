@@ -60,6 +60,10 @@ class _Strategies(MutableMapping[str, Type[Strategy]]):
         if not found:
             raise KeyError(name)
 
+    def is_builtin(self, name: str) -> bool:
+        """Whether `name` is a built-in strategy still (not replaced): `catalog.DECLARED` describes it."""
+        return name in self._lazy
+
     def __contains__(self, name: object) -> bool:
         return name in self._lazy or name in self._classes
 
@@ -80,7 +84,6 @@ STRATEGIES: MutableMapping[str, Type[Strategy]] = _Strategies(LAZY_STRATEGIES)
 def register_strategy(cls) -> type:
     """Make a `Strategy` subclass available by its `name` (also usable as a class decorator).
     Registering the same class again is harmless; another class under a taken name is refused."""
-
     if not (isinstance(cls, type) and issubclass(cls, Strategy)) or cls is Strategy:
         raise TypeError(f"register_strategy takes a Strategy subclass, not {cls!r}")
     name = getattr(cls, "name", None)
