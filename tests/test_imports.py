@@ -68,11 +68,6 @@ LAZY_IMPORTS = {
     ("nader.dsl.parser", "nader.dsl.lark_parser"):
         "start-up: the reference parser imports lark (0.11 s of CPU); the fast parser reads most lines without it",
     # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
-    ("nader.agents.bench.runner", "nader.agents.reflector"):
-        "start-up: the Reflector imports numpy (0.2 s of CPU); nader-search --help imports this module",
-    ("nader.agents.bench.runner", "nader.agents.modifier"):
-        "start-up: nader-search --help imports bench-nad's module for its options; at the top the Modifier (prompts, "
-        "grammar export: 6 modules) costs it 6% more CPU time (0.79 -> 0.84 s)",
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
         "optional extra (agents): the MiniLM embedder loads its model packages",
     ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
