@@ -86,9 +86,6 @@ LAZY_IMPORTS = {
     ("nader.search.prescreen", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
     # -- search: strategies are listed from strategies/catalog.py, so they import their agents at the top
-    ("nader.search.strategies.llm", "nader.agents.knowledge"):
-        "start-up: the knowledge base's names load on first use (numpy); at the top they cost nader-search --help "
-        "20% more instructions",
     ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
 }
 

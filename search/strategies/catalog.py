@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Tuple
 
+from nader.agents.llm.options import LLM_FLAGS
+
 from ..selection import POLICIES
 from . import STRATEGIES
 from .base import Option
-from .llm import LLM_OPTIONS
 
 
 class Declared(NamedTuple):
@@ -22,6 +23,15 @@ class Declared(NamedTuple):
 
 
 SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")  # optuna's
+
+# The LLM strategies' endpoint options: the shared LLM flags, less the run's caps (the loop holds
+# those: SearchContext.llm_caps). "" and 0 leave the setting to the configuration.
+_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
+LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
+               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
+               for f in LLM_FLAGS if not f.run_cap}
+# Where the endpoint is may change between the sessions of one run.
+LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
 #: the parent-selection policy's options (nader, tree)
 _SELECTION = {

@@ -46,8 +46,8 @@ from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
 from .base import Candidate, Strategy
-from .catalog import DECLARED
-from .llm import LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure
 
 STAGES = ("I", "II", "III")
 

@@ -44,8 +44,8 @@ from nader.agents.genius import Genius, base_block, failure_text, outcome
 from ..spaces import nb201
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
 from .base import Candidate, StopSearch, Strategy
-from .catalog import DECLARED
-from .llm import LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure
 
 ROLE = "genius"
 MAX_REJECTED_IN_ROW = 8  # proposals in a row that were repeated (or invalid) before GENIUS gives up

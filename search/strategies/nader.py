@@ -30,8 +30,8 @@ from nader.compiler.architecture import split_architecture
 
 from ..selection import POLICIES
 from .base import Candidate, Strategy
-from .catalog import DECLARED
-from .llm import LLM_SESSION_OPTIONS, LLMTeam, proposal_failure, repair_change
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure, repair_change
 
 
 class NaderStrategy(Strategy):
