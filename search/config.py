@@ -16,6 +16,10 @@ budget, prescreening, training options, the seed, and the search space, tabular 
 multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit, invalid
 proposals in a row, dollar and token caps), the executor, workers, threads and the data
 directory's location may change between runs.
+
+Checking a configuration needs the compiler (budgets, skeletons, repair modes), the spaces, the
+evaluators and the strategies table, imported at the top: only a run loads this module. The
+flags' choices (datasets, proxies) live in `config_file.py`, so `nader-search --help` does not.
 """
 from __future__ import annotations
 
