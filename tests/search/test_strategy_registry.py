@@ -69,9 +69,11 @@ def test_each_built_in_strategy_takes_its_declaration_from_the_catalog():
 
 
 def test_run_help_lists_the_strategies_without_importing_them():
+    """Nor the search's configuration checks (search/config.py imports the compiler at its top)."""
     code = ("import sys; from click.testing import CliRunner; from nader.search.cli import run_command; "
             "out = CliRunner().invoke(run_command, ['--help'], terminal_width=200).output; "
             "assert '  nader: ' in out and '  optuna: ' in out, out; "
+            "assert 'nader.search.config' not in sys.modules; "
             "print(sorted(m for m in sys.modules if m.startswith(('nader.search.strategies.', 'nader.agents.')) "
             "and m.rsplit('.', 1)[1] not in ('base', 'catalog') and not m.startswith('nader.agents.llm')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
