@@ -65,9 +65,9 @@ MUTATE = ("start-up: nader-search run --help imports strategies/base.py; at the 
 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
+    # -- start-up: keeps torch, lark or optional extras out of light paths -----------------------
     ("nader.dsl.parser", "nader.dsl.lark_parser"):
         "start-up: the reference parser imports lark (0.11 s of CPU); the fast parser reads most lines without it",
-    # -- start-up: keeps torch, numpy or optional extras out of light paths ----------------------
     ("nader.agents.knowledge.embedders", "nader.agents.knowledge.minilm"):
         "optional extra (agents): the MiniLM embedder loads its model packages",
     ("nader.compiler.backends.onnx.export", "nader.compiler.backends.torch_backend"):
@@ -85,7 +85,7 @@ LAZY_IMPORTS = {
     ("nader.search.prescreen", "nader.runtime.data"): TORCH,
     ("nader.search.prescreen", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
-    # -- search: strategies are listed from strategies/catalog.py, so they import their agents at the top
+    # -- search (strategies are listed from strategies/catalog.py, so their modules import at the top)
     ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
 }
 
