@@ -4,6 +4,7 @@ Later sources override earlier ones: built-in defaults < the settings stored in 
 directory (when resuming) < the TOML file < command-line flags. A TOML file uses the flags'
 names (``data-dir`` or ``data_dir``) at the top level, and strategy options in a
 ``[strategy-options]`` table; relative paths in it are relative to the file::
+
     from = "examples/resnet_basic.nad"
     strategy = "rea"
     trials = 30

@@ -86,6 +86,7 @@ STRATEGIES: MutableMapping[str, Type[Strategy]] = _Strategies(LAZY_STRATEGIES)
 def register_strategy(cls) -> type:
     """Make a `Strategy` subclass available by its `name` (also usable as a class decorator).
     Registering the same class again is harmless; another class under a taken name is refused."""
+
     if not (isinstance(cls, type) and issubclass(cls, Strategy)) or cls is Strategy:
         raise TypeError(f"register_strategy takes a Strategy subclass, not {cls!r}")
     name = getattr(cls, "name", None)

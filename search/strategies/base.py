@@ -3,6 +3,7 @@
 A strategy looks like an Optuna sampler: a small object the loop asks for work and tells about
 results. The loop owns everything else (checking, deduplication, the budget, training, the
 store, token accounting, stopping), so a strategy is a few dozen lines::
+
     class MyStrategy(Strategy):
         name = "mine"
         summary = "one line for `--help` and the docs"
