@@ -23,7 +23,7 @@ def strategy_table() -> str:
     """docs/search.md's table of search strategies, from `STRATEGIES` (their names, options and summaries)."""
     from nader.search.config import SearchConfig
     from nader.search.strategies import STRATEGIES
-    from nader.search.strategies.llm import LLM_OPTIONS
+    from nader.search.strategies.catalog import LLM_OPTIONS
 
     rows = ["| strategy | options (`--option KEY=VALUE`) | what it does |", "|---|---|---|"]
     for name, cls in STRATEGIES.items():

@@ -26,7 +26,7 @@ from nader.agents.llm.options import LLM_FLAGS
 from nader.inputs import InputError
 from nader.runtime.cli import executor_option, progress_option, store_problem, trial_timeout_option
 
-from .config import DATASETS, PROXIES
+from .config_file import DATASETS, PROXIES  # not .config: it loads the compiler, and --help needs none of it
 
 _SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 
@@ -120,18 +120,18 @@ def _options(ctx, param, values):
 
 
 def _strategy_epilog() -> str:
-    from .strategies import STRATEGIES
+    from .strategies.catalog import listing  # the built-in strategies' declarations: no strategy module loads
 
     lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
-    for s in STRATEGIES.values():
-        opts = ", ".join(f"{k}={o.default}" for k, o in s.options.items()) or "no options"
-        lines.append(f"  {s.name}: {s.summary} [{opts}]")
+    for name, summary, options in listing():
+        opts = ", ".join(f"{k}={o.default}" for k, o in options.items()) or "no options"
+        lines.append(f"  {name}: {summary} [{opts}]")
     return "\n".join(lines)
 
 
 class _RunCommand(click.Command):
-    """`run`, whose epilog lists the strategies: built when help is shown, so that importing this
-    module (every `nader-search` command) does not import every strategy."""
+    """`run`, whose epilog lists the strategies: built when help is shown, from their declarations
+    (`strategies/catalog.py`), so that neither importing this module nor `--help` imports a strategy."""
 
     def format_epilog(self, ctx, formatter):
         self.epilog = _strategy_epilog()

@@ -17,6 +17,10 @@ budget, prescreening, training options, the seed, and the search space, tabular 
 multi-fidelity schedule (when not the defaults). Stop conditions (trials, time limit, invalid
 proposals in a row, dollar and token caps), the executor, workers, threads and the data
 directory's location may change between runs.
+
+Checking a configuration needs the compiler (budgets, skeletons, repair modes), the spaces, the
+evaluators and the strategies table, imported at the top: only a run loads this module. The
+flags' choices (datasets, proxies) live in `config_file.py`, so `nader-search --help` does not.
 """
 from __future__ import annotations
 
@@ -27,18 +31,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from nader.compiler.architecture import skeleton_info
+from nader.compiler.datasets import dataset_info
+from nader.compiler.fit import Budget, FitError, preset_budget
+from nader.compiler.plan import resolve_depths
+from nader.compiler.reply_repair import REPAIR_MODES
 from nader.runtime.errors import ConfigError
 from nader.runtime.memory import default_memory_budget
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
+from nader.runtime.presets import check_options, get_preset, resolve
 
-from .config_file import INT_RANGES, MOST_INT, _time_limit_fields, read_root
+from .checks import arch_hash_of_text
+from .config_file import DATASETS, INT_RANGES, MOST_INT, PROXIES, ROOT_MODES, _time_limit_fields, read_root
+from .evaluators.table import KIND as TABLE_KIND, check_table_map
+from .evaluators.tabular import KINDS, TABULAR_DATASETS
 from .fidelity import schedule_of
 from .objectives import check_known, parse_objectives, require_pymoo
 from .registry import evaluator_factory
+from .spaces import nb201
+from .spaces.space import SPACES, get_space
+from .strategies import STRATEGIES, get_strategy
 
-DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
-PROXIES = ("naswot", "synflow")
-ROOT_MODES = ("train", "none")  # --root: the root is trial 1, or only where the tree hangs
+__all__ = ["DATASETS", "PROXIES", "ROOT_MODES", "SearchConfig", "differences", "merge"]
+
 
 
 @dataclass
@@ -88,8 +103,6 @@ class SearchConfig:
 
     # ------------------------------------------------------------------ derived values
     def resolved_seeds(self) -> List[int]:
-        from nader.runtime.presets import get_preset
-
         return list(self.seeds) if self.seeds else list(get_preset(self.preset).seeds)
 
     def budget(self):
@@ -97,12 +110,6 @@ class SearchConfig:
         0.2 GFLOPs on CIFAR, 0.05 GFLOPs on ImageNet16-120), with explicit limits overriding; and
         when trials train, the training memory at the preset's batch size (`max_memory`, or a
         share of the device's memory: `nader.runtime.memory`)."""
-        from nader.compiler.fit import Budget, FitError, preset_budget
-        from nader.runtime.presets import resolve
-        from nader.compiler.architecture import skeleton_info
-        from nader.compiler.datasets import dataset_info
-        from nader.compiler.plan import resolve_depths
-
         try:
             base = preset_budget(self.skeleton, dataset_info(self.dataset).name, resolve_depths(skeleton_info(self.skeleton), self.depths))
         except FitError:
@@ -120,8 +127,6 @@ class SearchConfig:
 
     def effective_repair(self) -> str:
         """`--repair`, or the strategy's default: `auto` for those whose LLM writes blocks (`block_repairs`), else off."""
-        from .strategies import get_strategy
-
         if self.repair is not None:
             return self.repair
         writes_blocks = getattr(get_strategy(self.strategy), "block_repairs", False) and self.space == "language"
@@ -134,9 +139,6 @@ class SearchConfig:
         do; the block language always trains its root, which every search there modifies."""
         if self.root_mode is not None:
             return self.root_mode == "train"
-        from .spaces.space import SPACES
-        from .strategies import STRATEGIES
-
         space, strategy = SPACES.get(self.space), STRATEGIES.get(self.strategy)
         return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
 
@@ -153,12 +155,6 @@ class SearchConfig:
 
     def identity(self) -> dict:
         """What a resumed run must share with the run it continues."""
-        from nader.compiler.architecture import skeleton_info
-        from nader.compiler.plan import resolve_depths
-
-        from .checks import arch_hash_of_text
-        from .strategies import get_strategy
-
         budget = self.budget()
         opts = {k: v for k, v in self.job_options().items() if k not in ("threads", "device")}
         return {
@@ -194,11 +190,6 @@ class SearchConfig:
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
-        from nader.runtime.presets import check_options, resolve
-
-        from .spaces.space import get_space
-        from .strategies import get_strategy
-
         space = get_space(self.space)
         if space.skeleton is not None and self.skeleton != space.skeleton:
             raise ConfigError(f"the {self.space} space runs on the {space.skeleton} skeleton, not {self.skeleton}; "
@@ -272,10 +263,6 @@ class SearchConfig:
         return kind == "python" or evaluator_factory(kind) is not None
 
     def check_repair(self) -> None:
-        from nader.compiler.reply_repair import REPAIR_MODES
-
-        from .strategies import STRATEGIES, get_strategy
-
         if self.repair is not None and self.repair not in REPAIR_MODES:
             raise ConfigError(f"repair: choose one of {', '.join(REPAIR_MODES)}, not {self.repair!r}")
         if self.effective_repair() != "off" and not getattr(get_strategy(self.strategy), "block_repairs", False):
@@ -297,9 +284,6 @@ class SearchConfig:
                     raise ConfigError(f"{name.replace('_', '-')} must be between {lo} and {hi:,}, not {item}")
 
     def check_evaluator(self) -> None:
-        from .evaluators.table import KIND as TABLE_KIND, check_table_map
-        from .evaluators.tabular import KINDS, TABULAR_DATASETS
-
         kind, sep, path = self.evaluator.partition(":")
         if kind == "training" and not sep:
             self.evaluator = None
@@ -344,8 +328,6 @@ def merge(*layers: Optional[dict]) -> SearchConfig:
 def _space_defaults(config: SearchConfig) -> SearchConfig:
     """A cell space brings its skeleton and, when no root is given, its root (NB201's ResNet cell);
     a root given as a NAS-Bench-201 string becomes its architecture."""
-    from .spaces.space import SPACES
-
     space = SPACES.get(config.space)
     if space is None or space.name == "language":
         return config
@@ -354,8 +336,6 @@ def _space_defaults(config: SearchConfig) -> SearchConfig:
     if config.root_text is None:
         config.root_text = space.default_root()
     else:
-        from .spaces import nb201
-
         try:
             config.root_text = space.root_text(config.root_text)
         except nb201.NotInSpace as exc:

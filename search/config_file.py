@@ -16,6 +16,10 @@ from nader.runtime.errors import ConfigError
 
 from .objectives import parse_objectives
 
+DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
+PROXIES = ("naswot", "synflow")
+ROOT_MODES = ("train", "none")  # --root: the root is trial 1, or only where the tree hangs
+
 
 #: a search.toml is a few hundred bytes; its tables nest two deep (`[strategy-options]`, `train`)
 MAX_TOML_BYTES = 1 << 20

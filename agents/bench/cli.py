@@ -18,7 +18,7 @@ import sys
 import click
 
 from ..llm.cli import llm_options
-from .runner import SETTINGS
+from .nad import SETTINGS
 
 
 def _fail(message: str) -> None:

@@ -21,6 +21,15 @@ from .checks import Outcome, evaluate
 
 DATA = "nad"
 LEVELS = ("micro", "macro")
+#: The settings a run compares (`nader-search bench-nad --setting`): the Modifier with or without
+#: the compiler's feedback and the Reflector's lessons. Here, not in runner.py, so that the
+#: command's options (read by `nader-search --help`) do not load the agents.
+SETTINGS = {
+    "full": {"feedback": True, "experience": True},
+    "no-feedback": {"feedback": False, "experience": True},
+    "no-experience": {"feedback": True, "experience": False},
+    "no-feedback-no-experience": {"feedback": False, "experience": False},
+}
 
 
 @dataclass(frozen=True)

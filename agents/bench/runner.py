@@ -22,14 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional
 
+from ..llm.errors import CallFailed, ReplayMiss, RunStopped
+from ..modifier import Modifier
+from ..reflector import ExperienceBase, Reflector
+from ..tokens import CountingClient
 from . import nad
+from .nad import SETTINGS
 
-SETTINGS = {
-    "full": {"feedback": True, "experience": True},
-    "no-feedback": {"feedback": False, "experience": True},
-    "no-experience": {"feedback": True, "experience": False},
-    "no-feedback-no-experience": {"feedback": False, "experience": False},
-}
 
 
 @dataclass
@@ -79,11 +78,6 @@ def run_setting(client, setting: str, requests: Iterable[nad.Request], *, run_di
     """Run one setting over the requests. `client` has `chat_sync`/`reject` (the LLM client);
     `done`: results already had, by request id (`results.load_done`), kept rather than asked again;
     `progress(setting, result)` follows each new result."""
-    from ..llm.errors import CallFailed, ReplayMiss, RunStopped
-    from ..modifier import Modifier
-    from ..reflector import ExperienceBase, Reflector
-    from ..tokens import CountingClient
-
     spec = SETTINGS[setting]
     counting = CountingClient(client)
     modifier = Modifier(counting, rounds=setting_rounds(setting, rounds))

@@ -36,13 +36,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from nader.agents.fairnad import FairNAD, NoIdea, idea_plan, iterate_plan, refinement_plan
+from nader.agents.modifier import Modifier
+from nader.compiler.architecture import skeleton_info
+from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 
 from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
-from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
+from .base import Candidate, Strategy
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure
 
 STAGES = ("I", "II", "III")
 
@@ -78,17 +83,7 @@ def schedule(position: int, fair: int, pareto: int, iterative: int, steps: int) 
 
 class FairNADStrategy(Strategy):
     name = "fairnad"
-    summary = "FairNAD: fair idea mutation, Pareto-aware refinement, iterative LLM mutation; compiler feedback"
-    options = {
-        "kb": Option(str, "", "knowledge base directory with tagged ideas (filled by `nader-search read`)"),
-        "fair": Option(int, 8, "stage I: architectures per round (fair ideas on the top-k parents)", minimum=0),
-        "pareto": Option(int, 8, "stage II: architectures per round (Pareto-aware refinement)", minimum=0),
-        "iterative": Option(int, 4, "stage III: architectures per round (iterative LLM mutation)", minimum=0),
-        "steps": Option(int, 2, "stage III: successive LLM edits per chain (d)", minimum=1),
-        "threshold": Option(float, 0.9, "stage II: scale up below this fraction of a budget, else tune", minimum=0.0),
-        "repairs": Option(int, 2, "execution feedback: repair rounds after the first reply", minimum=0),
-        **LLM_OPTIONS,
-    }
+    summary, options = DECLARED[name]
     session_options = LLM_SESSION_OPTIONS
     block_repairs = True  # `--repair`: the compiler repairs the Modifier's blocks (default auto)
 
@@ -150,8 +145,6 @@ class FairNADStrategy(Strategy):
         return previous if previous.score is not None else tree[previous.parent_id]
 
     def propose(self, parent, rng) -> Candidate:
-        from nader.agents.fairnad import NoIdea
-
         slot = self._slot or self.slot(self.tree)
         team = self.team()  # outside the guard: a configuration error stops the run
         change = slot.as_change()
@@ -171,8 +164,6 @@ class FairNADStrategy(Strategy):
 
     # ------------------------------------------------------------------ plans
     def _plan(self, slot: Slot, parent: Node, rng) -> tuple[str, dict]:
-        from nader.agents.fairnad import idea_plan, iterate_plan, refinement_plan
-
         if slot.stage == "II":
             return refinement_plan(self.under_budget(parent), rng)
         if slot.stage == "III":
@@ -186,8 +177,6 @@ class FairNADStrategy(Strategy):
     def _depths(self) -> list:
         if self.context.depths:
             return list(self.context.depths)
-        from nader.compiler.architecture import skeleton_info  # not bound to a run: the defaults
-        from nader.compiler.plan import resolve_depths
 
         return list(resolve_depths(skeleton_info(self.context.skeleton), None))
 
@@ -217,9 +206,6 @@ class _Team(LLMTeam):
     """The LLM client, the knowledge base and FairNAD's role (its Modifier) of one search."""
 
     def __init__(self, s: dict, context, depths: list):
-        from nader.agents.fairnad import FairNAD
-        from nader.agents.modifier import Modifier
-
         super().__init__(s, context.run_dir, "fairnad", context.llm_caps,
                          kb_help="--kb DIR of tagged ideas (fill one with `nader-search read PAPERS --kb DIR` "
                                  "or `nader-search kb import`)")

@@ -39,9 +39,13 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from nader.agents.genius import Genius, base_block, failure_text, outcome
+
+from ..spaces import nb201
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
-from .base import Candidate, Option, StopSearch, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
+from .base import Candidate, StopSearch, Strategy
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure
 
 ROLE = "genius"
 MAX_REJECTED_IN_ROW = 8  # proposals in a row that were repeated (or invalid) before GENIUS gives up
@@ -51,12 +55,7 @@ _NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|
 
 class GeniusStrategy(Strategy):
     name = "genius"
-    summary = "GENIUS: the LLM proposes the next architecture from every one tried and its accuracy (temperature 0)"
-    options = {
-        "iterations": Option(int, 10, "proposals to evaluate (the root is evaluated first, besides)", minimum=1),
-        "repairs": Option(int, 2, "unusable replies sent back with the reason, per proposal", minimum=0),
-        **LLM_OPTIONS,
-    }
+    summary, options = DECLARED[name]
     session_options = LLM_SESSION_OPTIONS
     block_repairs = True  # `--repair`: the compiler repairs its blocks (the language space; default auto)
 
@@ -72,8 +71,6 @@ class GeniusStrategy(Strategy):
 
     def _llm(self):
         if self._genius is None:
-            from nader.agents.genius import Genius
-
             self._team = LLMTeam(self.settings, self.context.run_dir, ROLE, self.context.llm_caps)
             self._genius = Genius(self._team.counting, repairs=self.settings["repairs"],
                                   iterations=self.settings["iterations"], dataset=self.context.dataset,
@@ -114,8 +111,6 @@ class GeniusStrategy(Strategy):
             answer = genius.answer(self.history(), change["iteration"], check, cells=self.cells,
                                    arch_id=str(self.tree.next_id), progress=change)
             if answer.text is not None and self.cells:
-                from ..spaces import nb201
-
                 change["cell"] = str(nb201.cell_of_text(answer.text))
             change["replies"] = answer.replies
             return self._candidate(answer.text, change, answer.error)
@@ -123,8 +118,6 @@ class GeniusStrategy(Strategy):
             return self._candidate(None, change, proposal_failure(exc))
 
     def _candidate(self, text: Optional[str], change: dict, error: Optional[str]) -> Candidate:
-        from nader.agents.genius import failure_text
-
         spent = self._team.counting.take()
         if text is None and error:
             change = {**change, "failure": failure_text(error)}  # the next prompts show it
@@ -134,8 +127,6 @@ class GeniusStrategy(Strategy):
     # ------------------------------------------------------------------ the history
     def history(self) -> List[dict]:
         """The root and every GENIUS proposal, oldest first, with what became of it."""
-        from nader.agents.genius import base_block, outcome
-
         out = []
         for node in self.tree:
             if node.arch_id != 0 and node.operator != ROLE:
@@ -145,8 +136,6 @@ class GeniusStrategy(Strategy):
                                                            same.valid_acc if same is not None else None,
                                                            node.change.get("failure"))}
             if self.cells:
-                from ..spaces import nb201
-
                 try:
                     cell = nb201.cell_of_text(node.text) if node.text else None
                 except nb201.NotInSpace:
@@ -161,8 +150,6 @@ class GeniusStrategy(Strategy):
 
 # ---------------------------------------------------------------------- the cell space's replies
 def _cell_text(reply: str) -> Tuple[Optional[str], str]:
-    from ..spaces import nb201
-
     try:
         cell = parse_cell_reply(reply)
     except nb201.NotInSpace as exc:
@@ -171,16 +158,12 @@ def _cell_text(reply: str) -> Tuple[Optional[str], str]:
 
 
 def op_list_text(cell) -> str:
-    from ..spaces import nb201
-
     return "[" + ", ".join(str(nb201.OPS.index(op)) for op in cell.ops) + "]"
 
 
 def parse_cell_reply(reply: str):
     """The cell a reply names: its last `op_list = [...]` line (six ids 0-4 or operation names),
     else a NAS-Bench-201 string in it. Raises NotInSpace with the reason."""
-    from ..spaces import nb201
-
     lists = _OP_LIST.findall(reply or "")
     if lists:
         items = [item.strip().strip("'\"") for item in lists[-1].split(",") if item.strip()]

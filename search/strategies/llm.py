@@ -1,25 +1,19 @@
-"""What the LLM strategies (nader, fairnad, genius) share: their endpoint options, the one LLM
-client opened from them (recorded in the run's `runs.sqlite`, replayable, capped by the run's
-`--llm-max-cost` / `--llm-max-tokens`) with its token counter (`LLMTeam`, which each strategy's
-agents extend), and what a proposal whose LLM work raised becomes."""
+"""What the LLM strategies (nader, fairnad, genius) share: the one LLM client opened from their
+endpoint options (declared in `catalog.LLM_OPTIONS`; recorded in the run's `runs.sqlite`,
+replayable, capped by the run's `--llm-max-cost` / `--llm-max-tokens`) with its token counter
+(`LLMTeam`, which each strategy's agents extend), and what a proposal whose LLM work raised
+becomes."""
 from __future__ import annotations
 
 from nader.agents.llm import LLMClient, LLMError
 from nader.agents.llm.errors import CallFailed, LLMConfigError, ReplayMiss, RequestRejected, RunStopped
-from nader.agents.llm.options import LLM_FLAGS, NAME_OF_FIELD, config_from_options
+from nader.agents.knowledge import EndpointEmbedder, KnowledgeBase, KnowledgeBaseError
+from nader.agents.llm.options import NAME_OF_FIELD, config_from_options
 from nader.agents.tokens import CountingClient
 from nader.runtime.errors import ConfigError
 
-from .base import Option, StopSearch
-
-# The shared LLM flags as strategy options, less the run's caps (the loop holds those: SearchContext.llm_caps).
-# "" and 0 leave the setting to the configuration.
-_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
-LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
-               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
-               for f in LLM_FLAGS if not f.run_cap}
-# Where the endpoint is may change between the sessions of one run.
-LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
+from .base import StopSearch
+from .catalog import LLM_OPTIONS
 
 
 def proposal_failure(exc: Exception) -> str:
@@ -28,8 +22,6 @@ def proposal_failure(exc: Exception) -> str:
     the run) or a reply whose handling raised (the same recorded reply fails the same way on
     resume). A stop (a cap, the endpoint down, a replay miss) and a configuration error are
     raised again."""
-    from nader.agents.knowledge import KnowledgeBaseError  # start-up: the knowledge base imports numpy
-
     if isinstance(exc, (StopSearch, RunStopped, ReplayMiss, ConfigError)):
         raise exc
     if isinstance(exc, (LLMConfigError, KnowledgeBaseError)):
@@ -49,8 +41,6 @@ def repair_change(modification) -> dict:
 
 def open_client_and_kb(settings: dict, run_dir, role: str, kb_help: str, caps: dict | None = None):
     """The LLM client (recorded in `run_dir`) and the knowledge base of a strategy that draws ideas."""
-    from nader.agents.knowledge import EndpointEmbedder, KnowledgeBase, KnowledgeBaseError
-
     if run_dir is None:
         raise ConfigError(f"the {role} strategy needs the run directory (bind a SearchContext with run_dir)")
     if not settings["kb"]:

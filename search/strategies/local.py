@@ -36,21 +36,23 @@ import json
 import random
 from typing import Dict, List, Optional, Tuple
 
+from nader.compiler.mutate import MutationError
+from nader.compiler.mutate.engine import apply_mutation, load_parent
+from nader.compiler.mutate.table import OPERATORS
 from nader.dsl.ir import Role
 
 from ..objectives import best_of, dominates
 from ..selection.uniform import select_uniform
+from ..spaces import nb201
 from ..tree import PENDING, REJECTED, TRIALS, Node
-from .base import Candidate, Option, StopSearch, Strategy
+from .base import Candidate, StopSearch, Strategy
+from .catalog import DECLARED
 
 
 class LocalStrategy(Strategy):
     name = "local"
-    summary = "local search (White et al. 2020): best improving neighbour, restart at a local optimum"
+    summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
-    options = {
-        "neighbours": Option(int, 24, "block language: most single mutations per neighbourhood", minimum=1),
-    }
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -156,8 +158,6 @@ class LocalStrategy(Strategy):
         return self.hoods[anchor.arch_id]
 
     def _cells(self, anchor: Node) -> list:
-        from ..spaces import nb201
-
         key = self.keys.get(anchor.arch_id) or self.space.key(anchor)
         if key is None:
             return []
@@ -170,10 +170,6 @@ class LocalStrategy(Strategy):
     def _mutations(self, anchor: Node) -> list:
         """Single mutations of the anchor: every operator's sites, shuffled per operator by the
         anchor's hash (the same neighbourhood on every run), taken round robin up to the bound."""
-        from nader.compiler.mutate import MutationError
-        from nader.compiler.mutate.engine import load_parent
-        from nader.compiler.mutate.table import OPERATORS
-
         if not anchor.text:
             return []
         try:
@@ -224,9 +220,6 @@ class LocalStrategy(Strategy):
 
 
 def _apply(text: str, site) -> Candidate:
-    from nader.compiler.mutate import MutationError
-    from nader.compiler.mutate.engine import apply_mutation
-
     change = {"operator": site.operator, "args": site.args,
               "neighbour": json.dumps([site.operator, site.args], sort_keys=True, default=str)}
     try:

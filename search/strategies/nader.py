@@ -23,28 +23,20 @@ from __future__ import annotations
 from typing import Optional
 
 from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
+from nader.agents.modifier import Modifier
+from nader.agents.proposer import NoIdeas, Proposer
+from nader.agents.reflector import ExperienceBase, Reflector
+from nader.compiler.architecture import split_architecture
 
 from ..selection import POLICIES
-from .base import Candidate, Option, Strategy
-from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure, repair_change
+from .base import Candidate, Strategy
+from .catalog import DECLARED, LLM_SESSION_OPTIONS
+from .llm import LLMTeam, proposal_failure, repair_change
 
 
 class NaderStrategy(Strategy):
     name = "nader"
-    summary = "NADER's agents: Proposer (knowledge base), Modifier (compiler feedback), Reflector (experience)"
-    options = {
-        "kb": Option(str, "", "knowledge base directory (filled by `nader-search read`)"),
-        "reader": Option(bool, True, "ideas retrieved by similarity to the parent (false: drawn at random)"),
-        "ranking": Option(bool, True, "the LLM ranks the candidate ideas (false: the most similar is taken)"),
-        "feedback": Option(bool, True, "the compiler's diagnostics go back to the Modifier (false: one round)"),
-        "experience": Option(bool, True, "the Reflector's lessons go into the Modifier's prompt"),
-        "rounds": Option(int, 3, "Modifier rounds with feedback (k)", minimum=1),
-        "candidates": Option(int, 5, "ideas the Proposer ranks", minimum=1),
-        "selection": Option(str, "nader", "parent-selection policy", choices=tuple(POLICIES)),
-        "dfs": Option(float, 0.5, "nader: probability of a depth-first step", minimum=0.0),
-        "width": Option(int, 3, "nader: children a node may have before it is closed", minimum=1),
-        **LLM_OPTIONS,
-    }
+    summary, options = DECLARED[name]
     session_options = LLM_SESSION_OPTIONS
     block_repairs = True  # `--repair`: the compiler repairs the Modifier's blocks (default auto)
 
@@ -90,9 +82,6 @@ class NaderStrategy(Strategy):
 
     def _propose(self, team, parent, rng, change: dict) -> Candidate:
         """The agents' proposal; `change` is filled as it goes, so a failure keeps what was decided."""
-        from nader.compiler.architecture import split_architecture
-        from nader.agents.proposer import NoIdeas
-
         arch_id = str(self.tree.next_id) if self.tree is not None else None
         base_text = split_architecture(parent.text)[0]
         try:
@@ -156,10 +145,6 @@ class _Team(LLMTeam):
     """The agents of one search, sharing one LLM client and the run's database."""
 
     def __init__(self, s: dict, run_dir, skeleton: str, dataset: str, caps: dict | None = None, repair: str = "off"):
-        from nader.agents.modifier import Modifier
-        from nader.agents.proposer import Proposer
-        from nader.agents.reflector import ExperienceBase, Reflector
-
         super().__init__(s, run_dir, "nader", caps,
                          kb_help="--option kb=DIR (fill one with `nader-search read PAPERS --kb DIR`)")
         self.proposer = Proposer(self.counting, self.kb, candidates=s["candidates"], use_reader=s["reader"],

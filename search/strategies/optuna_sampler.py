@@ -28,22 +28,18 @@ from typing import Dict, Optional
 
 from nader.runtime.errors import ConfigError
 
+from ..spaces import nb201
 from ..tree import FINAL
-from .base import Candidate, Option, StopSearch, Strategy
+from .base import Candidate, StopSearch, Strategy
+from .catalog import DECLARED
 
-SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")
 NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "scipy"), "cmaes": ("optuna", "cmaes"), "nsga2": ("optuna",)}
 REDRAWS = 100  # cells already in the tree answered in a row before a uniform draw
 
 
 class OptunaStrategy(Strategy):
     name = "optuna"
-    summary = "Optuna's samplers (tpe, gp, cmaes, nsga2) over the cell space, one categorical per edge (--space nb201)"
-    options = {
-        "sampler": Option(str, "tpe", "which Optuna sampler", choices=SAMPLERS),
-        "startup": Option(int, 10, "tpe, gp: random trials before the model is used (n_startup_trials)", minimum=1),
-        "population": Option(int, 20, "nsga2: population size", minimum=2),
-    }
+    summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
 
     def __init__(self, **options):
@@ -131,13 +127,9 @@ class OptunaStrategy(Strategy):
                 params=self._params(self._key(node)), system_attrs=dict((node.change or {}).get("optuna") or {})))
 
     def _cell(self, params: dict):
-        from ..spaces import nb201
-
         return nb201.Cell(tuple(nb201.OPS[v] if isinstance(v, int) else v for v in (params[k] for k in _names())))
 
     def _params(self, key: str) -> dict:
-        from ..spaces import nb201
-
         ops = nb201.Cell.parse(key).ops
         cmaes = self.settings["sampler"] == "cmaes"
         return {k: (nb201.OPS.index(op) if cmaes else op) for k, op in zip(_names(), ops)}
@@ -148,8 +140,6 @@ class OptunaStrategy(Strategy):
         return self.keys[node.arch_id]
 
     def _candidate(self, cell, attrs: dict) -> Candidate:
-        from ..spaces import nb201
-
         operator = f"optuna-{self.settings['sampler']}"
         change = {"operator": operator, "cell": str(cell)}
         if attrs:
@@ -166,15 +156,12 @@ def _tpe(seed: int, startup: int):
 
 
 def _names() -> list:
-    from ..spaces import nb201
-
     return [f"edge_{node}_{source}" for node, source in nb201.EDGES]
 
 
 def _distributions(kind: str) -> dict:
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
-    from ..spaces import nb201
 
     return {name: (IntDistribution(0, len(nb201.OPS) - 1) if kind == "cmaes" else CategoricalDistribution(nb201.OPS))
             for name in _names()}

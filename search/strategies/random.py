@@ -19,13 +19,13 @@ from typing import Optional
 from nader.runtime.errors import ConfigError
 
 from .base import StopSearch, Strategy
+from .catalog import DECLARED
 
 
 class RandomStrategy(Strategy):
     name = "random"
-    summary = "random search: draw architectures uniformly without replacement (--space nb201; else use walk)"
+    summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
-    options = {}
 
     def __init__(self, **options):
         super().__init__(**options)

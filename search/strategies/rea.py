@@ -25,17 +25,14 @@ import collections
 
 from ..objectives import best_of
 from ..selection.uniform import select_uniform
-from .base import Option, StopSearch, Strategy
+from .base import StopSearch, Strategy
+from .catalog import DECLARED
 
 
 class REAStrategy(Strategy):
     name = "rea"
-    summary = "regularized evolution: tournament among the last P trained, oldest removed"
+    summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
-    options = {
-        "population": Option(int, 20, "population size P (the last P trained architectures)", minimum=1),
-        "sample_size": Option(int, 5, "tournament size S (sampled from the population)", minimum=1),
-    }
 
     def __init__(self, **options):
         super().__init__(**options)

@@ -17,18 +17,13 @@ from dataclasses import replace
 from ..objectives import ranks
 from ..selection import POLICIES
 from ..tree import Tree
-from .base import Option, Strategy
+from .base import Strategy
+from .catalog import DECLARED
 
 
 class TreeStrategy(Strategy):
     name = "tree"
-    summary = "a parent-selection policy (nader, top-k, pareto) picks the node to mutate"
-    options = {
-        "selection": Option(str, "nader", "parent-selection policy", choices=tuple(POLICIES)),
-        "dfs": Option(float, 0.5, "nader: probability of a depth-first step", minimum=0.0),
-        "width": Option(int, 3, "nader: children a node may have before it is closed", minimum=1),
-        "k": Option(int, 5, "top-k: how many of the best nodes to choose among", minimum=1),
-    }
+    summary, options = DECLARED[name]
 
     def ask(self, tree, rng):
         if not self.several or self.settings["selection"] == "pareto":

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from ..selection.uniform import select_uniform
 from .base import Strategy
+from .catalog import DECLARED
 
 
 class WalkStrategy(Strategy):
     name = "walk"
-    summary = "random mutation walk: mutate a uniformly chosen node of the tree"
-    options = {}
+    summary, options = DECLARED[name]
 
     def ask(self, tree, rng):
         return select_uniform(tree, rng)

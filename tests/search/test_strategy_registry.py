@@ -56,3 +56,41 @@ def test_help_lists_every_strategy():
     out = CliRunner().invoke(run_command, ["--help"], terminal_width=200).output
     missing = [name for name in STRATEGIES if f"  {name}: " not in out]
     assert not missing, f"strategies missing from nader-search run --help: {missing}"
+
+
+def test_each_built_in_strategy_takes_its_declaration_from_the_catalog():
+    from nader.search.strategies.catalog import DECLARED
+
+    assert list(DECLARED) == list(LAZY_STRATEGIES)
+    for name, declared in DECLARED.items():
+        cls = STRATEGIES[name]
+        assert (cls.summary, cls.options) == tuple(declared), name
+        assert cls.options is declared.options, f"{name} restates its options instead of taking DECLARED's"
+
+
+def test_run_help_lists_the_strategies_without_importing_them():
+    """Nor the search's configuration checks (search/config.py imports the compiler at its top)."""
+    code = ("import sys; from click.testing import CliRunner; from nader.search.cli import run_command; "
+            "out = CliRunner().invoke(run_command, ['--help'], terminal_width=200).output; "
+            "assert '  nader: ' in out and '  optuna: ' in out, out; "
+            "assert 'nader.search.config' not in sys.modules; "
+            "print(sorted(m for m in sys.modules if m.startswith(('nader.search.strategies.', 'nader.agents.')) "
+            "and m.rsplit('.', 1)[1] not in ('base', 'catalog') and not m.startswith('nader.agents.llm')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_registered_strategy_is_listed_from_its_class():
+    from nader.search.strategies.catalog import listing
+
+    class Mine(Strategy):
+        name = "mine-listed"
+        summary = "a registered strategy"
+        options = {}
+
+    STRATEGIES["mine-listed"] = Mine
+    try:
+        assert ("mine-listed", "a registered strategy", {}) in listing()
+        assert STRATEGIES.is_builtin("rea") and not STRATEGIES.is_builtin("mine-listed")
+    finally:
+        del STRATEGIES["mine-listed"]
