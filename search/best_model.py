@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
+from nader.compiler.architecture import architecture_from_program
 from nader.compiler.backends.network_source import network_source
 from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check, network_to_onnx
 from nader.compiler.datasets import dataset_info
+from nader.compiler.errors import BuildError
 from nader.compiler.network import analyze
 from nader.compiler.network_header import header_line
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.dsl import parse
 from nader.runtime.data import dataset_spec, load_dataset
 from nader.runtime.jobs import DEFAULT_BUILDER, Job, checkpoint_path

@@ -99,7 +99,7 @@ class SearchConfig:
         share of the device's memory: `nader.runtime.memory`)."""
         from nader.compiler.fit import Budget, FitError, preset_budget
         from nader.runtime.presets import resolve
-        from nader.compiler.architecture import skeleton_info
+        from nader.compiler.skeletons import skeleton_info
         from nader.compiler.datasets import dataset_info
         from nader.compiler.plan import resolve_depths
 
@@ -153,7 +153,7 @@ class SearchConfig:
 
     def identity(self) -> dict:
         """What a resumed run must share with the run it continues."""
-        from nader.compiler.architecture import skeleton_info
+        from nader.compiler.skeletons import skeleton_info
         from nader.compiler.plan import resolve_depths
 
         from .checks import arch_hash_of_text

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from nader.agents.llm.accounting import dollars as format_dollars
-from nader.compiler.architecture import skeleton_info
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.runtime.errors import ConfigError
 from nader.runtime.faults import INTERRUPTED, InfrastructureError
 from nader.runtime.integrity import StoreError

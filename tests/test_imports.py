@@ -86,7 +86,7 @@ LAZY_IMPORTS = {
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): "start-up: torch; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): "start-up: torch; analyze() costs without building",
     ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): "start-up: torch",
-    ("nader.search.config", "nader.compiler.architecture"): CONFIG_BUDGET,
+    ("nader.search.config", "nader.compiler.skeletons"): DEFERRED,
     ("nader.search.config", "nader.compiler.datasets"): CONFIG_BUDGET,
     ("nader.search.config", "nader.compiler.fit"): CONFIG_BUDGET,
     ("nader.search.config", "nader.compiler.plan"): CONFIG_BUDGET,
@@ -112,8 +112,8 @@ LAZY_IMPORTS = {
     ("nader.search.strategies.local", "nader.search.spaces.nb201"):
         "start-up: nader-search --help imports every strategy; at the top NB201's space (it builds networks) "
         "costs it ~5% more instructions",
-    ("nader.search.strategies.nader", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
-    ("nader.search.strategies.fairnad", "nader.compiler.architecture"): STRATEGY_ARCHITECTURE,
+    ("nader.search.strategies.nader", "nader.compiler.block_text"): DEFERRED,
+    ("nader.search.strategies.fairnad", "nader.compiler.skeletons"): DEFERRED,
     ("nader.search.strategies.fairnad", "nader.compiler.plan"): STRATEGY_ARCHITECTURE,
     ("nader.search.strategies.optuna_sampler", "nader.search.spaces.nb201"): STRATEGY_ARCHITECTURE,
     ("nader.search.strategies.fairnad", "nader.agents.fairnad"): DISCOVERED,

@@ -186,7 +186,7 @@ class FairNADStrategy(Strategy):
     def _depths(self) -> list:
         if self.context.depths:
             return list(self.context.depths)
-        from nader.compiler.architecture import skeleton_info  # not bound to a run: the defaults
+        from nader.compiler.skeletons import skeleton_info  # not bound to a run: the defaults
         from nader.compiler.plan import resolve_depths
 
         return list(resolve_depths(skeleton_info(self.context.skeleton), None))

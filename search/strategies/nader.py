@@ -90,7 +90,7 @@ class NaderStrategy(Strategy):
 
     def _propose(self, team, parent, rng, change: dict) -> Candidate:
         """The agents' proposal; `change` is filled as it goes, so a failure keeps what was decided."""
-        from nader.compiler.architecture import split_architecture
+        from nader.compiler.block_text import split_architecture
         from nader.agents.proposer import NoIdeas
 
         arch_id = str(self.tree.next_id) if self.tree is not None else None
