@@ -27,7 +27,7 @@ _EXPORTS = {
     "SearchStore": "store",
     "Tree": "tree", "Node": "tree",
     "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
-    "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies", "Option": "strategies",
+    "Strategy": "strategies", "Candidate": "candidate", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
     "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "study",
     "register_strategy": "strategies", "register_evaluator": "registry",

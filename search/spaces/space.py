@@ -21,6 +21,7 @@ from nader.compiler.architecture import load_architecture
 from nader.compiler.passes.canonical import equivalent
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from . import nb201
 
 
@@ -96,8 +97,6 @@ class NB201Space(Space):
 
     def mutate(self, parent, rng: random.Random):
         """One edge of the parent's cell gets another operation (uniform edge, uniform new op)."""
-        from nader.search.strategies.base import Candidate
-
         try:
             cell = self.cell(parent.text)
         except nb201.NotInSpace as exc:
@@ -123,8 +122,6 @@ class NB201Space(Space):
     def sample(self, rng: random.Random, seen) -> Optional[Candidate]:
         """A cell drawn uniformly from those whose string is not in `seen` (sampling without
         replacement when `seen` holds every cell drawn before); None when none is left."""
-        from nader.search.strategies.base import Candidate
-
         left = [c for c in _ALL_STRINGS if c not in seen] if seen else _ALL_STRINGS
         if not left:
             return None

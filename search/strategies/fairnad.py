@@ -38,10 +38,11 @@ from typing import Optional
 
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
-from .base import Candidate, Option, Strategy
+from .base import Option, Strategy
 from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure
 
 STAGES = ("I", "II", "III")

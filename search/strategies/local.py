@@ -38,10 +38,11 @@ from typing import Dict, List, Optional, Tuple
 
 from nader.dsl.ir import Role
 
+from ..candidate import Candidate
 from ..objectives import best_of, dominates
 from ..selection.uniform import select_uniform
 from ..tree import PENDING, REJECTED, TRIALS, Node
-from .base import Candidate, Option, StopSearch, Strategy
+from .base import Option, StopSearch, Strategy
 
 
 class LocalStrategy(Strategy):

@@ -24,8 +24,9 @@ from typing import Optional
 
 from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
 
+from ..candidate import Candidate
 from ..selection import POLICIES
-from .base import Candidate, Option, Strategy
+from .base import Option, Strategy
 from .llm import LLM_OPTIONS, LLM_SESSION_OPTIONS, LLMTeam, proposal_failure, repair_change
 
 

@@ -28,8 +28,9 @@ from typing import Dict, Optional
 
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from ..tree import FINAL
-from .base import Candidate, Option, StopSearch, Strategy
+from .base import Option, StopSearch, Strategy
 
 SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")
 NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "scipy"), "cmaes": ("optuna", "cmaes"), "nsga2": ("optuna",)}
