@@ -11,6 +11,7 @@ _EXPORTS = {
     "check_architecture": "reply_checks", "load_architecture": "architecture", "skeleton_info": "skeletons",
     "Budget": "fit", "FitError": "fit", "FitResult": "fit", "preset_budget": "fit",
     "analyze": "network", "build_network": "network",
+    "code_table": "codes",
     "CannotApply": "mutate", "Mutation": "mutate", "MutationError": "mutate", "apply_mutation": "mutate",
 }
 

@@ -33,6 +33,10 @@ from nader.compiler.plan import BlockUnit, LayerUnit, Plan, make_plan, resolve_d
 from nader.compiler.skeletons import skeleton_info
 
 
+#: The runtime's spec of `build_network` ("module:function"), what a `Job` names as its builder.
+#: A job's id hashes this string, so it never changes: a rename would re-key every stored job.
+BUILDER = "nader.compiler.network:build_network"
+
 def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,
             input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
             path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
