@@ -37,6 +37,7 @@ from nader.compiler.skeletons import skeleton_info
 #: A job's id hashes this string, so it never changes: a rename would re-key every stored job.
 BUILDER = "nader.compiler.network:build_network"
 
+
 def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,
             input_size: Optional[int] = None, stem_stride: Optional[int] = None, budget=None,
             path: str = "<string>", arch: Optional[Architecture] = None) -> dict:
