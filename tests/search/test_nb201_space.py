@@ -83,7 +83,8 @@ def test_the_op_list_encoding_reads_back_and_the_check_says_why():
     assert S.op_list_text(S.RESNET) == "[3, 0, 3, 1, 0, 1]"
     text, feedback = S.check_cell_reply("op_list = [3, 0, 3, 1, 0, 1]")
     assert feedback == "" and S.cell_of_text(text) == S.Cell.parse(S.RESNET)
-    assert S.check_cell_reply("op_list = [3, 0]") == (None, "- op_list has 2 entries; it needs 6 operation ids from 0 to 4")
+    assert S.check_cell_reply("op_list = [3, 0]") == (
+        None, "- op_list has 2 entries; it needs 6 operation ids from 0 to 4")
 
 
 def test_effective_drops_dead_and_zero_fed_operations():
