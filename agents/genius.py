@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Tuple
 
-from nader.compiler.architecture import split_architecture, with_blocks_of
+from nader.compiler.block_text import split_architecture, with_blocks_of
 from nader.compiler.reply_checks import check_architecture, check_base_block
 from nader.compiler.reply_repair import repair_reply
 from nader.dsl.ops import reference_text

@@ -50,7 +50,7 @@ from functools import lru_cache
 from typing import Callable, List, Optional
 
 from nader.compiler import grammar_export
-from nader.compiler.architecture import block_name, renamed, split_architecture
+from nader.compiler.block_text import block_name, renamed, split_architecture
 from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_checks import Check, check_architecture, check_base_block

@@ -59,12 +59,14 @@ def run_trials(k: int, device: str, arch: str, data_dir: str, *, dataset: str = 
                epochs: int = 3, widths=(16, 32, 64), depths=None, compile_: bool = False, on_event=None,
                extra_options: Optional[dict] = None) -> dict:
     """K identical NB201 trials (different seeds) at once on `device` through the pool executor."""
+    from nader.compiler.network import BUILDER
     from nader.runtime.executors import PoolExecutor
     from nader.runtime.jobs import Job
 
     options = {"epochs": epochs, "chance_epochs": None, "compile": compile_, **(extra_options or {})}
     jobs = [Job(arch=arch, dataset=dataset, preset="nb201-12", seed=seed, data_dir=data_dir, widths=list(widths),
-                depths=list(depths) if depths else None, options=dict(options), name=f"trial-{seed}") for seed in range(k)]
+                depths=list(depths) if depths else None, options=dict(options), name=f"trial-{seed}",
+                builder=BUILDER) for seed in range(k)]
     if device.startswith("cuda"):
         ex = PoolExecutor(devices=[device], trials_per_device=k)
     else:  # the CPU path: the same machinery, K CPU workers sharing the cores

@@ -164,7 +164,7 @@ def edits_parse(text: str) -> bool:
 
 def names_a_cell(text: str) -> bool:
     """The reply names a NAS-Bench-201 cell (GENIUS's `op_list`)."""
-    from nader.search.strategies.genius import parse_cell_reply
+    from nader.search.spaces.nb201 import parse_cell_reply
 
     try:
         parse_cell_reply(text)

@@ -99,9 +99,10 @@ def loop_overhead(trials: int, strategy: str):
 
 
 def one_training() -> float:
+    from nader.compiler.network import BUILDER
     from nader.runtime.jobs import Job, run_job
 
-    job = Job(arch=EXAMPLE.read_text(), dataset="digits", preset="quick")
+    job = Job(arch=EXAMPLE.read_text(), dataset="digits", preset="quick", builder=BUILDER)
     run_job(job)  # warm: imports, dataset, deterministic-mode set-up, as in a running search
     t0 = time.perf_counter()
     result = run_job(job)

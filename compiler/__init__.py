@@ -7,10 +7,11 @@ submodules' names, so their functions are imported from `nader.compiler.fit` and
 import importlib
 
 _EXPORTS = {
-    "Architecture": "architecture", "BuildError": "architecture", "SKELETONS": "architecture",
-    "check_architecture": "reply_checks", "load_architecture": "architecture", "skeleton_info": "architecture",
+    "Architecture": "architecture", "BuildError": "errors", "SKELETONS": "skeletons",
+    "check_architecture": "reply_checks", "load_architecture": "architecture", "skeleton_info": "skeletons",
     "Budget": "fit", "FitError": "fit", "FitResult": "fit", "preset_budget": "fit",
     "analyze": "network", "build_network": "network",
+    "code_table": "codes",
     "CannotApply": "mutate", "Mutation": "mutate", "MutationError": "mutate", "apply_mutation": "mutate",
 }
 

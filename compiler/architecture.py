@@ -3,7 +3,8 @@
 An architecture file holds NADER's three blocks: the base block `X`, the stem `X_stem` and
 the downsample block `X_downsample` (or a DARTS cell pair, `X` and the reduction cell
 `X_downsample`, plus `X_stem`). A file may hold the base block alone: the skeleton's standard
-stem and downsample block (`STANDARD_BLOCKS`) fill in, and a note says so.
+stem and downsample block (`standard_blocks.py`) fill in, and a note says so. The skeletons
+themselves are `skeletons.py`.
 
 Each block is verified in the square domain, where verdicts hold for every square input.
 A network asks for each block at the resolution of its stage (`Architecture.report_at`):
@@ -16,181 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
-from nader.compiler.block_text import block_name, renamed, split_architecture, with_blocks_of  # noqa: F401 (API)
-from nader.compiler.errors import BuildError  # noqa: F401 (re-exported)
+from nader.compiler.errors import BuildError
 from nader.compiler.passes.contract import ANY, fixed
 from nader.compiler.passes.cost import block_cost
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
+from nader.compiler.skeletons import Skeleton, skeleton_info
+from nader.compiler.standard_blocks import STANDARD_BLOCKS
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse
 
-
-# -- skeletons ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Skeleton:
-    name: str
-    multipliers: tuple[int, ...]  # stage widths as multiples of the base width
-    depths: tuple[int, ...]  # default blocks (cells) per stage
-    stem_stride: int  # default stem stride
-    cells: bool  # two-input cells (DARTS) instead of base/downsample blocks
-    summary: str
-    lastact: bool = False  # a BN-ReLU after the last stage, before pooling (NAS-Bench-201's `lastact`)
-
-
-SKELETONS: dict[str, Skeleton] = {s.name: s for s in [
-    Skeleton("nb201", (1, 2, 4), (5, 5, 5), 1, False,
-             "NAS-Bench-201: stem, 3 stages of 5 blocks at C, 2C, 4C, downsample blocks between stages"),
-    Skeleton("nas-bench-201", (1, 2, 4), (5, 5, 5), 1, False,
-             "NAS-Bench-201's own network: the nb201 skeleton plus its BN-ReLU before pooling", lastact=True),
-    Skeleton("imagenet", (1, 2, 4, 8), (2, 3, 5, 2), 4, False,
-             "ImageNet-style: stem (stride 4), 4 stages at C, 2C, 4C, 8C, downsample blocks between stages"),
-    Skeleton("darts", (1, 2, 4), (6, 6, 6), 1, True,
-             "DARTS: stem, normal cells with reduction cells at 1/3 and 2/3 (20 cells; depths 2,2,2 for 8)"),
-]}
-
-
-def skeleton_info(name: str) -> Skeleton:
-    key = (name or "").strip().lower()
-    if key not in SKELETONS:
-        raise BuildError(f"unknown skeleton {name!r}; choose one of: {', '.join(SKELETONS)}")
-    return SKELETONS[key]
-
-
-# -- the skeletons' standard stems and downsample blocks ---------------------------------------
-
-@dataclass(frozen=True)
-class StandardBlock:
-    """A block a skeleton uses where the file has none; `@` in the text stands for the base block's name."""
-
-    text: str
-    summary: str
-
-    def block(self, base_name: str, origin: str) -> Block:
-        parsed = parse(self.text.replace("@", base_name), origin)
-        assert parsed.ok and len(parsed.program.blocks) == 1, parsed.diagnostics  # fixed text, tested
-        return parsed.program.blocks[0]
-
-
-_CONV_BN_STEM = StandardBlock("""##@_stem##
-0:input
-1:output
-2:Conv2d(out_channels=dim,kernel_size=3,stride=1)
-3:BN
-0->2
-2->3
-3->1
-""", "a 3x3 Conv2d and BN")
-
-STANDARD_BLOCKS: dict[str, dict[str, StandardBlock]] = {
-    # NAS-Bench-201's stem and its ResNetBasicblock with stride 2 (ReLU-Conv-BN twice; shortcut
-    # AvgPool2d(2) and a 1x1 conv).
-    "nb201": {
-        "stem": _CONV_BN_STEM,
-        "downsample": StandardBlock("""##@_downsample##
-0:input
-1:output
-2:ReLU
-3:Conv2d(out_channels=dim,kernel_size=3,stride=2)
-4:BN
-5:ReLU
-6:Conv2d(out_channels=dim,kernel_size=3,stride=1)
-7:BN
-8:AvgPool2d(kernel_size=2,stride=2)
-9:Conv2d(out_channels=dim,kernel_size=1,stride=1)
-10:Add
-0->2
-2->3
-3->4
-4->5
-5->6
-6->7
-0->8
-8->9
-7->10
-9->10
-10->1
-""", "NAS-Bench-201's residual block with stride 2 (ReLU-Conv-BN twice, shortcut AvgPool2d and 1x1 Conv2d)"),
-    },
-    # ResNet's stem (7x7 stride-2 Conv2d, BN, ReLU, 3x3 stride-2 max pooling: stride 4) and its
-    # basic block with stride 2 and a projection shortcut.
-    "imagenet": {
-        "stem": StandardBlock("""##@_stem##
-0:input
-1:output
-2:Conv2d(out_channels=dim,kernel_size=7,stride=2)
-3:BN
-4:ReLU
-5:MaxPool2d(kernel_size=3,stride=2)
-0->2
-2->3
-3->4
-4->5
-5->1
-""", "ResNet's stem: 7x7 stride-2 Conv2d, BN, ReLU, 3x3 stride-2 MaxPool2d"),
-        "downsample": StandardBlock("""##@_downsample##
-0:input
-1:output
-2:Conv2d(out_channels=dim,kernel_size=3,stride=2)
-3:BN
-4:ReLU
-5:Conv2d(out_channels=dim,kernel_size=3,stride=1)
-6:BN
-7:Conv2d(out_channels=dim,kernel_size=1,stride=2)
-8:BN
-9:Add
-10:ReLU
-0->2
-2->3
-3->4
-4->5
-5->6
-0->7
-7->8
-6->9
-8->9
-9->10
-10->1
-""", "ResNet's basic block with stride 2 and a 1x1 stride-2 Conv2d + BN shortcut"),
-    },
-    # DARTS' stem and the reduction cell of DARTS (V2): 3x3 stride-2 max pooling of both inputs,
-    # four sums, their concatenation brought back to the cell's width (ReLU, 1x1 Conv2d, BN).
-    "darts": {
-        "stem": _CONV_BN_STEM,
-        "downsample": StandardBlock("""##@_downsample##
-0:input1
-1:input2
-2:output
-3:MaxPool2d(kernel_size=3,stride=2)
-4:MaxPool2d(kernel_size=3,stride=2)
-5:Add
-6:Add
-7:Add
-8:Add
-9:concat(dim=1)
-10:ReLU
-11:Conv2d(out_channels=dim,kernel_size=1,stride=1)
-12:BN
-0->3
-1->4
-3,4->5
-5,4->6
-3,5->7
-5,4->8
-5,6,7,8->9
-9->10
-10->11
-11->12
-12->2
-""", "the reduction cell of DARTS (V2): max pooling of both inputs, four sums, concat, ReLU-Conv-BN"),
-    },
-}
-# NAS-Bench-201's own network is the nb201 skeleton with a BN-ReLU before pooling: same blocks.
-STANDARD_BLOCKS["nas-bench-201"] = STANDARD_BLOCKS["nb201"]
-
-
-# -- architectures ------------------------------------------------------------------------------
 
 @dataclass
 class Architecture:
@@ -382,5 +218,4 @@ def _verify_stem(stem: Block, path: str, front_end: tuple, skel: Skeleton,
     return report, report.stem_stride
 
 
-__all__ = ["Architecture", "BuildError", "SKELETONS", "STANDARD_BLOCKS", "Skeleton", "StandardBlock",
-           "architecture_from_program", "load_architecture", "skeleton_info"]
+__all__ = ["Architecture", "architecture_from_program", "load_architecture"]

@@ -1,6 +1,6 @@
 """An architecture's text as the agents handle it: its blocks by role, a block's name from its
-header, a block renamed, a new base block given another architecture's stem and downsample blocks
-(compiler.architecture re-exports these)."""
+header, a block renamed, a new base block given another architecture's stem and downsample blocks.
+It parses but never verifies: the agents split and reassemble replies without the compiler's passes."""
 from __future__ import annotations
 
 from nader.dsl.fast_lines import header_token

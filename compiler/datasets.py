@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nader.compiler.architecture import BuildError
+from nader.compiler.errors import BuildError
 
 
 @dataclass(frozen=True)

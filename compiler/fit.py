@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
-from nader.compiler.architecture import BuildError
+from nader.compiler.errors import BuildError
 from nader.compiler.network_cost import NetworkModel
 from nader.runtime.presets import get_preset
 

@@ -1,6 +1,6 @@
 """Whole networks: fit or check the widths of a plan, cost it, and assemble it into PyTorch.
 
-A *skeleton* places the blocks of an architecture (`architecture.py`: the base block
+A *skeleton* (`skeletons.py`) places the blocks of an architecture (`architecture.py`: the base block
 `X`, the stem `X_stem` and the downsample block `X_downsample`, or a DARTS cell pair):
 
 * `nb201`: stem (stride 1), three stages of N=5 base blocks at widths C, 2C, 4C,
@@ -22,13 +22,20 @@ from __future__ import annotations
 
 from typing import Optional
 
-from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
+from nader.compiler.architecture import Architecture, load_architecture
 from nader.compiler.datasets import dataset_info
+from nader.compiler.errors import BuildError
 from nader.compiler.fit import DEFAULT_BATCH_SIZE, Budget, FitError, fit, over_memory, preset_budget
 from nader.compiler.network_cost import (constraint_holds, network_model, peak_memory, plan_constraints, plan_cost,
                                          training_memory)
 from nader.compiler.passes.cost import CostError
 from nader.compiler.plan import BlockUnit, LayerUnit, Plan, make_plan, resolve_depths, resolve_widths, width_int
+from nader.compiler.skeletons import skeleton_info
+
+
+#: The runtime's spec of `build_network` ("module:function"), what a `Job` names as its builder.
+#: A job's id hashes this string, so it never changes: a rename would re-key every stored job.
+BUILDER = "nader.compiler.network:build_network"
 
 
 def analyze(arch_text: str, skeleton: str = "nb201", dataset: str = "cifar10", *, widths=None, depths=None,

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Optional, Sequence, Union
 
-from nader.compiler.architecture import Architecture, Skeleton, skeleton_info
+from nader.compiler.architecture import Architecture
 from nader.compiler.passes.cost import (NO_COST, Cost, CostError, Figures, adaptive_avg_pool_cost, bn_cost, conv_cost,
                                         linear_cost, nondecreasing, substitute)
 from nader.compiler.passes.symbolic import ONE, Constraint, Poly, ceil_div
 from nader.compiler.plan import X, BlockUnit, LayerUnit, Plan, make_plan, width_int
+from nader.compiler.skeletons import Skeleton, skeleton_info
 
 
 def layer_cost(unit: LayerUnit) -> Cost:

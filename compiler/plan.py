@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence, Union
 
-from nader.compiler.architecture import SKELETONS, Architecture, BuildError, Skeleton
+from nader.compiler.architecture import Architecture
+from nader.compiler.errors import BuildError
 from nader.compiler.passes.contract import contract, fixed
 from nader.compiler.passes.symbolic import Poly
+from nader.compiler.skeletons import SKELETONS, Skeleton
 
 X = Poly.atom("x")  # the base width while fitting
 

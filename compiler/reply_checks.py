@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from nader.compiler.architecture import BuildError, load_architecture, skeleton_info
+from nader.compiler.architecture import load_architecture
 from nader.compiler.datasets import dataset_info
+from nader.compiler.errors import BuildError
 from nader.compiler.network_cost import network_model
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.verify import verify_block
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.dsl.extract import extract_blocks
 from nader.dsl.format import format_block
 from nader.dsl.ir import Role

@@ -6,7 +6,7 @@ The names below load their module on first use, so importing one submodule (say
 import importlib
 
 _EXPORTS = {
-    "Code": "diagnostics", "Diagnostic": "diagnostics", "Severity": "diagnostics", "code_table": "diagnostics",
+    "Code": "diagnostics", "Diagnostic": "diagnostics", "Severity": "diagnostics",
     "Extraction": "extract", "extract_blocks": "extract",
     "format_program": "format",
     "DEFAULT_LIMITS": "limits", "InputLimits": "limits",

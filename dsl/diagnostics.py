@@ -3,8 +3,10 @@
 Ranges: NAD1xx syntax (front end), NAD2xx structure, NAD3xx shapes,
 NAD4xx style (lint). A code is declared with `define_code` in the module that
 implements its rule, documentation beside it (what it does / why / example /
-fix), which `nadc explain` prints. `code_table()` imports those modules so
-the table is complete.
+fix), which `nadc explain` prints; declaring registers it here. This floor
+cannot import the compiler's modules that declare codes, so
+`registered_codes()` holds the codes of the modules imported so far: the
+complete table is `nader.compiler.codes.code_table()`, which imports them all.
 
 A diagnostic may carry a `Fix`: text edits that, applied to the file
 (`apply_fix`), make it go away without introducing a syntax error. The code
@@ -15,7 +17,6 @@ advice.
 from __future__ import annotations
 
 import enum
-import importlib
 from itertools import accumulate
 import textwrap
 from dataclasses import dataclass, field
@@ -64,13 +65,6 @@ class Code:
 
 _TABLE: dict[str, Code] = {}
 
-# Modules that declare codes; importing them fills the table.
-RULE_MODULES = (
-    "nader.dsl.parse_codes",
-    "nader.compiler.passes",
-    "nader.compiler.lint",
-)
-
 
 def define_code(code: str, name: str, severity: Severity, summary: str, doc: str,
                 fix: FixAvailability = FixAvailability.NEVER) -> Code:
@@ -83,17 +77,10 @@ def define_code(code: str, name: str, severity: Severity, summary: str, doc: str
     return entry
 
 
-def code_table() -> dict[str, Code]:
-    for module in RULE_MODULES:
-        importlib.import_module(module)
+def registered_codes() -> dict[str, Code]:
+    """The codes declared so far, by number: those of the modules imported. Every code is in
+    `nader.compiler.codes.code_table()`."""
     return dict(sorted(_TABLE.items()))
-
-
-def find_code(text: str) -> Optional[Code]:
-    """A code by its number (`NAD104`, `nad104`) or its name (`unknown-operation`)."""
-    table = code_table()
-    key = text.strip()
-    return table.get(key.upper()) or next((c for c in table.values() if c.name == key.lower()), None)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,7 @@ _new = tuple.__new__
 
 def header_token(line: str) -> Optional[str]:
     """A header line's `##Name##` token as the grammar reads it (a comment after it left out), or
-    None for any other line: how a reply's block is named (compiler.architecture.block_name)."""
+    None for any other line: how a reply's block is named (compiler.block_text.block_name)."""
     header = _HEADER.match(line) if len(line) <= _MAX_LEN else None
     return None if header is None else header.group(1)
 

@@ -1,8 +1,9 @@
 """The runtime: train and evaluate compiled networks here, in a process pool or on Ray.
 
     from nader.runtime import Job, evaluate, PoolExecutor
-    results = evaluate([Job(arch_text, dataset="cifar10", preset="nb201-12", seed=s, data_dir="data")
-                        for s in (777, 888, 999)], PoolExecutor(workers=2), run_dir="runs/x")
+    from nader.compiler.network import BUILDER
+    results = evaluate([Job(arch_text, dataset="cifar10", preset="nb201-12", seed=s, data_dir="data",
+                            builder=BUILDER) for s in (777, 888, 999)], PoolExecutor(workers=2), run_dir="runs/x")
 
 See docs/runtime.md. Names are imported lazily so that ``import nader.runtime`` stays cheap.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "Job": "jobs", "Result": "jobs", "run_job": "jobs", "DEFAULT_BUILDER": "jobs",
+    "Job": "jobs", "Result": "jobs", "run_job": "jobs",
     "evaluate": "runner",
     "Executor": "executors", "InProcessExecutor": "executors", "PoolExecutor": "executors",
     "RayExecutor": "executors", "make_executor": "executors",

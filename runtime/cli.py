@@ -280,9 +280,11 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
             except OSError as exc:  # worded as `run` words it
                 click.echo(f"error: {describe_os_error(exc)}", err=True)
                 return 2
+        from nader.compiler.network import BUILDER  # the command line may name the compiler; the runtime does not
+
         from .data import canonical_name, check_dataset
         from .executors import make_executor
-        from .jobs import DEFAULT_BUILDER, Job
+        from .jobs import Job
         from .presets import get_preset
         from .progress import Progress
         from .runner import evaluate
@@ -316,7 +318,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                 options[k] = v
         seed_list = seeds or list(get_preset(preset).seeds)
         jobs = [Job(arch=text, skeleton=skeleton, dataset=ds, preset=preset, seed=s, data_dir=data_dir,
-                    builder=builder or DEFAULT_BUILDER, options=dict(options), name=name) for s in seed_list]
+                    builder=builder or BUILDER, options=dict(options), name=name) for s in seed_list]
         if run_dir is None:
             tmp = tempfile.mkdtemp(prefix="nader-run-")
             run_dir = tmp

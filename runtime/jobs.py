@@ -2,8 +2,8 @@
 
 Both are plain dataclasses that round-trip through JSON, so a job can run in this process, in
 a spawned worker or on a Ray node. The worker compiles the architecture itself by calling the
-job's ``builder`` ("module:function", default :data:`DEFAULT_BUILDER`), which must have the
-signature of ``nader.compiler.network.build_network``::
+job's ``builder`` ("module:function"; the compiler's is ``nader.compiler.network.BUILDER``), which
+must have the signature of the compiler's ``build_network``::
 
     build_network(arch_text, skeleton="nb201", dataset="cifar10", *, widths=None, depths=None)
         -> (torch.nn.Module, {"params": int, "flops": int, "widths", "depths", "num_classes", "input_size"})
@@ -31,7 +31,7 @@ from .errors import ArchitectureError, BuilderUnavailable, ConfigError, DatasetE
 from .faults import E_INFRA, INTERRUPTED, infrastructure_reason
 from .latency import measure_latency
 from .records import (  # noqa: F401 (re-exported: the worker's callers name them here)
-    DEFAULT_BUILDER, E_BUILD, E_BUILDER, E_CONFIG, E_DATA, E_EXCEPTION, E_KILLED, E_OOM, E_TIMEOUT, STATUSES, Job,
+    E_BUILD, E_BUILDER, E_CONFIG, E_DATA, E_EXCEPTION, E_KILLED, E_OOM, E_TIMEOUT, STATUSES, Job,
     Result, _canon, failure)
 from .store import RunStore
 

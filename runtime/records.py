@@ -2,6 +2,8 @@
 
 They live apart from the worker (`jobs.py`) so that the run store, the executors and the search can
 name them without importing the worker, and the worker can record into the store without a cycle.
+A job names its network builder; whoever makes jobs passes it (the search and `nader-search eval`
+pass the compiler's), so the runtime names no module above it.
 """
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
-DEFAULT_BUILDER = "nader.compiler.network:build_network"
 STATUSES = ("ok", "diverged", "failed", "interrupted")  # interrupted: by the machine (faults.py); reruns
 
 # error kinds of failed results
@@ -31,7 +32,9 @@ class Job:
     preset: str = "quick"
     seed: int = 777
     data_dir: Optional[str] = None
-    builder: str = DEFAULT_BUILDER
+    # "module:function" building the network (the compiler's: `nader.compiler.network.BUILDER`);
+    # no default: this floor does not name the compiler. Keyword-only, so the fields keep their order.
+    builder: str = field(kw_only=True)
     widths: Optional[List[int]] = None
     depths: Optional[List[int]] = None
     options: dict = field(default_factory=dict)  # preset overrides, "device", "threads"

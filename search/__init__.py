@@ -8,10 +8,10 @@
 Layout: `config.py` (settings, TOML, resume identity), `session.py` (one invocation: lock, store,
 executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify, deduplicate,
 fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
-(training behind a small interface), `strategies/` (one per file), `selection/` (parent-selection
-policies), `prescreen.py` (zero-cost proxies), `records.py` (reading a run), `report/` (the HTML report),
-`progress.py`, `lock.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `evaluators/`
-(tabular benchmarks).
+(training behind a small interface), `strategies/` (one per file; what they propose is
+`candidate.py`), `selection/` (parent-selection policies), `prescreen.py` (zero-cost proxies),
+`records.py` (reading a run), `report/` (the HTML report), `progress.py`, `lock.py`, `cli.py`,
+`spaces/` (the NAS-Bench-201 cell space), `evaluators/` (tabular benchmarks).
 `study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`) and
 `registry.py` registers strategies and evaluators (also by entry points); `objectives.py` holds
 several objectives and the Pareto set. See docs/search.md and docs/api.md.
@@ -27,7 +27,7 @@ _EXPORTS = {
     "SearchStore": "store",
     "Tree": "tree", "Node": "tree",
     "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
-    "Strategy": "strategies", "Candidate": "strategies", "STRATEGIES": "strategies", "Option": "strategies",
+    "Strategy": "strategies", "Candidate": "candidate", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
     "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "study",
     "register_strategy": "strategies", "register_evaluator": "registry",

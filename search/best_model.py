@@ -23,16 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
-from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
+from nader.compiler.architecture import architecture_from_program
 from nader.compiler.backends.network_source import network_source
 from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check, network_to_onnx
 from nader.compiler.datasets import dataset_info
-from nader.compiler.network import analyze
+from nader.compiler.errors import BuildError
+from nader.compiler.network import BUILDER, analyze
 from nader.compiler.network_header import header_line
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.dsl import parse
 from nader.runtime.data import dataset_spec, load_dataset
-from nader.runtime.jobs import DEFAULT_BUILDER, Job, checkpoint_path
+from nader.runtime.jobs import Job, checkpoint_path
 from nader.runtime.trainer import load_checkpoint
 
 from . import records
@@ -116,7 +118,7 @@ def nad_text(chosen: Chosen, net: dict, normalisation: Optional[tuple] = None) -
 
 def state_dict(run_dir: Path, chosen: Chosen) -> dict:
     """The trained weights of the chosen seed: its checkpoint's model state."""
-    if chosen.job.builder != DEFAULT_BUILDER:
+    if chosen.job.builder != BUILDER:
         raise ExportError(f"architecture #{chosen.rec['arch_id']} was built by {chosen.job.builder}, not nadc's "
                           f"network builder; its weights do not fit the emitted network")
     path = checkpoint_path(run_dir, chosen.job.job_id)

@@ -33,13 +33,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Optional
 
-from nader.compiler.fit import fit, over_memory
-from nader.compiler.architecture import Architecture, BuildError, load_architecture, skeleton_info
+from nader.compiler.architecture import Architecture, load_architecture
 from nader.compiler.datasets import dataset_info
+from nader.compiler.errors import BuildError
+from nader.compiler.fit import fit, over_memory
 from nader.compiler.network_cost import network_model
 from nader.compiler.passes.canonical import canonical_hash, equivalent
 from nader.compiler.passes.cost import CostError
 from nader.compiler.passes.structure import dead_nodes
+from nader.compiler.skeletons import skeleton_info
 from nader.dsl.ir import Block
 
 from .tree import Tree

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from nader.compiler.architecture import skeleton_info
+from nader.compiler.skeletons import skeleton_info
 from nader.compiler.datasets import dataset_info
 from nader.compiler.fit import Budget, FitError, preset_budget
 from nader.compiler.plan import resolve_depths

@@ -24,7 +24,8 @@ import collections
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional
 
-from nader.runtime.jobs import DEFAULT_BUILDER, Job, Result
+from nader.compiler.network import BUILDER
+from nader.runtime.jobs import Job, Result
 from nader.runtime.runner import _StoreWatcher
 
 
@@ -95,7 +96,7 @@ class TrainingEvaluator(Evaluator):
         # setting (25k train / 25k valid); the runtime's `cifar10` trains on all 50k with no validation.
         dataset = SEARCH_TRAINING_SETS.get(dataset, dataset)
         self.template = Job(arch="", skeleton=skeleton, dataset=dataset, preset=preset, data_dir=data_dir,
-                            builder=builder or DEFAULT_BUILDER, depths=list(depths) if depths else None,
+                            builder=builder or BUILDER, depths=list(depths) if depths else None,
                             options=dict(options or {}), run_dir=str(store.run_dir.resolve()))
         self.dispatch = executor.start(on_event=on_event)
         self.tickets: Dict[int, tuple] = {}  # dispatch ticket -> (arch_id, job)

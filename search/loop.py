@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
 from nader.agents.llm.accounting import dollars as format_dollars
-from nader.compiler.architecture import skeleton_info
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.runtime.errors import ConfigError
 from nader.runtime.faults import INTERRUPTED, InfrastructureError
 from nader.runtime.integrity import StoreError
@@ -43,7 +43,8 @@ from .fidelity import scheduler_of
 from .objectives import of_config
 from .spaces.space import get_space
 from .store import SearchStore
-from .strategies.base import Candidate, SearchContext, StopSearch, Strategy, stop_code
+from .candidate import Candidate
+from .strategies.base import SearchContext, StopSearch, Strategy, stop_code
 from .tree import FINAL, PENDING, Node, Tree
 
 ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from nader.compiler.architecture import skeleton_info
 from nader.compiler.network import build_network
 from nader.compiler.plan import resolve_depths
+from nader.compiler.skeletons import skeleton_info
 from nader.runtime.errors import ConfigError
 
 from . import records

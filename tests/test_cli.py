@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from conftest import REPO_ROOT, run_nadc, shared_dir
 from nader import __version__
-from nader.dsl.diagnostics import code_table
+from nader.compiler.codes import code_table
 from nader.dsl.ops import REGISTRY, reference_text
 
 FORMATS = ("full", "concise", "json")

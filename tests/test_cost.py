@@ -19,8 +19,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nader.compiler.architecture import load_architecture
 from nader.compiler.backends.torch_backend import build_torch
-from nader.compiler.architecture import BuildError, load_architecture
+from nader.compiler.errors import BuildError
 from nader.compiler.network import build_network
 from nader.compiler.network_cost import network_model
 from nader.compiler.passes import verify_block

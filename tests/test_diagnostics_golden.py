@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_nadc
-from nader.dsl.diagnostics import code_table
+from nader.compiler.codes import code_table
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("NADC_UPDATE_GOLDEN", "") not in ("", "0")

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from nader.compiler.architecture import load_architecture
+from nader.compiler.errors import BuildError
 from nader.compiler.fit import PRESETS, Budget, FitError, fit, preset_budget
-from nader.compiler.architecture import BuildError, load_architecture
 from nader.compiler.network import build_network
 from nader.compiler.network_cost import network_model
 from nader.compiler.passes.cost import Figures

@@ -22,8 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strategies import mutated, mutated_texts, sound_blocks, with_named_ids
+from nader.compiler.codes import code_table
 from nader.compiler.passes.verify import verify_program
-from nader.dsl.diagnostics import Diagnostic, Fix, FixAvailability, apply_fix, code_table
+from nader.dsl.diagnostics import Diagnostic, Fix, FixAvailability, apply_fix
 from nader.dsl.format import format_block
 from nader.dsl.parse_codes import SYNTAX_CODES
 from nader.dsl.parser import parse

@@ -18,11 +18,12 @@ from hypothesis import strategies as st
 from conftest import REPO_ROOT, run_nadc, shared_dir
 from strategies import blocks, mutated_texts, program_texts
 from nader.compiler.cli import COMMANDS
+from nader.compiler.codes import code_table
 from nader.compiler.lint import engine
 from nader.compiler.lint.config import ConfigError, lintable_codes, resolve, selection_for
 from nader.compiler.lint.engine import Finding, LintContext, Rule, all_rules, lint_block, lint_parsed, suppressions
 from nader.compiler.lint.rules import MODULES
-from nader.dsl.diagnostics import Code, Severity, code_table
+from nader.dsl.diagnostics import Code, Severity
 from nader.dsl.format import format_block, renumber
 from nader.dsl.ir import Role
 from nader.compiler.passes.verify import verify_block

@@ -20,13 +20,13 @@ from conftest import REPO_ROOT, run_nadc
 from strategies import blocks, sound_blocks
 
 from nader.compiler.architecture import load_architecture
+from nader.compiler.codes import find_code
 from nader.compiler.mutate import (OPERATORS, CannotApply, MutationError, apply_mutation, load_parent, mutate,
                                    mutate_block)
 from nader.compiler.mutate.rewrite import Rewrite
 from nader.compiler.network import build_network
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.verify import verify_block
-from nader.dsl.diagnostics import find_code
 from nader.dsl.format import format_block
 from nader.dsl.ir import Block, Role
 from nader.dsl.parser import parse

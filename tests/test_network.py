@@ -14,11 +14,13 @@ import pytest
 import torch
 
 from conftest import REPO_ROOT, run_nadc
-from nader.compiler.architecture import SKELETONS, BuildError, load_architecture
+from nader.compiler.architecture import load_architecture
 from nader.compiler.datasets import DATASETS
+from nader.compiler.errors import BuildError
 from nader.compiler.network import build_network
 from nader.compiler.network_cost import peak_memory
 from nader.compiler.plan import make_plan
+from nader.compiler.skeletons import SKELETONS
 
 BASE = """##Res##
 0:input

@@ -12,13 +12,15 @@ from __future__ import annotations
 import pprint
 from typing import Optional
 
-from nader.compiler.architecture import Architecture, BuildError, architecture_from_program, skeleton_info
+from nader.compiler.architecture import Architecture, architecture_from_program
 from nader.compiler.backends.errors import EmitError
 from nader.compiler.backends.torch_source import SOURCE_PRELUDE
+from nader.compiler.errors import BuildError
 from nader.compiler.network import analyze
 from nader.compiler.passes.verify import verify_block
 from nader.compiler.plan import BlockUnit, CellUnit, LayerUnit, Plan, width_int
 from nader.compiler.reporting import Emitted, note_lines
+from nader.compiler.skeletons import skeleton_info
 
 
 def _clean(name: str) -> str:

@@ -154,7 +154,7 @@ def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOp
     if header is None or (options.network and options.network != header["skeleton"]):
         return options
     if "classes" in header and header.get("dataset"):
-        from nader.compiler.architecture import BuildError
+        from nader.compiler.errors import BuildError
         from nader.compiler.datasets import dataset_info
 
         try:

@@ -61,7 +61,9 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     """
     from nader.compiler.fit import DEFAULT_BATCH_SIZE, Budget, FitError, preset_budget
     from nader.runtime.memory import default_memory_budget
-    from nader.compiler.architecture import BuildError, architecture_from_program, skeleton_info
+    from nader.compiler.architecture import architecture_from_program
+    from nader.compiler.errors import BuildError
+    from nader.compiler.skeletons import skeleton_info
     from nader.compiler.datasets import dataset_info
     from nader.compiler.network import analyze
     from nader.compiler.plan import resolve_depths, resolve_widths

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from nader.dsl.diagnostics import code_table, find_code
+from nader.compiler.codes import code_table, find_code
 from nader.dsl.ops import reference_text
 
 

@@ -25,12 +25,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from nader import __version__
+from nader.compiler.codes import code_table
 from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references
 from nader.compiler.editor import rename_edits, symbols
 from nader.compiler.passes import SQUARE, Limits
 from nader.compiler.repair import repair_text
 from nader.compiler.repair.config import FixConfigError, fix_config_for
-from nader.dsl.diagnostics import Diagnostic, Edit, Fix, Severity, code_table
+from nader.dsl.diagnostics import Diagnostic, Edit, Fix, Severity
 from nader.dsl.format import format_source
 from nader.dsl.span import Span
 

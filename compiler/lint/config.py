@@ -21,7 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from nader.dsl.diagnostics import Code, Diagnostic, Severity, code_table
+from nader.compiler.codes import code_table
+from nader.dsl.diagnostics import Code, Diagnostic, Severity
 from nader.dsl.pyproject import PyprojectError, nadc_table
 
 from .engine import all_rules

@@ -7,7 +7,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypeVar
 
-from nader.compiler.architecture import Architecture, BuildError, architecture_from_program
+from nader.compiler.architecture import Architecture, architecture_from_program
+from nader.compiler.errors import BuildError
 from nader.dsl.format import format_block, format_program
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import parse

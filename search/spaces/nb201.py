@@ -34,6 +34,9 @@ same thing, and checks that by converting that string again and comparing canoni
 text), or the one the header comment names, so every representable string converts there and
 back to itself.
 
+:func:`parse_cell_reply` reads the cell an LLM names (GENIUS's `op_list = [...]` encoding, or a
+string); :func:`op_list_text` writes a cell in that encoding.
+
 :func:`architecture` adds NAS-Bench-201's stem (3x3 convolution without bias, BN) and its
 residual reduction block; on the ``nas-bench-201`` skeleton (the nb201 skeleton plus NB201's
 BN-ReLU before pooling) at widths 16, 32, 64 the network has NAS-Bench-201's parameter count.
@@ -374,6 +377,50 @@ def cell_hash(cell) -> str:
     return _hash_of(as_cell(cell))
 
 
+# -- a cell named in an LLM's reply ------------------------------------------------------------
+
+_OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
+_NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|[^\s|]+~\d\|")
+
+
+def op_list_text(cell) -> str:
+    """A cell as GENIUS's encoding writes it: `[a, b, c, d, e, f]`, each an index into OPS."""
+    return "[" + ", ".join(str(OPS.index(op)) for op in as_cell(cell).ops) + "]"
+
+
+def parse_cell_reply(reply: str) -> Cell:
+    """The cell a reply names: its last `op_list = [...]` line (six ids 0-4 or operation names),
+    else a NAS-Bench-201 string in it. Parsed strictly, never evaluated; raises NotInSpace with the reason."""
+    lists = _OP_LIST.findall(reply or "")
+    if lists:
+        items = [item.strip().strip("'\"") for item in lists[-1].split(",") if item.strip()]
+        if len(items) != len(EDGES):
+            raise NotInSpace(f"op_list has {len(items)} entries; it needs 6 operation ids from 0 to 4")
+        ops = []
+        for item in items:
+            if item.isdigit() and int(item) < len(OPS):
+                ops.append(OPS[int(item)])
+            elif item in OPS:
+                ops.append(item)
+            else:
+                raise NotInSpace(f"op_list entry {item[:40]!r} is not an operation id from 0 to 4")
+        return Cell(tuple(ops))
+    strings = _NB201_STRING.findall(reply or "")
+    if strings:
+        return Cell.parse(strings[-1])
+    raise NotInSpace("no line `op_list = [a, b, c, d, e, f]` with six operation ids from 0 to 4 in the reply")
+
+
+def check_cell_reply(reply: str) -> Tuple[Optional[str], str]:
+    """A reply checked as a cell: (the cell's architecture text, "") or (None, the reason as a
+    feedback line `- ...`), the shape of the LLM roles' reply checks."""
+    try:
+        cell = parse_cell_reply(reply)
+    except NotInSpace as exc:
+        return None, f"- {exc}"
+    return architecture(cell), ""
+
+
 __all__ = ["Cell", "NotInSpace", "OPS", "EDGES", "SPACE_SIZE", "SKELETON", "WIDTHS", "DEPTHS", "RESNET", "all_cells",
            "architecture", "build", "cell_block", "cell_hash", "cell_of_block", "cell_of_text", "downsample_block",
-           "stem_block"]
+           "stem_block", "check_cell_reply", "op_list_text", "parse_cell_reply"]

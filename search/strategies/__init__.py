@@ -17,8 +17,9 @@ from typing import Dict, Iterator, MutableMapping, Type
 
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from ..registry import STRATEGY_GROUP, load_entry_points
-from .base import Candidate, Option, Strategy, mutation_candidate
+from .base import Option, Strategy, mutation_candidate
 
 #: Built-in strategies by name, in module-name order: name -> "module:Class" (module under this package).
 LAZY_STRATEGIES: Dict[str, str] = {

@@ -47,6 +47,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from ..objectives import DEFAULT
 from ..tree import Node, Tree
 
@@ -101,26 +102,6 @@ class SearchContext:
     repair: str = "off"  # off | suggest | auto: the compiler's repair of LLM blocks (`--repair`)
     add_usage: Callable[[int, int, int, float], None] = _no_usage
     objectives: Tuple[Any, ...] = ()  # nader.search.objectives.Objective; () or one: validation accuracy
-
-
-@dataclass
-class Candidate:
-    """What a strategy proposes: an architecture's whole text and how it was made.
-
-    ``text`` is None when nothing could be produced (no mutation applies, an LLM reply held no
-    block); ``error`` then says why and the loop records an invalid architecture. ``tokens_in``,
-    ``tokens_out`` and ``cost_usd`` are what producing it cost (LLM strategies), recorded on the
-    architecture and counted against ``--llm-max-cost`` / ``--llm-max-tokens``.
-    """
-
-    text: Optional[str]
-    origin: str = "mutation"
-    operator: Optional[str] = None
-    change: Dict[str, Any] = field(default_factory=dict)
-    error: Optional[str] = None
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)

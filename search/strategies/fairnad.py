@@ -38,14 +38,15 @@ from typing import Optional
 
 from nader.agents.fairnad import FairNAD, NoIdea, idea_plan, iterate_plan, refinement_plan
 from nader.agents.modifier import Modifier
-from nader.compiler.architecture import skeleton_info
+from nader.compiler.skeletons import skeleton_info
 from nader.compiler.plan import resolve_depths
 from nader.runtime.errors import ConfigError
 
+from ..candidate import Candidate
 from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
 from ..tree import PENDING, TRIALS, Node, Tree
-from .base import Candidate, Strategy
+from .base import Strategy
 from .catalog import DECLARED, LLM_SESSION_OPTIONS
 from .llm import LLMTeam, proposal_failure
 

@@ -32,25 +32,24 @@ here each iteration renders the whole history into one prompt, which holds the s
 and makes every call a function of the tree, so a resumed or replayed run asks the same questions.
 The LLM client is the project's one client: calls are recorded in the run's `runs.sqlite`.
 The prompts, the block check and the repair conversation are GENIUS's role (`nader.agents.genius`);
-this module is the adapter: when to ask, the history from the tree, the cell space's reply check.
+this module is the adapter: when to ask, the history from the tree. The cell space's replies are
+read by `spaces/nb201.py` (`parse_cell_reply`).
 """
 from __future__ import annotations
 
-import re
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 from nader.agents.genius import Genius, base_block, failure_text, outcome
 
 from ..spaces import nb201
+from ..candidate import Candidate
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
-from .base import Candidate, StopSearch, Strategy
+from .base import StopSearch, Strategy
 from .catalog import DECLARED, LLM_SESSION_OPTIONS
 from .llm import LLMTeam, proposal_failure
 
 ROLE = "genius"
 MAX_REJECTED_IN_ROW = 8  # proposals in a row that were repeated (or invalid) before GENIUS gives up
-_OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
-_NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|[^\s|]+~\d\|")
 
 
 class GeniusStrategy(Strategy):
@@ -107,7 +106,10 @@ class GeniusStrategy(Strategy):
         genius = self._llm()  # outside the guard: a configuration error stops the run
         change = {"iteration": 1 + sum(1 for n in self.tree if n.operator == ROLE and n.status in TRIALS)}
         try:
-            check = _cell_text if self.cells else genius.block_check(self.tree.root.text, self.context.repair, change)
+            if self.cells:
+                check = nb201.check_cell_reply
+            else:
+                check = genius.block_check(self.tree.root.text, self.context.repair, change)
             answer = genius.answer(self.history(), change["iteration"], check, cells=self.cells,
                                    arch_id=str(self.tree.next_id), progress=change)
             if answer.text is not None and self.cells:
@@ -141,44 +143,9 @@ class GeniusStrategy(Strategy):
                 except nb201.NotInSpace:
                     cell = None
                 if cell is not None:  # else nothing usable was proposed: the result says why
-                    entry.update(cell=str(cell), op_list=op_list_text(cell))
+                    entry.update(cell=str(cell), op_list=nb201.op_list_text(cell))
             elif node.text:
                 entry["block"] = base_block(node.text)
             out.append(entry)
         return out
 
-
-# ---------------------------------------------------------------------- the cell space's replies
-def _cell_text(reply: str) -> Tuple[Optional[str], str]:
-    try:
-        cell = parse_cell_reply(reply)
-    except nb201.NotInSpace as exc:
-        return None, f"- {exc}"
-    return nb201.architecture(cell), ""
-
-
-def op_list_text(cell) -> str:
-    return "[" + ", ".join(str(nb201.OPS.index(op)) for op in cell.ops) + "]"
-
-
-def parse_cell_reply(reply: str):
-    """The cell a reply names: its last `op_list = [...]` line (six ids 0-4 or operation names),
-    else a NAS-Bench-201 string in it. Raises NotInSpace with the reason."""
-    lists = _OP_LIST.findall(reply or "")
-    if lists:
-        items = [item.strip().strip("'\"") for item in lists[-1].split(",") if item.strip()]
-        if len(items) != len(nb201.EDGES):
-            raise nb201.NotInSpace(f"op_list has {len(items)} entries; it needs 6 operation ids from 0 to 4")
-        ops = []
-        for item in items:
-            if item.isdigit() and int(item) < len(nb201.OPS):
-                ops.append(nb201.OPS[int(item)])
-            elif item in nb201.OPS:
-                ops.append(item)
-            else:
-                raise nb201.NotInSpace(f"op_list entry {item[:40]!r} is not an operation id from 0 to 4")
-        return nb201.Cell(tuple(ops))
-    strings = _NB201_STRING.findall(reply or "")
-    if strings:
-        return nb201.Cell.parse(strings[-1])
-    raise nb201.NotInSpace("no line `op_list = [a, b, c, d, e, f]` with six operation ids from 0 to 4 in the reply")

@@ -41,11 +41,12 @@ from nader.compiler.mutate.engine import apply_mutation, load_parent
 from nader.compiler.mutate.table import OPERATORS
 from nader.dsl.ir import Role
 
+from ..candidate import Candidate
 from ..objectives import best_of, dominates
 from ..selection.uniform import select_uniform
 from ..spaces import nb201
 from ..tree import PENDING, REJECTED, TRIALS, Node
-from .base import Candidate, StopSearch, Strategy
+from .base import StopSearch, Strategy
 from .catalog import DECLARED
 
 

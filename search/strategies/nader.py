@@ -26,10 +26,11 @@ from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, Run
 from nader.agents.modifier import Modifier
 from nader.agents.proposer import NoIdeas, Proposer
 from nader.agents.reflector import ExperienceBase, Reflector
-from nader.compiler.architecture import split_architecture
+from nader.compiler.block_text import split_architecture
 
+from ..candidate import Candidate
 from ..selection import POLICIES
-from .base import Candidate, Strategy
+from .base import Strategy
 from .catalog import DECLARED, LLM_SESSION_OPTIONS
 from .llm import LLMTeam, proposal_failure, repair_change
 

@@ -29,8 +29,9 @@ from typing import Dict, Optional
 from nader.runtime.errors import ConfigError
 
 from ..spaces import nb201
+from ..candidate import Candidate
 from ..tree import FINAL
-from .base import Candidate, StopSearch, Strategy
+from .base import StopSearch, Strategy
 from .catalog import DECLARED
 
 NEEDS = {"tpe": ("optuna",), "gp": ("optuna", "scipy"), "cmaes": ("optuna", "cmaes"), "nsga2": ("optuna",)}

@@ -17,12 +17,12 @@ import pytest
 from knowledge_helpers import HashingEmbedder
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
+from nader.agents.fairnad import fair_idea, structure_problem
 from nader.agents.knowledge import ATTRIBUTE_TREE, Idea, KnowledgeBase
 from nader.search.loop import Observer
 from nader.search.session import run_search
 from nader.search.strategies import STRATEGIES
 from nader.search.strategies.base import SearchContext
-from nader.agents.fairnad import fair_idea, structure_problem
 from nader.search.strategies.fairnad import FairNADStrategy, schedule
 from nader.search.tree import Node, Tree
 from scripted import ScriptedLLM, fenced
@@ -118,7 +118,7 @@ def test_fair_sampling_is_uniform_over_main_categories(kb_dir):
 
 # ---------------------------------------------------------------------- the feedback loop
 def _base_block(text: str) -> str:
-    from nader.compiler.architecture import split_architecture
+    from nader.compiler.block_text import split_architecture
 
     return split_architecture(text)[0]
 
@@ -170,7 +170,7 @@ def test_structure_check_rejects_an_unchanged_block(server, kb_dir, tmp_path):
 
 
 def test_structure_check_requires_a_weighted_layer_in_the_base_block():
-    from nader.compiler.architecture import split_architecture
+    from nader.compiler.block_text import split_architecture
 
     _, stem, down = split_architecture(ROOT_TEXT)
     pooled = ("##ResNetBasic##\n0:input\n1:output\n2:AvgPool2d(kernel_size=3,stride=1)\n3:ReLU\n"

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nader.cli import main
+from nader.compiler.network import BUILDER
 from nader.runtime.faults import infrastructure_reason
 from nader.runtime.integrity import StoreError
 from nader.runtime.jobs import Job, Result
@@ -83,7 +84,7 @@ def test_a_full_database_is_a_one_line_store_error(tmp_path):
     store = RunStore(tmp_path)
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count={pages}")
-    job = Job(arch="x" * 20000)
+    job = Job(arch="x" * 20000, builder=BUILDER)
     with pytest.raises(StoreError) as caught:
         store.add_jobs([job])
         store.put_result(Result(job_id=job.job_id, seed=1, status="ok", history=[{"epoch": 1}] * 50))

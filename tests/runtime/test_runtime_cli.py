@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from nader.cli import main
+from nader.compiler.network import BUILDER
 from nader.runtime.jobs import Job, Result
 from nader.runtime.progress import Progress
 
@@ -103,7 +104,7 @@ def test_help_lists_eval():
 def test_progress_off_a_terminal_is_one_plain_line_per_finished_job_and_off_is_silent():
     for mode, lines in ((None, 1), ("plain", 1), ("off", 0)):
         stream = io.StringIO()
-        jobs = [Job(arch="x", seed=1, name="a.nad"), Job(arch="x", seed=2, name="a.nad")]
+        jobs = [Job(arch="x", builder=BUILDER, seed=s, name="a.nad") for s in (1, 2)]
         p = Progress(jobs, stream=stream, mode=mode)
         p.event({"type": "epoch", "job_id": jobs[0].job_id, "epoch": 1, "epochs": 2, "train_loss": 1.0,
                  "train_acc": 5.0})
@@ -121,7 +122,7 @@ def test_progress_draws_on_a_terminal():
             return True
 
     stream = Tty()
-    jobs = [Job(arch="x", seed=1, name="a.nad"), Job(arch="x", seed=2, name="a.nad")]
+    jobs = [Job(arch="x", builder=BUILDER, seed=s, name="a.nad") for s in (1, 2)]
     p = Progress(jobs, stream=stream)
     p.event({"type": "start", "job_id": jobs[0].job_id, "epochs": 4, "resumed_from": 0})
     p.event({"type": "epoch", "job_id": jobs[0].job_id, "epoch": 2, "epochs": 4, "train_loss": 1.5, "train_acc": 40.0})

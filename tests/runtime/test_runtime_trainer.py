@@ -9,7 +9,7 @@ import torch
 
 from nader.runtime import presets as P
 from nader.runtime.errors import ConfigError
-from nader.runtime.jobs import Job, Result, result_metrics, run_job
+from nader.runtime.jobs import Job, Result, resolve_builder, result_metrics, run_job
 from nader.runtime.trainer import lr_at
 
 TINY = "runtime_helpers:tiny_builder"
@@ -132,15 +132,18 @@ def test_failures_become_records():
     assert r.error_kind == "data"
 
 
-def test_default_builder_is_the_compiler_interface():
-    r = run_job(Job(arch="", options={"epochs": 1}))
-    try:
-        import nader.compiler.network  # noqa: F401
-    except ImportError:
-        assert r.error_kind == "builder-unavailable"
-        assert "nader.compiler.network:build_network" in r.error
-    else:  # the compiler exists: an empty architecture must be rejected as a build error, not crash
-        assert r.status == "failed" and r.error_kind == "build"
+def test_the_compilers_builder_fits_the_runtime_interface():
+    from nader.compiler.network import BUILDER, build_network
+
+    assert resolve_builder(BUILDER) is build_network
+    r = run_job(Job(arch="", builder=BUILDER, options={"epochs": 1}))
+    # an empty architecture is rejected as a build error, not a crash
+    assert r.status == "failed" and r.error_kind == "build"
+
+
+def test_a_job_names_its_builder():
+    with pytest.raises(TypeError, match="builder"):
+        Job(arch="x")  # the runtime has no default: it names no module of the compiler
 
 
 def test_in_process_run_restores_thread_count():

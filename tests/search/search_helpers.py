@@ -23,7 +23,8 @@ from pathlib import Path
 import torch.nn as nn
 
 from nader.compiler.network import build_network
-from nader.search.strategies.base import Candidate, Option, Strategy
+from nader.search.candidate import Candidate
+from nader.search.strategies.base import Option, Strategy
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"

@@ -18,7 +18,6 @@ from loopback import reply  # noqa: E402
 from nader.runtime.errors import ConfigError  # noqa: E402
 from nader.search.session import run_search  # noqa: E402
 from nader.search.spaces import nb201 as S  # noqa: E402
-from nader.search.strategies.genius import parse_cell_reply  # noqa: E402
 from search_helpers import WIDE, settings  # noqa: E402
 
 # the cells the scripted "LLM" proposes, in order, skipping any already in the prompt's history
@@ -85,7 +84,7 @@ def test_genius_in_the_cell_space_completes_resumes_and_shows_the_history(server
     assert [h[1] for h in history][:1] == [S.RESNET] and len(history) == 4
     for op_list, cell, result in history:
         assert result == f"validation accuracy {T.valid_accuracy(cell):.2f}%"
-        assert parse_cell_reply(f"op_list = {op_list}") == S.Cell.parse(cell)
+        assert S.parse_cell_reply(f"op_list = {op_list}") == S.Cell.parse(cell)
     assert "This is proposal 4 of 4" in prompt
     rows = _rows(run, "SELECT arch_id, parent_id, status, operator, valid_acc, tokens_in, tokens_out FROM archs "
                       "ORDER BY arch_id")
@@ -110,26 +109,6 @@ def test_a_recorded_genius_run_replays_without_an_endpoint(server, tmp_path, tab
     assert s.stop.code == "iterations"
     assert [t for (t,) in _rows(replayed, "SELECT text FROM archs ORDER BY arch_id")] == texts
     assert len(server.chat_requests) == calls  # nothing asked of the endpoint
-
-
-@pytest.mark.parametrize("text,cell", [
-    ("op_list = [3, 0, 3, 1, 0, 1]", S.RESNET),
-    ("first op_list = [0, 0, 0, 0, 0, 0]\nthen: op_list = ['nor_conv_3x3', 'none', 3, 1, 0, 'skip_connect']", S.RESNET),
-    (f"The best is {S.RESNET}.", S.RESNET),
-])
-def test_replies_are_parsed_strictly(text, cell):
-    assert parse_cell_reply(text) == S.Cell.parse(cell)
-
-
-@pytest.mark.parametrize("text,why", [
-    ("op_list = [3, 0, 3, 1, 0, 5]", "'5' is not an operation id"),
-    ("op_list = [3, 0, 3, 1, 0, __import__('os').system('x')]", "is not an operation id"),
-    ("op_list = [3, 0, 3]", "op_list has 3 entries"),
-    ("no answer here", "no line `op_list"),
-])
-def test_unusable_replies_say_why(text, why):
-    with pytest.raises(S.NotInSpace, match=re.escape(why)):
-        parse_cell_reply(text)
 
 
 BLOCKS = [WIDE, """##Pooled##

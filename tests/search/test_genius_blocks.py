@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nader.agents.genius import Genius
-from nader.compiler.architecture import block_name, split_architecture
+from nader.compiler.block_text import block_name, split_architecture
 from search_helpers import ROOT_TEXT, WIDE
 
 

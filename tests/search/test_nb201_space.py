@@ -3,6 +3,7 @@ benchmark's parameter counts, and canonical hashes collapse isomorphic cells."""
 from __future__ import annotations
 
 import collections
+import re
 
 import pytest
 
@@ -53,6 +54,37 @@ def test_strings_parse_strictly():
                      ("|none~0|+|none~0|+|none~0|none~1|none~2|", "node 2 needs 2 entries")]:
         with pytest.raises(S.NotInSpace, match=why):
             S.Cell.parse(bad)
+
+
+@pytest.mark.parametrize("text,cell", [
+    ("op_list = [3, 0, 3, 1, 0, 1]", S.RESNET),
+    ("first op_list = [0, 0, 0, 0, 0, 0]\nthen: op_list = ['nor_conv_3x3', 'none', 3, 1, 0, 'skip_connect']", S.RESNET),
+    (f"The best is {S.RESNET}.", S.RESNET),
+])
+def test_replies_are_parsed_strictly(text, cell):
+    assert S.parse_cell_reply(text) == S.Cell.parse(cell)
+
+
+@pytest.mark.parametrize("text,why", [
+    ("op_list = [3, 0, 3, 1, 0, 5]", "'5' is not an operation id"),
+    ("op_list = [3, 0, 3, 1, 0, __import__('os').system('x')]", "is not an operation id"),
+    ("op_list = [3, 0, 3]", "op_list has 3 entries"),
+    ("no answer here", "no line `op_list"),
+])
+def test_unusable_replies_say_why(text, why):
+    with pytest.raises(S.NotInSpace, match=re.escape(why)):
+        S.parse_cell_reply(text)
+
+
+def test_the_op_list_encoding_reads_back_and_the_check_says_why():
+    for cell in (S.RESNET, BEST, S.ZERO):
+        listed = S.op_list_text(cell)
+        assert S.parse_cell_reply(f"op_list = {listed}") == S.as_cell(cell)
+    assert S.op_list_text(S.RESNET) == "[3, 0, 3, 1, 0, 1]"
+    text, feedback = S.check_cell_reply("op_list = [3, 0, 3, 1, 0, 1]")
+    assert feedback == "" and S.cell_of_text(text) == S.Cell.parse(S.RESNET)
+    assert S.check_cell_reply("op_list = [3, 0]") == (
+        None, "- op_list has 2 entries; it needs 6 operation ids from 0 to 4")
 
 
 def test_effective_drops_dead_and_zero_fed_operations():

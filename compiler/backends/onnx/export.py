@@ -10,16 +10,18 @@ from typing import Optional
 
 import onnx
 
-from nader.compiler.architecture import Architecture, BuildError, architecture_from_program, skeleton_info
+from nader.compiler.architecture import Architecture, architecture_from_program
 from nader.compiler.backends.errors import EmitError
 from nader.compiler.backends.onnx.block import block_to_onnx
 from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError, check
 from nader.compiler.backends.onnx.network import network_to_onnx
+from nader.compiler.errors import BuildError
 from nader.compiler.network import analyze, assemble
 from nader.compiler.passes.contract import SQUARE, Domain
 from nader.compiler.passes.verify import verify_block
 from nader.compiler.plan import Plan
 from nader.compiler.reporting import Emitted, note_lines
+from nader.compiler.skeletons import skeleton_info
 from nader.dsl.ir import Block, Role
 
 DEFAULT_WIDTH = 64
