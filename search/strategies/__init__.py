@@ -40,6 +40,7 @@ class _Strategies(MutableMapping[str, Type[Strategy]]):
 
     def __init__(self, lazy: Dict[str, str]) -> None:
         self._lazy = dict(lazy)
+        self._builtin = dict(lazy)  # kept when a name is replaced, so putting the class back restores it
         self._classes: Dict[str, Type[Strategy]] = {}
 
     def __getitem__(self, name: str) -> Type[Strategy]:
@@ -64,8 +65,15 @@ class _Strategies(MutableMapping[str, Type[Strategy]]):
             raise KeyError(name)
 
     def is_builtin(self, name: str) -> bool:
-        """Whether `name` is a built-in strategy still (not replaced): `catalog.DECLARED` describes it."""
-        return name in self._lazy
+        """Whether `name` is a built-in strategy still (not replaced, or put back): `catalog.DECLARED`
+        describes it."""
+        if name in self._lazy:
+            return True
+        if name not in self._builtin or name not in self._classes:
+            return False
+        module, attr = self._builtin[name].split(":")
+        cls = self._classes[name]
+        return cls.__module__ == f"{__name__}.{module}" and cls.__qualname__ == attr
 
     def __contains__(self, name: object) -> bool:
         return name in self._lazy or name in self._classes

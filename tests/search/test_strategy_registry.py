@@ -94,3 +94,16 @@ def test_a_registered_strategy_is_listed_from_its_class():
         assert STRATEGIES.is_builtin("rea") and not STRATEGIES.is_builtin("mine-listed")
     finally:
         del STRATEGIES["mine-listed"]
+
+
+def test_a_built_in_strategy_put_back_is_built_in_again(monkeypatch):
+    """monkeypatch.setitem over a built-in name restores the class, not the lazy entry."""
+    original = STRATEGIES["rea"]
+
+    class Stand(Strategy):
+        name = "rea"
+
+    with monkeypatch.context() as patch:
+        patch.setitem(STRATEGIES, "rea", Stand)
+        assert not STRATEGIES.is_builtin("rea")
+    assert STRATEGIES["rea"] is original and STRATEGIES.is_builtin("rea")
