@@ -1,0 +1,170 @@
+"""One walk over a block's live nodes, torch.fx-style: the `Interpreter` and its per-op tables.
+
+Shape inference (`shapes.py`), the cost model (`cost.py`), the PyTorch lowering
+(`backends/torch_backend.py`) and the ONNX lowering (`backends/onnx/block.py`) are its
+subclasses. Each names its table in `HANDLERS` (a dict keyed by `Op`, hung on the registry:
+`SHAPE_RULES`, `COST_RULES`, torch's and ONNX's `LOWERINGS`) and what the table must cover in
+`REQUIRED`; the walk, the fetching of a node's inputs and the dispatch are here, once:
+
+* `run` visits the live nodes in topological order and stores each node's value (what its
+  step returns; None stores nothing: a node with no value, such as one below a failure), then
+  returns `finish()`;
+* `run` also fetches the values of each node's inputs, in edge order, from `inputs_from` (the walk's own
+  values, or values it reads, such as a cost walk reading the inferred shapes), and hands them to
+  `run_node`, the per-node step: it calls the `input` hook for a source terminal, `output` for
+  the output terminal, and otherwise the handler of the node's operation through `apply`
+  (`missing` when the table has none);
+* `missing_handlers` lists the operations a table has no handler for: the registry tests name
+  them (adding an operation means one registry entry and one handler per table).
+
+A subclass's hot step may override `run_node` (shape inference does: it runs inside every
+`verify`, with a memo of rule results); the walk loop itself stays tight (one dict lookup and
+one call per node, per-walk state in `__slots__`).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Union
+
+from nader.dsl.ir import Block, Node, NodeId
+from nader.dsl.ops import REGISTRY, Group, Op
+
+_SOURCES = Group.SOURCE
+
+
+class MissingHandler(KeyError):
+    """The table of an interpreter has no handler for a node's operation."""
+
+
+class Interpreter:
+    """Walks the live nodes of a block in topological order, one handler per node from `HANDLERS`.
+
+    `order` is the walk (the live nodes in topological order: `ShapeResult.order`); `inputs_from` is
+    where inputs are fetched from, by default the walk's own values (`values`); `terminals` holds
+    the values of source terminals known before the walk (else the `input` hook gives them).
+    """
+
+    __slots__ = ("block", "order", "nodes", "sources", "values", "inputs_from", "terminals", "memo", "memo_state")
+
+    #: The table: a handler per operation, called by `apply` (by default `handler(self, node, inputs)`).
+    HANDLERS: ClassVar[Mapping[Op, Callable[..., Any]]] = {}
+    #: The operations the table must have a handler for (the registry tests check it).
+    REQUIRED: ClassVar[frozenset] = Group.COMPUTE
+    #: Operations whose value is their one input's: the walk copies it and calls no handler.
+    PASS_THROUGH: ClassVar[frozenset] = frozenset()
+    #: What a handler of the table is called in messages.
+    #
+    # A walk whose handlers are pure functions of the node's line, its inputs' values and a state of
+    # the walk (`memo_state`) may set `memo`, a dict of their results: (op_name, id(args), inputs,
+    # memo_state) -> (args, value, side effects or None), which `run_node` fills and `run` reads.
+    HANDLER_NAME: ClassVar[str] = "handler"
+
+    def __init__(self, block: Block, order: Iterable[NodeId], inputs_from: Optional[Mapping] = None,
+                 terminals: Mapping[Op, Any] = {}):
+        self.block = block
+        self.order = order
+        self.nodes = block.node_map()
+        self.sources = block.input_map()
+        self.values: dict = {}
+        self.inputs_from = self.values if inputs_from is None else inputs_from
+        self.terminals = terminals  # values of source terminals known before the walk, by operation
+        self.memo: Optional[dict] = None
+        self.memo_state: Any = None
+
+    def run(self) -> Any:
+        """Visit every node of `order` and store the value it gets; then `finish()`.
+
+        A source terminal in `terminals` takes its value from there. Any other node gets its inputs'
+        values fetched from `inputs_from`, in edge order; a node with an input that has no value gets
+        none (`blocked`), an operation of `PASS_THROUGH` its one input's, and a node whose handler
+        result is in `memo` that result (its side effects replayed by `replay`); the others run their
+        step, `run_node`, whose value is stored unless it is None.
+        """
+        values, nodes, sources = self.values, self.nodes, self.sources
+        terminals, copied, memo = self.terminals, self.PASS_THROUGH, self.memo
+        fetch = self.inputs_from.get
+        run_node = self.run_node
+        for node_id in self.order:
+            node = nodes[node_id]
+            op = node.op
+            if op in terminals:
+                values[node_id] = terminals[op]
+                continue
+            operands = sources.get(node_id, ())
+            # Most nodes have one input: a tuple display costs a third of `tuple(map(...))`.
+            inputs = (fetch(operands[0]),) if len(operands) == 1 else tuple(map(fetch, operands))
+            if None in inputs:
+                self.blocked(node)
+                continue
+            if op in copied:
+                values[node_id] = inputs[0]
+                continue
+            if memo is not None:
+                args = node.args
+                hit = memo.get((node.op_name, id(args), inputs, self.memo_state))
+                if hit is not None and hit[0] is args:
+                    values[node_id] = hit[1]
+                    if hit[2] is not None:
+                        self.replay(node, hit[2])
+                    continue
+            value = run_node(node, inputs)
+            if value is not None:
+                values[node_id] = value
+        return self.finish()
+
+    def run_node(self, node: Node, inputs: tuple) -> Any:
+        """One node, given its inputs' values: its terminal hook or its operation's handler."""
+        op = node.op
+        if op in _SOURCES:
+            return self.input(node)
+        if op is Op.OUTPUT:
+            return self.output(node, inputs)
+        handler = self.HANDLERS.get(op)  # type: ignore[call-overload]
+        if handler is None:
+            return self.missing(node)
+        return self.apply(handler, node, inputs)
+
+    # -- hooks -------------------------------------------------------------------------------
+    def apply(self, handler: Callable[..., Any], node: Node, inputs: tuple) -> Any:
+        """Call a handler of the table (subclasses adapt it to their table's signature)."""
+        return handler(self, node, inputs)
+
+    def input(self, node: Node) -> Any:
+        """The value of an input terminal."""
+        raise NotImplementedError
+
+    def output(self, node: Node, inputs: tuple) -> Any:
+        """The value of the output terminal: its one input's, by default."""
+        return inputs[0]
+
+    def replay(self, node: Node, side_effects: Any) -> None:
+        """The side effects of a memoised handler result, replayed as the handler had them."""
+        raise NotImplementedError
+
+    def blocked(self, node: Node) -> None:
+        """A node with an input that has no value (one below a failure): it gets none either."""
+
+    def missing(self, node: Node) -> Any:
+        """A node whose operation has no handler in the table."""
+        raise MissingHandler(f"no {self.HANDLER_NAME} for `{node.op_name}` (node {node.id})")
+
+    def finish(self) -> Any:
+        """The result of the walk: the values, by default."""
+        return self.values
+
+
+def missing_handlers(table: Union[Mapping[Op, Any], type], required: Optional[Iterable[Op]] = None) -> list[str]:
+    """The names of the operations `table` has no handler for, in registry order.
+
+    `table` is a dict keyed by `Op` or an `Interpreter` subclass (its `HANDLERS`, checked against its
+    `REQUIRED` unless `required` is given; a dict is checked against `Group.COMPUTE`).
+    """
+    if isinstance(table, type) and issubclass(table, Interpreter):
+        handlers: Mapping[Op, Any] = table.HANDLERS
+        wanted = frozenset(table.REQUIRED if required is None else required)
+    else:
+        handlers = table  # type: ignore[assignment]
+        wanted = frozenset(Group.COMPUTE if required is None else required)
+    return [op.value for op in REGISTRY if op in wanted and op not in handlers]
+
+
+__all__ = ["Interpreter", "MissingHandler", "missing_handlers"]
