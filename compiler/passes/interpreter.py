@@ -141,7 +141,9 @@ class Interpreter:
         raise NotImplementedError
 
     def blocked(self, node: Node) -> None:
-        """A node with an input that has no value (one below a failure): it gets none either."""
+        """A node with an input that has no value: an error, unless a walk gives such a node none
+        either (shape inference: one below a failure)."""
+        raise KeyError(next(i for i in self.sources.get(node.id, ()) if self.inputs_from.get(i) is None))
 
     def missing(self, node: Node) -> Any:
         """A node whose operation has no handler in the table."""
