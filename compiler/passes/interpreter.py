@@ -1,25 +1,24 @@
 """One walk over a block's live nodes, torch.fx-style: the `Interpreter` and its per-op tables.
 
-Shape inference (`shapes.py`), the cost model (`cost.py`), the PyTorch lowering
-(`backends/torch_backend.py`) and the ONNX lowering (`backends/onnx/block.py`) are its
-subclasses. Each names its table in `HANDLERS` (a dict keyed by `Op`, hung on the registry:
-`SHAPE_RULES`, `COST_RULES`, torch's and ONNX's `LOWERINGS`) and what the table must cover in
-`REQUIRED`; the walk, the fetching of a node's inputs and the dispatch are here, once:
+Shape inference (`shapes.py`: `ShapeInference`), the cost model (`cost.py`: `CostInterpreter`), the
+PyTorch lowering (`backends/torch_backend.py`: `ModuleLowering`, `SourceLowering`) and the ONNX
+lowering (`backends/onnx/block.py`: `OnnxLowering`) are its subclasses. Each names its table in
+`HANDLERS` (a dict keyed by `Op`: `SHAPE_RULES`, `COST_RULES`, torch's and ONNX's `LOWERINGS`) and
+what the table must cover in `REQUIRED`; the walk, the fetching of a node's inputs and the
+dispatch to the table are here, once:
 
-* `run` visits the live nodes in topological order and stores each node's value (what its
-  step returns; None stores nothing: a node with no value, such as one below a failure), then
-  returns `finish()`;
-* `run` also fetches the values of each node's inputs, in edge order, from `inputs_from` (the walk's own
-  values, or values it reads, such as a cost walk reading the inferred shapes), and hands them to
-  `run_node`, the per-node step: it calls the `input` hook for a source terminal, `output` for
-  the output terminal, and otherwise the handler of the node's operation through `apply`
-  (`missing` when the table has none);
-* `missing_handlers` lists the operations a table has no handler for: the registry tests name
-  them (adding an operation means one registry entry and one handler per table).
-
-A subclass's hot step may override `run_node` (shape inference does: it runs inside every
-`verify`, with a memo of rule results); the walk loop itself stays tight (one dict lookup and
-one call per node, per-walk state in `__slots__`).
+* `run` visits the live nodes in topological order (`order`, the shape result's), fetches each
+  node's inputs' values in edge order, from the walk's own values or from values it reads (the
+  cost and PyTorch walks read the inferred shapes), hands them to the per-node step `run_node`,
+  stores what it returns (None stores nothing) and returns `finish()`;
+* `run_node` calls the `input` hook for a source terminal, `output` for the output terminal, and
+  otherwise the handler of the node's operation, looked up in the table once, through `apply`
+  (which adapts the call to the table's signature; `missing` when the table has none);
+* a walk may give source terminals' values up front (`terminals`), operations whose value is
+  their input's (`PASS_THROUGH`) and a memo of handler results (`memo`): the loop takes those
+  without a call, which keeps shape inference, run by every `verify`, as fast as its own loop was;
+* `missing_handlers` lists the operations a table has no handler for, by name: the registry tests
+  use it (adding an operation means one registry entry and one handler per table).
 """
 from __future__ import annotations
 
@@ -41,6 +40,11 @@ class Interpreter:
     `order` is the walk (the live nodes in topological order: `ShapeResult.order`); `inputs_from` is
     where inputs are fetched from, by default the walk's own values (`values`); `terminals` holds
     the values of source terminals known before the walk (else the `input` hook gives them).
+
+    A walk whose handlers are pure functions of the node's line, its inputs' values and a state of
+    the walk (`memo_state`) may set `memo`, a dict of their results: (op_name, id(args), inputs,
+    memo_state) -> (args, value, side effects or None), which its `run_node` fills and `run` reads
+    (replaying the side effects by `replay`). Per-walk state is in `__slots__`.
     """
 
     __slots__ = ("block", "order", "nodes", "sources", "values", "inputs_from", "terminals", "memo", "memo_state")
@@ -52,10 +56,6 @@ class Interpreter:
     #: Operations whose value is their one input's: the walk copies it and calls no handler.
     PASS_THROUGH: ClassVar[frozenset] = frozenset()
     #: What a handler of the table is called in messages.
-    #
-    # A walk whose handlers are pure functions of the node's line, its inputs' values and a state of
-    # the walk (`memo_state`) may set `memo`, a dict of their results: (op_name, id(args), inputs,
-    # memo_state) -> (args, value, side effects or None), which `run_node` fills and `run` reads.
     HANDLER_NAME: ClassVar[str] = "handler"
 
     def __init__(self, block: Block, order: Iterable[NodeId], inputs_from: Optional[Mapping] = None,

@@ -93,7 +93,8 @@ class ShapeInference(Interpreter, ShapeContext):
             _prescan_sizes(self, block)
         # A rule's result depends on the constraints found before it: the memo's state, kept equal to them.
         self.memo_state = tuple(self.constraints)
-        self.memo = _rule_results(result.contract)
+        # The memo is shared by walks with the same rules; a subclass with rules of its own keeps its own.
+        self.memo = _rule_results(result.contract) if self.HANDLERS is SHAPE_RULES else {}
 
     def input(self, node: Node) -> Shape:
         return self.terminals[node.op]
@@ -130,9 +131,10 @@ class ShapeInference(Interpreter, ShapeContext):
     def replay(self, node: Node, side_effects: tuple) -> None:
         """A memoised rule's side effects, as the rule had them: constraints, facts and warnings."""
         added, facts, warnings = side_effects
-        for c in added:
-            self.add_constraint(c)
-        self.memo_state = tuple(self.constraints)
+        if added:
+            for c in added:
+                self.add_constraint(c)
+            self.memo_state = tuple(self.constraints)
         if facts:
             self.result.facts[node.id] = dict(facts)
         for code, message, help_text in warnings:
