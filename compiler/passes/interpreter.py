@@ -37,7 +37,8 @@ class MissingHandler(KeyError):
 class Interpreter:
     """Walks the live nodes of a block in topological order, one handler per node from `HANDLERS`.
 
-    `order` is the walk (the live nodes in topological order: `ShapeResult.order`); `inputs_from` is
+    `order` is the walk (the live nodes in topological order, `ShapeResult.order`; by default every
+    node of the block, in topological order); `inputs_from` is
     where inputs are fetched from, by default the walk's own values (`values`); `terminals` holds
     the values of source terminals known before the walk (else the `input` hook gives them).
 
@@ -58,10 +59,10 @@ class Interpreter:
     #: What a handler of the table is called in messages.
     HANDLER_NAME: ClassVar[str] = "handler"
 
-    def __init__(self, block: Block, order: Iterable[NodeId], inputs_from: Optional[Mapping] = None,
+    def __init__(self, block: Block, order: Optional[Iterable[NodeId]] = None, inputs_from: Optional[Mapping] = None,
                  terminals: Mapping[Op, Any] = {}):
         self.block = block
-        self.order = order
+        self.order = (block.topological_order() or []) if order is None else order
         self.nodes = block.node_map()
         self.sources = block.input_map()
         self.values: dict = {}
