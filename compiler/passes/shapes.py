@@ -8,7 +8,8 @@ for every size of the domain (`contract.py`: square inputs by default): where a
 block is valid only for some widths, the pass records the constraint
 (`C % 4 == 0`) instead of guessing at one sample size.
 
-Here is the interpreter; the rules are in `shape_rules.py`, the context a rule
+Here is the walk, `ShapeInference`, a subclass of the compiler's one `Interpreter`
+(`interpreter.py`) that is also the context its rules see; the rules are in `shape_rules.py`, the context a rule
 sees (`ShapeContext`) in `shape_context.py`, the types (`Shape`, `ShapeResult`, `ShapeError`) in
 `shape_types.py`, the codes in
 `shape_codes.py`, and the checks of the sizes as a whole (can the constraints be
