@@ -323,38 +323,40 @@ class CostInterpreter(Interpreter):
     HANDLER_NAME = "cost rule"
 
     def __init__(self, block: Block, result: ShapeResult, convention: str = "torch"):
-        # The live nodes: dead ones are dropped when compiled, so they cost nothing.
-        super().__init__(block, result.order, inputs_from=result.shapes)
+        super().__init__(block, result.order, inputs_from=result.shapes)  # the live nodes: dead ones cost nothing
         self.ctx = CostContext(block, result, convention)
         self.cost = BlockCost(block, result)
 
-    def run_node(self, node: Node, inputs: tuple) -> Cost:
+    def _shape(self, node: Node) -> Shape:
+        """The node's own shape (every live node of a verified block has one)."""
         out = self.inputs_from.get(node.id)
         if out is None:
             raise CostError(f"node {node.id} of `{self.block.name}` has no shape")
-        c = super().run_node(node, inputs)
-        if node.op is not Op.OUTPUT:
-            self.cost.elements[node.id] = numel(out)
-        return c
+        return out
 
     def apply(self, rule: Rule, node: Node, inputs: tuple) -> Cost:
-        return rule(self.ctx, node, inputs, self.inputs_from[node.id])
+        out = self._shape(node)
+        self.cost.elements[node.id] = numel(out)  # every output but the terminal's is a tensor in memory
+        return rule(self.ctx, node, inputs, out)
 
     def input(self, node: Node) -> Cost:
+        out = self._shape(node)
         if node.op not in self.cost.result.contract.inputs:
             return self.missing(node)
+        self.cost.elements[node.id] = numel(out)
         self.cost.inputs = self.cost.inputs | {node.id}
         return NO_COST
 
     def output(self, node: Node, inputs: tuple) -> Cost:
+        self._shape(node)
         return NO_COST
 
     def blocked(self, node: Node) -> None:  # as the rule's input shapes were fetched: after its own shape
-        if node.id not in self.inputs_from:
-            raise CostError(f"node {node.id} of `{self.block.name}` has no shape")
+        self._shape(node)
         raise KeyError(next(i for i in self.sources.get(node.id, ()) if self.inputs_from.get(i) is None))
 
     def missing(self, node: Node) -> Cost:
+        self._shape(node)
         raise CostError(f"no cost rule for `{node.op_name}`")
 
     def finish(self) -> BlockCost:
