@@ -28,6 +28,7 @@ from nader.dsl.expr import TupleValue, Value, constant_int
 from nader.dsl.ir import Block, Node
 from nader.dsl.ops import Op
 
+from .interpreter import Interpreter
 from .shapes import ShapeContext, ShapeError, ShapeResult
 from .symbolic import _DERIVED, ONE, ZERO, Poly, ceil_div, exact_quotient, floor_div, product
 
@@ -179,7 +180,7 @@ class CostContext:
             raise CostError(f"node {node.id}: cannot size `{name}`: {error}") from None
 
 
-Rule = Callable[[CostContext, Node, list, Shape], Cost]
+Rule = Callable[[CostContext, Node, tuple, Shape], Cost]
 
 
 def has_bias(node: Node) -> bool:
@@ -310,33 +311,63 @@ def block_cost(block: Block, result: ShapeResult, convention: str = "torch") -> 
         raise CostError(f"block `{block.name}` did not verify; it has no cost")
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown convention {convention!r}")
-    ctx = CostContext(block, result, convention)
-    cost = BlockCost(block, result)
-    nodes = block.node_map()
-    order = result.order  # the live nodes: dead ones are dropped when compiled, so they cost nothing
-    total = NO_COST
-    for node_id in order:
-        node = nodes[node_id]
-        op = node.op
-        out = result.shapes.get(node_id)
+    return CostInterpreter(block, result, convention).run()
+
+
+class CostInterpreter(Interpreter):
+    """The cost walk: each live node's cost by its rule in `COST_RULES`, from the inferred shapes."""
+
+    __slots__ = ("ctx", "cost")
+
+    HANDLERS = COST_RULES
+    HANDLER_NAME = "cost rule"
+
+    def __init__(self, block: Block, result: ShapeResult, convention: str = "torch"):
+        super().__init__(block, result.order, inputs_from=result.shapes)  # the live nodes: dead ones cost nothing
+        self.ctx = CostContext(block, result, convention)
+        self.cost = BlockCost(block, result)
+
+    def _shape(self, node: Node) -> Shape:
+        """The node's own shape (every live node of a verified block has one)."""
+        out = self.inputs_from.get(node.id)
         if out is None:
-            raise CostError(f"node {node_id} of `{block.name}` has no shape")
-        if op in result.contract.inputs or op is Op.OUTPUT:
-            c = NO_COST
-            if op is not Op.OUTPUT:
-                cost.inputs = cost.inputs | {node_id}
-        else:
-            rule = COST_RULES.get(op)  # type: ignore[arg-type]
-            if rule is None:
-                raise CostError(f"no cost rule for `{node.op_name}`")
-            c = rule(ctx, node, result.input_shapes(block, node_id), out)
-        cost.nodes[node_id] = c
-        total = total + c
-        if op is not Op.OUTPUT:
-            cost.elements[node_id] = numel(out)
-    cost.total = total
-    cost.schedule = _schedule(block, order)
-    return cost
+            raise CostError(f"node {node.id} of `{self.block.name}` has no shape")
+        return out
+
+    def apply(self, rule: Rule, node: Node, inputs: tuple) -> Cost:
+        out = self._shape(node)
+        self.cost.elements[node.id] = numel(out)  # every output but the terminal's is a tensor in memory
+        return rule(self.ctx, node, inputs, out)
+
+    def input(self, node: Node) -> Cost:
+        out = self._shape(node)
+        if node.op not in self.cost.result.contract.inputs:
+            return self.missing(node)
+        self.cost.elements[node.id] = numel(out)
+        self.cost.inputs = self.cost.inputs | {node.id}
+        return NO_COST
+
+    def output(self, node: Node, inputs: tuple) -> Cost:
+        self._shape(node)
+        return NO_COST
+
+    def blocked(self, node: Node) -> None:  # as the rule's input shapes were fetched: after its own shape
+        self._shape(node)
+        raise KeyError(next(i for i in self.sources.get(node.id, ()) if self.inputs_from.get(i) is None))
+
+    def missing(self, node: Node) -> Cost:
+        self._shape(node)
+        raise CostError(f"no cost rule for `{node.op_name}`")
+
+    def finish(self) -> BlockCost:
+        cost = self.cost
+        cost.nodes = self.values
+        total = NO_COST
+        for c in self.values.values():
+            total = total + c
+        cost.total = total
+        cost.schedule = _schedule(self.block, self.order)
+        return cost
 
 
 def _schedule(block: Block, order: list[int]) -> list[tuple[int, list[int]]]:

@@ -8,7 +8,8 @@ for every size of the domain (`contract.py`: square inputs by default): where a
 block is valid only for some widths, the pass records the constraint
 (`C % 4 == 0`) instead of guessing at one sample size.
 
-Here is the interpreter; the rules are in `shape_rules.py`, the context a rule
+Here is the walk, `ShapeInference`, a subclass of the compiler's one `Interpreter`
+(`interpreter.py`) that is also the context its rules see; the rules are in `shape_rules.py`, the context a rule
 sees (`ShapeContext`) in `shape_context.py`, the types (`Shape`, `ShapeResult`, `ShapeError`) in
 `shape_types.py`, the codes in
 `shape_codes.py`, and the checks of the sizes as a whole (can the constraints be
@@ -16,12 +17,15 @@ met, can the tensors be built) in `size_checks.py`.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from nader.dsl.diagnostics import DiagnosticSink
 from nader.dsl.expr import TupleValue
-from nader.dsl.ir import Block, Role
-from nader.dsl.ops import ParamKind
+from nader.dsl.ir import Block, Node, Role
+from nader.dsl.ops import Group, Op, ParamKind
 
 from .contract import SQUARE, Contract, Domain, contract
+from .interpreter import Interpreter
 from .size_checks import Limits, check_constraints, check_limits
 from .structure import dead_nodes, graph_facts
 from .shape_codes import SIZE_LIMIT, UNSATISFIABLE  # noqa: F401 (importable from here, as before the split)
@@ -54,68 +58,95 @@ def infer_shapes(block: Block, role: Role, sink: DiagnosticSink, *, stem_stride:
     Dead nodes (NAD206) are dropped when compiled, so they get no shape and no shape checks.
     """
     result = ShapeResult(role, contract(role, stem_stride, domain), domain=domain)
-    ctx = ShapeContext(block, result)
-    facts = graph_facts(block)
-    nodes, sources = facts.nodes, facts.inputs
-    shapes = result.shapes
-    constraints = result.constraints
-    terminals = result.contract.inputs
-    dead = dead_nodes(block)
-    order = result.order = block.topological_order() or []
-    if dead:
-        order[:] = [i for i in order if i not in dead]
-    if facts.floordiv:  # only `//` depends on constraints found elsewhere in the block
-        _prescan_sizes(ctx, block)
-    rule_results = _rule_results(result.contract)
-    shape_of = shapes.get
-    for node_id in order:
-        node = nodes[node_id]
-        op = node.op
-        if op in terminals:
-            shapes[node_id] = terminals[op]
-            continue
-        operands = sources.get(node_id, ())
-        # Most nodes have one input: a tuple display costs a third of `tuple(map(...))`.
-        inputs = (shape_of(operands[0]),) if len(operands) == 1 else tuple(map(shape_of, operands))
-        if None in inputs:
-            result.failed = True
-            continue  # an upstream node failed; it was reported there
-        if op in PASS_THROUGH:
-            shapes[node_id] = inputs[0]
-            continue
-        key = (node.op_name, id(node.args), inputs, tuple(constraints))
-        hit = rule_results.get(key)
-        if hit is not None and hit[0] is node.args:
-            shapes[node_id] = hit[1]
-            if hit[2] is not None:
-                added, facts, warnings = hit[2]
-                for c in added:
-                    ctx.add_constraint(c)
-                if facts:
-                    result.facts[node_id] = dict(facts)
-                for code, message, help_text in warnings:
-                    sink.emit(code, message, node.span, help_text, block.name)
-            continue
-        ctx.node = node
+    return ShapeInference(block, result, sink, limits).run()
+
+
+class ShapeInference(Interpreter, ShapeContext):
+    """The shape walk, and the context its rules see: each node's shape by its rule in `SHAPE_RULES`.
+
+    A rule's successful result is memoised (`_RULE_RESULTS`) with its side effects, replayed on a hit.
+    """
+
+    # ShapeContext's attributes too, so that the walk's state is all in slots (no instance dict).
+    __slots__ = ("result", "env", "node", "_seen_constraints", "warnings", "sink", "limits", "constraints")
+
+    HANDLERS = SHAPE_RULES
+    PASS_THROUGH = PASS_THROUGH
+    REQUIRED = Group.COMPUTE | {Op.OUTPUT}
+    HANDLER_NAME = "shape rule"
+
+    def __init__(self, block: Block, result: ShapeResult, sink: DiagnosticSink, limits: Limits = Limits()):
+        facts = graph_facts(block)
+        # ShapeContext's state (set here, not by a call of its __init__: once per verified block).
+        self.block, self.result, self.env, self.node = block, result, result.contract.env, None
+        self._seen_constraints: set[tuple] = set()
+        self.warnings: list = []
+        self.nodes, self.sources = facts.nodes, facts.inputs
+        self.values = self.inputs_from = result.shapes
+        self.terminals = result.contract.inputs
+        self.sink, self.limits = sink, limits
+        self.constraints = result.constraints
+        dead = dead_nodes(block)
+        order = self.order = result.order = block.topological_order() or []
+        if dead:
+            order[:] = [i for i in order if i not in dead]
+        if facts.floordiv:  # only `//` depends on constraints found elsewhere in the block
+            _prescan_sizes(self, block)
+        # A rule's result depends on the constraints found before it: the memo's state, kept equal to them.
+        self.memo_state = tuple(self.constraints)
+        # The memo is shared by walks with the same rules; a subclass with rules of its own keeps its own.
+        self.memo = _rule_results(result.contract) if self.HANDLERS is SHAPE_RULES else {}
+
+    def input(self, node: Node) -> Shape:
+        return self.terminals[node.op]
+
+    def blocked(self, node: Node) -> None:
+        self.result.failed = True  # an upstream node failed; it was reported there
+
+    def run_node(self, node: Node, inputs: tuple) -> Optional[Shape]:
+        """A node's shape by its rule (not memoised yet: `run` looked), memoised when it succeeds."""
+        key = (node.op_name, id(node.args), inputs, self.memo_state)
+        constraints = self.constraints
+        self.node = node
         before = len(constraints)
-        ctx.warnings = []
+        self.warnings = []
         try:
-            shape = SHAPE_RULES[op](ctx, node, inputs)  # type: ignore[arg-type,index]
-            shapes[node_id] = shape
-            for code, message, help_text in ctx.warnings:
-                sink.emit(code, message, node.span, help_text, block.name)
-            side_effects = (tuple(constraints[before:]), dict(result.facts.get(node_id, {})), tuple(ctx.warnings))
-            rule_results[key] = (node.args, shape, side_effects if any(side_effects) else None)
+            shape = self.HANDLERS[node.op](self, node, inputs)  # type: ignore[index]
         except _Warning as warning:
-            sink.emit(warning.code, warning.message, node.span, warning.help, block.name)
-            shapes[node_id] = warning.shape
+            self.sink.emit(warning.code, warning.message, node.span, warning.help, self.block.name)
+            return warning.shape
         except ShapeError as error:
-            result.failed = True
-            sink.emit(error.code, error.message, error.span or node.span, error.help, block.name, error.labels)
-    if not result.failed:
-        check_constraints(block, result, sink)
-        check_limits(block, result, sink, limits)
-    return result
+            self.result.failed = True
+            self.sink.emit(error.code, error.message, error.span or node.span, error.help, self.block.name,
+                           error.labels)
+            return None
+        finally:
+            if len(constraints) != len(self.memo_state):
+                self.memo_state = tuple(constraints)
+        for code, message, help_text in self.warnings:
+            self.sink.emit(code, message, node.span, help_text, self.block.name)
+        side_effects = (tuple(constraints[before:]), dict(self.result.facts.get(node.id, {})), tuple(self.warnings))
+        self.memo[key] = (node.args, shape, side_effects if any(side_effects) else None)
+        return shape
+
+    def replay(self, node: Node, side_effects: tuple) -> None:
+        """A memoised rule's side effects, as the rule had them: constraints, facts and warnings."""
+        added, facts, warnings = side_effects
+        if added:
+            for c in added:
+                self.add_constraint(c)
+            self.memo_state = tuple(self.constraints)
+        if facts:
+            self.result.facts[node.id] = dict(facts)
+        for code, message, help_text in warnings:
+            self.sink.emit(code, message, node.span, help_text, self.block.name)
+
+    def finish(self) -> ShapeResult:
+        result = self.result
+        if not result.failed:
+            check_constraints(self.block, result, self.sink)
+            check_limits(self.block, result, self.sink, self.limits)
+        return result
 
 
 def _prescan_sizes(ctx: ShapeContext, block: Block) -> None:

@@ -16,10 +16,11 @@ from nader.compiler.backends.onnx.context import BlockContext
 from nader.compiler.backends.onnx.graph import (DEFAULT_OPSET, INPUT_NAMES, OUTPUT_NAME, Lowering, OnnxLoweringError,
                                                 Weights, check_opset, graph_name, model_proto)
 from nader.compiler.backends.onnx.ops import LOWERINGS
+from nader.compiler.passes.interpreter import Interpreter
 from nader.compiler.passes.shapes import ShapeResult, shape_str
 from nader.compiler.passes.symbolic import Poly
 from nader.compiler.passes.verify import verify_block
-from nader.dsl.ir import Block, Role, id_token
+from nader.dsl.ir import Block, Node, Role, id_token
 from nader.dsl.ops import Group, Op
 
 
@@ -71,29 +72,42 @@ def lower_block(g: Lowering, block: Block, shapes: ShapeResult, weights: Weights
     `weights` holds the block's layers by node (`n3.weight`, ...), as a BlockModule's `layers` does.
     """
     ctx = BlockContext(block, shapes, weights, dict(widths), dict(inputs), g)
-    nodes = block.node_map()
-    order = shapes.order  # the live nodes: dead ones are dropped
-    values: dict[int, str] = {}
-    output: Optional[str] = None
-    for node_id in order:
-        node = nodes[node_id]
-        op = node.op
-        if op in INPUT_NAMES:
-            if op not in ctx.inputs:
-                raise OnnxLoweringError(f"block `{block.name}`: no tensor for its `{op}` terminal")
-            values[node_id] = ctx.inputs[op]
-            continue
-        xs = [values[i] for i in block.inputs_of(node_id)]
-        if op is Op.OUTPUT:
-            output = xs[0]
-            continue
-        lowering = LOWERINGS.get(op)  # type: ignore[arg-type]
-        if lowering is None:
-            raise OnnxLoweringError(f"no ONNX lowering for `{node.op_name}` (node {node_id})")
-        values[node_id] = lowering(ctx, node, xs, f"n{id_token(node_id)}_{str(op).lower()}")
-    if output is None:
-        raise OnnxLoweringError(f"block `{block.name}` has no output")
-    return output
+    return OnnxLowering(block, shapes, ctx).run()
+
+
+class OnnxLowering(Interpreter):
+    """The ONNX walk of a block's live nodes, each by its lowering in `LOWERINGS` (`ops.py`).
+
+    A node's value is the name of its output tensor; the walk gives the block's output tensor."""
+
+    __slots__ = ("ctx", "output_name")
+
+    HANDLERS = LOWERINGS
+    HANDLER_NAME = "ONNX lowering"
+
+    def __init__(self, block: Block, shapes: ShapeResult, ctx: BlockContext):
+        # The live nodes (dead ones are dropped); the input terminals' tensors are given.
+        super().__init__(block, shapes.order, terminals={op: t for op, t in ctx.inputs.items() if op in INPUT_NAMES})
+        self.ctx = ctx
+        self.output_name: Optional[str] = None
+
+    def input(self, node: Node) -> str:
+        raise OnnxLoweringError(f"block `{self.block.name}`: no tensor for its `{node.op}` terminal")
+
+    def output(self, node: Node, inputs: tuple) -> str:
+        self.output_name = inputs[0]
+        return inputs[0]
+
+    def apply(self, lower, node: Node, inputs: tuple) -> str:
+        return lower(self.ctx, node, list(inputs), f"n{id_token(node.id)}_{str(node.op).lower()}")
+
+    def missing(self, node: Node) -> str:
+        raise OnnxLoweringError(f"no ONNX lowering for `{node.op_name}` (node {node.id})")
+
+    def finish(self) -> str:
+        if self.output_name is None:
+            raise OnnxLoweringError(f"block `{self.block.name}` has no output")
+        return self.output_name
 
 
 def block_to_onnx(block: Block, module, *, role: Optional[Role] = None, stem_stride: int = 1,
