@@ -41,20 +41,20 @@ _REQUIRED = {"status": "damaged", "depth": 0, "origin": "?"}  # shown in place o
 
 
 def _clean(rec: dict, table: str, row: str, problems: list) -> dict:
-    for key, value in rec.items():
+    for key, cell in rec.items():
         want = _TYPES.get(key)
-        if isinstance(value, BadText):
-            problems.append(cell_problem(table, row, key, unreadable_cell(value)))
+        if isinstance(cell, BadText):
+            problems.append(cell_problem(table, row, key, unreadable_cell(cell)))
             rec[key] = _REQUIRED.get(key)
             continue
-        if isinstance(value, float) and not math.isfinite(value) and want is _NUM:
-            problems.append(cell_problem(table, row, key, f"expected a finite number, found {value!r}"))
+        if isinstance(cell, float) and not math.isfinite(cell) and want is _NUM:
+            problems.append(cell_problem(table, row, key, f"expected a finite number, found {cell!r}"))
             rec[key] = None
             continue
-        if value is None or want is None or (isinstance(value, want) and not isinstance(value, bool)):
+        if cell is None or want is None or (isinstance(cell, want) and not isinstance(cell, bool)):
             continue
         problems.append(cell_problem(table, row, key, f"expected {'text' if want is _STR else 'a number'}, "
-                                                      f"found {value!r:.40}"))
+                                                      f"found {cell!r:.40}"))
         rec[key] = _REQUIRED.get(key)
     return rec
 

@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Optional
 from nader.dsl.diagnostics import UNSAFE, DiagnosticSink, Fix, Label
 from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
 from nader.dsl.ir import Block, NodeId, Role, free_id
-from nader.dsl.ops import REQUIRED, Group, Op, ParamKind
+from nader.dsl.ops import Group, Op, ParamKind
 from nader.dsl.span import Span
 
 from .structure_codes import (DUPLICATE_ID, UNDEFINED_NODE, CYCLE, BAD_TERMINALS, TERMINAL_EDGES, DEAD_NODE, WRONG_ARITY,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from nader.dsl.diagnostics import SAFE, Edit, Fix
-from nader.dsl.ir import Block, Edge, Node, NodeId, free_id
+from nader.dsl.ir import Block, Node, NodeId, free_id
 from nader.dsl.span import Span
 
 

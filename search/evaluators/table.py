@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from nader.inputs import InputError, csv_rows, finite_number, load_json, read_bounded_text
+from nader.inputs import InputError, csv_rows, load_json, read_bounded_text
 from nader.runtime.errors import ConfigError
 from nader.search.spaces import nb201
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from nader.compiler.network import build_network
 from nader.compiler.passes.canonical import canonical_hash, canonical_params
