@@ -1,8 +1,9 @@
 """The repair engine (`nader.compiler.repair`) and `nadc fix`.
 
 What is checked: safe fixes never change a valid block (examples, golden inputs, NADER's reference
-blocks, generated sound blocks); every fix kept leaves fewer errors and every fix offered by
-`nadc verify` applies and leaves fewer errors; repairs are deterministic; GPT-4o's failing blocks
+blocks, generated sound blocks); every fix kept, and every fix offered by
+`nadc verify`, gets the verifier further (fewer errors that stop it before shapes, else fewer
+errors, else more nodes reached), even where that reveals a hidden error; repairs are deterministic; GPT-4o's failing blocks
 verify after unsafe repair; the command's exit codes, --diff, --check and `[tool.nadc.fix]`.
 The figures (shares, nodes added, closeness to GPT-4o's repairs) are benchmarks/repair.py's.
 """
@@ -45,6 +46,16 @@ BN_TWO_INPUTS = """##MobileNetBlock##
 def errors(text: str, **options) -> int:
     reports, file_level = verify_program(parse(text), **options)
     return sum(d.is_error for r in reports for d in r.diagnostics) + sum(d.is_error for d in file_level)
+
+
+def progress(text: str, **options) -> tuple[int, int, int]:
+    """How far the verifier gets, worst first: errors that stopped a block (or the file) before shape
+    inference, all errors, and live nodes shape inference did not reach (it stops at its first error)."""
+    reports, file_level = verify_program(parse(text), **options)
+    stopped = sum(d.is_error for d in file_level)
+    stopped += sum(d.is_error for r in reports if r.shapes is None for d in r.diagnostics)
+    unreached = sum(i not in r.shapes.shapes for r in reports if r.shapes is not None for i in r.shapes.order)
+    return stopped, errors(text, **options), unreached
 
 
 def valid_hashes(text: str, **options) -> dict[str, str]:
@@ -101,13 +112,13 @@ def test_safe_fixes_keep_sound_blocks(text):
 
 @REPAIR_SETTINGS
 @given(sound_blocks(max_steps=5).map(format_block).flatmap(mutated))
-def test_every_fix_kept_leaves_fewer_errors_and_repair_is_deterministic(text):
+def test_every_fix_kept_gets_the_verifier_further_and_repair_is_deterministic(text):
     result = repair_text(text, unsafe=True)
     assert result == repair_text(text, unsafe=True)  # deterministic
     before = errors(text)
     assert len(result.remaining) == errors(result.text)
     if result.applied:
-        assert len(result.remaining) < before
+        assert progress(result.text) < progress(text)
         assert all(f.safety in SAFETIES and f.kind in all_kinds() and f.message and "\n" not in f.message
                    for f in result.applied)
     else:
@@ -117,17 +128,17 @@ def test_every_fix_kept_leaves_fewer_errors_and_repair_is_deterministic(text):
 
 @REPAIR_SETTINGS
 @given(mutated_texts(max_blocks=2))
-def test_every_fix_verify_offers_applies_and_leaves_fewer_errors(text):
+def test_every_fix_verify_offers_applies_and_gets_the_verifier_further(text):
     parsed = parse(text)
     reports, _ = verify_program(parsed)
     suggest_fixes(text, reports)
-    before = errors(text)
+    before = progress(text)
     for report in reports:
         for d in report.diagnostics:
             if d.fix is None or d.fix.kind not in {k.KIND.name for k in discovered()}:
                 continue
             assert d.fix.safety in SAFETIES and d.fix.message
-            assert errors(apply_fix(text, d.fix)) < before, (d.message, d.fix)
+            assert progress(apply_fix(text, d.fix)) < before, (d.message, d.fix)
 
 
 def test_safe_repair_leaves_unsafe_fixes_out():
@@ -304,6 +315,47 @@ def test_a_node_that_only_looks_dead_behind_a_broken_line_is_kept():
     result = repair_text(text)
     assert result.ok and [f.kind for f in result.applied] == ["syntax-cleanup"]
     assert result.text == text.replace("3:BN;", "3:BN")
+
+
+TORCH_NAME_HIDING_A_SHAPE_ERROR = """##B##
+0:input
+1:output
+2:Conv2d(out_channels=C,kernel_size=5,stride=1)
+3:BatchNorm2d(num_features=C)
+4:ReLU()
+5:Conv2d(out_channels=2*C,kernel_size=3,stride=1)
+6:Add()
+0->2
+2->3
+3->4
+4->5
+5->6
+0->6
+6->1
+"""
+
+
+def test_a_fix_that_reveals_the_shape_error_an_unknown_operation_hid_is_kept():
+    """`BatchNorm2d` stops verification before shapes; once it is `BN`, the `Add` of 2*C and C channels
+    shows. As many errors as before, but the safe fix is applied and the unsafe one then finds its error."""
+    safe = repair_text(TORCH_NAME_HIDING_A_SHAPE_ERROR)
+    assert [f.kind for f in safe.applied] == ["torch-operation-name"]
+    assert "3:BN\n" in safe.text and [d.code.code for d in safe.remaining] == ["NAD301"]
+    full = repair_text(TORCH_NAME_HIDING_A_SHAPE_ERROR, unsafe=True)
+    assert [f.kind for f in full.applied] == ["torch-operation-name", "match-channels"] and full.ok
+    (report,), _ = verify_program(parse(TORCH_NAME_HIDING_A_SHAPE_ERROR))
+    suggest_fixes(TORCH_NAME_HIDING_A_SHAPE_ERROR, [report])
+    assert report.diagnostics[0].code.code == "NAD104" and report.diagnostics[0].fix.kind == "torch-operation-name"
+
+
+def test_shape_errors_in_a_row_are_repaired_one_after_the_other():
+    """Shape inference stops at the first `Add` that does not broadcast, so the second shows only once
+    the first is mended: each step leaves one error, further on."""
+    text = ("##B##\n0:input\n1:output\n2:Conv2d(out_channels=2*C,kernel_size=3)\n3:Add\n"
+            "4:Conv2d(out_channels=4*C,kernel_size=3)\n5:Add\n0->2\n2->3\n0->3\n3->4\n4->5\n3->5\n5->1\n")
+    assert errors(text) == 1
+    result = repair_text(text, unsafe=True)
+    assert result.ok and [f.kind for f in result.applied] == ["match-channels", "match-channels"]
 
 
 def test_repair_keeps_a_crlf_files_line_ends():

@@ -1,9 +1,12 @@
 """The repair loop: propose fixes for each error, keep the one that verifies best, repeat.
 
 Each step verifies the text, asks the fix kinds (and the diagnostics' own fixes) for
-candidates, applies each one, verifies the result and keeps the best candidate: fewest errors
-left, then fewest warnings, then fewest nodes added, then safe before unsafe, then the kind's
-order. A candidate is kept only when it leaves fewer errors than before, so the loop ends.
+candidates, applies each one, verifies the result and keeps the best candidate: the most
+progress (below), then fewest warnings, then fewest nodes added, then safe before unsafe, then the kind's
+order. A candidate is kept only when the verifier gets further with it (`_State.progress`): fewer
+errors that stop a block before shape inference (an unknown operation hides every shape error
+behind it), else fewer errors, else shape inference reaches more nodes (it stops at the first
+shape error). That order only falls, so the loop ends.
 Safe fixes run to a fixed point first; unsafe ones only when asked. Everything is in a fixed
 order, so the same text always gets the same repair.
 """
@@ -63,8 +66,26 @@ class _State:
         return sum(len(r.block.nodes) for r in self.reports)
 
     @property
-    def score(self) -> tuple[int, int]:
-        return len(self.errors), self.warnings
+    def progress(self) -> tuple[int, int, int]:
+        stopped = sum(report is None or report.shapes is None for report, _ in self.errors)
+        return stopped, len(self.errors), sum(map(_unreached, self.reports))
+
+    @property
+    def score(self) -> tuple[int, int, int, int]:
+        return self.progress + (self.warnings,)
+
+
+def _unreached(report: BlockReport) -> int:
+    """Live nodes shape inference ran on but did not reach (those after its first error)."""
+    if report.shapes is None:
+        return 0
+    return sum(i not in report.shapes.shapes for i in report.shapes.order)
+
+
+def _block_progress(report: BlockReport) -> tuple[int, int, int]:
+    """`_State.progress` of one block."""
+    errors = sum(d.is_error for d in report.diagnostics)
+    return errors if report.shapes is None else 0, errors, _unreached(report)
 
 
 def _verify(text: str, options: dict) -> _State:
@@ -110,7 +131,7 @@ def _candidates(state: _State, allowed: frozenset, disabled: frozenset) -> Itera
 
 
 def _step(state: _State, allowed: frozenset, disabled: frozenset, options: dict, budget: _Budget):
-    """The best (new state, applied fix) from one candidate, or None when none leaves fewer errors."""
+    """The best (new state, applied fix) from one candidate, or None when none gets the verifier further."""
     kinds = all_kinds()
     best = None
     for index, (code, fix) in enumerate(_candidates(state, allowed, disabled)):
@@ -123,7 +144,7 @@ def _step(state: _State, allowed: frozenset, disabled: frozenset, options: dict,
         if text == state.text:
             continue
         after = _verify(text, options)
-        if after.score[0] >= state.score[0]:
+        if after.progress >= state.progress:
             continue
         kind = kinds.get(fix.kind)
         rank = (after.score, after.nodes - state.nodes, fix.safety != SAFE, kind.order if kind else 50, index)
@@ -156,8 +177,8 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors))
 
 
-def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict) -> Optional[tuple[int, int, int]]:
-    """(errors, warnings, nodes) of the block on lines [start, end) of a file, once `fix` is applied to
+def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict) -> Optional[tuple[tuple, int, int]]:
+    """(progress, warnings, nodes) of the block on lines [start, end) of a file, once `fix` is applied to
     it, parsed and verified alone; None when the fix reaches outside the block or the lines no longer
     form one block. What a suggestion is ranked by: it edits one block, the others stay as they are."""
     if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
@@ -174,15 +195,15 @@ def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict
     report = verify_block(block, role=options.get("role"), stem_stride=options.get("stem_stride", 1),
                           limits=options.get("limits", Limits()), file=parsed.program.path,
                           front_end=tuple(parsed.diagnostics), domain=options.get("domain", SQUARE))
-    errors = sum(d.is_error for d in report.diagnostics)
-    return errors, len(report.diagnostics) - errors, len(block.nodes)
+    progress = _block_progress(report)
+    return progress, len(report.diagnostics) - progress[1], len(block.nodes)
 
 
 def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic] = (),
                   **verify_options) -> None:
     """Attach to each error of `reports` (verified from `text` with `verify_options`; `file_level`: the
-    file's own diagnostics) that carries no fix the best fix the kinds offer (safe or unsafe) that
-    leaves its block with fewer errors (and the file with no new one); `nadc verify` shows them.
+    file's own diagnostics) that carries no fix the best fix the kinds offer (safe or unsafe) with
+    which the verifier gets further in its block (as `repair_text` measures it); `nadc verify` shows them.
 
     The reports' diagnostics are replaced in place; valid blocks cost nothing.
     """
@@ -198,7 +219,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     for index, report in enumerate(reports):
         if report.ok or not starts[index] < starts[index + 1]:
             continue
-        before = sum(d.is_error for d in report.diagnostics)
+        before = _block_progress(report)
         for k, d in enumerate(report.diagnostics):
             if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS:
                 continue
@@ -218,7 +239,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                         kind.order if kind else 50, position)
                 if best is None or rank < best[0]:
                     best = (rank, fix)
-                if after[0] == 0 and after[2] <= len(report.block.nodes):
+                if after[0][1] == 0 and after[2] <= len(report.block.nodes):
                     break  # nothing can rank better but a later, equally good candidate
             if best is not None:
                 report.diagnostics[k] = replace(d, fix=best[1])
