@@ -31,7 +31,7 @@ PACKAGES = {"inputs": "nader.inputs", "dsl": "nader.dsl", "grammar": "nader.gram
 FLOOR = {"nader.inputs": 0, "nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
          "nader.search": 3, "nader": 4}
 #: packages whose modules find their members by name at import time (`pkgutil` discovery)
-DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators")
+DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.compiler.repair.kinds")
 
 #: Third-party packages that may be imported inside a function, and why.
 LAZY_PACKAGES = {

@@ -10,7 +10,8 @@ search's repairs use this module.
 from __future__ import annotations
 
 from .engine import repair_text, suggest_fixes
-from .kinds import FixKind, all_kinds
+from .kind import FixKind
+from .kinds import all_kinds
 from .result import AppliedFix, RepairResult
 
 __all__ = ["AppliedFix", "FixKind", "RepairResult", "all_kinds", "repair_text", "suggest_fixes"]

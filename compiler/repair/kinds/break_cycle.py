@@ -5,7 +5,7 @@ import re
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("break-cycle", UNSAFE, ("NAD203",), "Remove the edge that closes a cycle.", """
     The verifier names the edge that closes the cycle (`remove or redirect the edge 7->3`); the

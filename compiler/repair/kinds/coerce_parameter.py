@@ -7,7 +7,7 @@ from fractions import Fraction
 from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import ParamKind
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import with_arg
 
 KIND = FixKind("coerce-parameter", UNSAFE, ("NAD209",),

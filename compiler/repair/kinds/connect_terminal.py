@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Group, Op
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("connect-terminal", UNSAFE, ("NAD204",),
                "Add the missing `input` (feeding the nodes that have no input) or `output` (fed by the last node nothing reads).", """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("drop-argument", UNSAFE, ("NAD105", "NAD106", "NAD107"),
                "Remove an argument the operation has no parameter for, or one given twice.", """

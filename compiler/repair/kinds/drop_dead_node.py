@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import SAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("drop-dead-node", SAFE, ("*",),
                "Delete a dead node (its result never reaches `output`) that has an error.", """

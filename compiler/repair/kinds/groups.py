@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import with_arg
 
 KIND = FixKind("fit-groups", UNSAFE, ("NAD316",), "Set `groups` to a value that divides the channels.", """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import merge_node, sizes
 
 KIND = FixKind("match-channels", UNSAFE, ("NAD301",),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import overfed_node
 
 KIND = FixKind("merge-inputs-concat", UNSAFE, ("NAD207", "NAD205"),

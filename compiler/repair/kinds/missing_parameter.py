@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import with_arg
 
 KIND = FixKind("add-missing-parameter", UNSAFE, ("NAD208",), "Add a required parameter with its most common value.", """

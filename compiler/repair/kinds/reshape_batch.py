@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("reshape-batch", UNSAFE, ("NAD305",),
                "Write the batch axis `B` first in a `reshape` that leaves it out or misplaces it.", """

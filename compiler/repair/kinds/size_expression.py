@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import ParamKind
 
-from . import FixKind
+from ..kind import FixKind
 from ._common import with_arg
 
 KIND = FixKind("size-expression", UNSAFE, ("NAD313", "NAD314", "NAD315"),

@@ -5,7 +5,7 @@ import re
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("channel-symbol", UNSAFE, ("NAD109", "NAD210"),
                "Write a layer's size with `C` or `dim` where it uses an unknown name or `H`, `W`, `B`.", """

@@ -6,7 +6,7 @@ import re
 from nader.dsl.diagnostics import SAFE, Edit, Fix
 from nader.dsl.span import Span
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("syntax-cleanup", SAFE, ("NAD101",),
                "Remove list markers, quotes, a trailing `;` or `,`, and a comma before `)` from a line that does not parse.", """

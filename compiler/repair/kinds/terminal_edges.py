@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Group, Op
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("re-point-terminal-edge", UNSAFE, ("NAD205",),
                "Send an edge out of `output` from `output`'s input instead; drop an edge into an input; feed a bare `output`.", """

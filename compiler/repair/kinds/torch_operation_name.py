@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import SAFE
 from nader.dsl.ops import REGISTRY
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("torch-operation-name", SAFE, ("NAD104",),
                "Replace PyTorch's name of an operation (`BatchNorm2d`, `LayerNorm`, `cat`) by the registry's.", """

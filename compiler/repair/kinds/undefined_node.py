@@ -5,7 +5,7 @@ import re
 
 from nader.dsl.diagnostics import UNSAFE
 
-from . import FixKind
+from ..kind import FixKind
 
 KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end that names no node.", """
     `3->9` where no node 9 is defined: the wire goes (the output then gets what feeds it from
