@@ -3,6 +3,7 @@ trial: the baselines as published) on a generated derived table."""
 from __future__ import annotations
 
 import importlib.util
+import random
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +14,10 @@ from search_helpers import run_records as _records
 from nader.cli import main
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
+from nader.search.spaces.space import NB201Space
+from nader.search.strategies.base import SearchContext
+from nader.search.strategies.optuna_sampler import OptunaStrategy
+from nader.search.tree import Node, Tree
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +138,20 @@ def test_a_resumed_search_proposes_what_the_uninterrupted_one_did(tmp_path, smoo
     run_search(_settings(parts, smooth, strategy="optuna", strategy_options=options, trials=24, seed=4))
     cells = [[r["change"]["cell"] for r in _records(run) if r["change"]] for run in (whole, parts)]
     assert len(cells[0]) >= 24 and cells[0] == cells[1]
+
+
+def test_tpe_asks_once_per_proposal_and_draws_uniformly_past_a_known_cell():
+    """A converged TPE proposes known cells; asking again and again grew the study by up to 100
+    failed trials a proposal (seconds a trial by trial 250): one ask, then a uniform draw."""
+    pytest.importorskip("optuna")
+    left = S.RESNET  # every cell but this one is in the tree (proposed, so the study holds none of them)
+    nodes = [Node(0, None, 0, "untrained")]
+    for i, cell in enumerate((str(c) for c in S.all_cells() if str(c) != left), 1):
+        nodes.append(Node(i, 0, 1, "proposed", change={"cell": cell}))
+    tree = Tree(nodes)
+    strategy = OptunaStrategy()
+    strategy.bind(SearchContext(space=NB201Space()))
+    cand = strategy.propose(strategy.ask(tree, random.Random(0)), random.Random(0))
+    assert cand.change["cell"] == left
+    study = strategy.cached[1]
+    assert len(study.trials) <= 1
