@@ -20,17 +20,27 @@ never fakes an LLM: without one, those strategies are listed as skipped with the
 
     python benchmarks/strategies.py [--trials 8] [--seeds 0,1] [--strategies walk,rea,nader,fairnad,genius]
     python benchmarks/strategies.py --table FILE --space nb201 [--seeds 0,...,9] [--sim-budget 20000]
+    python benchmarks/strategies.py --dev [--warm-start 0,1000 --proxy synflow] [--seeds 0,...,9]
 
 **Table mode** (``--table FILE``: a derived ``.csv``/``.json`` table, a NATS-Bench ``.pickle.pbz2``
-or a NAS-Bench-201 ``.pth``; ``benchmarks/nb201_synthetic.py`` writes a synthetic one) runs
+or a NAS-Bench-201 ``.pth``; ``benchmarks/nb201_synthetic.py`` writes a synthetic one; ``--dev``:
+both development tables of ../shared/nb201, GENIUS's CIFAR-100 and ImageNet16-120 files) runs
 random search, REA, local search, Optuna's TPE (``optuna``, when optuna is installed), the walk
-and the tree strategy (``--strategies``) over the nb201 space with the ``nb201-12`` preset and one seed per trial (777): the search's signal is
-the 12-epoch validation accuracy, and the figure printed is the test accuracy of the
-architecture best by that signal (200 epochs where the table has them), mean ± sample
-standard deviation over the seeds (10 by default), after 10, 25, 50, 100 and 300 trials (one run of
-300 trials each; with a derived table, also how many seeds evaluated its best cell and the cell
-best by the signal) and, where the table has times, at a simulated-time budget (a second run with
-``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on CIFAR-10).
+and the tree strategy (``--strategies``) over the nb201 space with one seed per trial (777). The
+search's signal is the validation accuracy at ``--epochs`` or the ``--preset``'s epochs
+(``nb201-12`` by default, the benchmarks' 12-epoch signal; ``--dev`` uses ``nb201``, the 200-epoch
+schedule, the only one GENIUS's tables have), and the output names it. The figure printed is the
+test accuracy of the architecture best by that signal (200 epochs where the table has them), mean
+± sample standard deviation over the seeds (10 by default), after 10, 20, 50, 100 and 300 queries
+(one run of 300 trials each), with, for a derived table, the validation regret (the table's best
+validation accuracy minus the best found, the mean over seeds) and how many seeds evaluated the
+cell best by validation by then; and, where the table has times, at a simulated-time budget (a
+second run with ``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on
+CIFAR-10). ``--warm-start 0,1000`` runs every strategy without and with a zero-cost warm start of
+1,000 cells scored by ``--proxy`` (synflow by default; ``all``: the whole space); every run
+shares one proxy cache file (``--proxy-cache``, by default one in the run folder), so the space is
+scored once for all seeds and strategies. The time each run took, the loop's cost per trial near
+trials 10 and 300 and the proxies' time (apart from the queries) are printed too.
 REA uses NATS-Bench's settings (population 10, tournament 3). Random, REA, local and optuna start
 without a root trial (``--root none``, their default in the cell space), as the published
 baselines do; walk and tree train the ResNet root first.
@@ -52,7 +62,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
 ALL = ("walk", "rea", "rea-sh", "nader", "fairnad", "genius")
 OFFLINE = ("random", "rea", "local", "optuna", "walk", "tree")  # table mode (optuna: Optuna's TPE)
-CHECKPOINTS = (10, 25, 50, 100, 300)
+CHECKPOINTS = (10, 20, 50, 100, 300)
 # NATS-Bench's time budgets for the topology space (exps/NATS-algos/run-all.sh; docs/nb201.md)
 SIM_BUDGETS = {"cifar10": 20000, "cifar100": 40000, "imagenet16-120": 120000}
 # name -> (strategy, extra settings): "rea-sh" is REA with successive halving (docs/search.md,
@@ -121,7 +131,7 @@ def main(argv) -> int:
     ap.add_argument("--strategies", default=None, help=f"[default: {','.join(ALL)}; table mode {','.join(OFFLINE)}]")
     ap.add_argument("--from", dest="root", default=str(EXAMPLE))
     ap.add_argument("--dataset", default=None, help="[default: digits; table mode cifar10]")
-    ap.add_argument("--preset", default="quick")
+    ap.add_argument("--preset", default=None, help="[default: quick; table mode nb201-12, --dev nb201]")
     ap.add_argument("--depths", default="1,1,1", help="blocks per stage (NB201's is 5,5,5)")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=None)
@@ -137,13 +147,18 @@ def main(argv) -> int:
     ap.add_argument("--space", default=None, help="table mode: nb201 (the only space with tables)")
     ap.add_argument("--table-map", default=None, help="table mode: METRIC=COLUMN,... for a derived table")
     ap.add_argument("--sim-budget", type=float, default=None, help="table mode: simulated seconds [NATS-Bench's]")
+    ap.add_argument("--dev", action="store_true", help="table mode on both development tables of ../shared/nb201")
+    ap.add_argument("--warm-start", default="0", help="table mode: warm-start sizes to compare, e.g. 0,1000,all")
+    ap.add_argument("--proxy", default="synflow", help="table mode: the warm start's proxy (or NAME+NAME)")
+    ap.add_argument("--proxy-cache", default=None, help="table mode: the proxy cache file every run shares")
     args = ap.parse_args(argv)
-    if args.table:
+    if args.table or args.dev:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from strategies_table import table_main
 
         return table_main(args, OFFLINE, CHECKPOINTS, SIM_BUDGETS)
     args.seeds = args.seeds or "0,1"
+    args.preset = args.preset or "quick"
     args.strategies = args.strategies or ",".join(ALL)
     args.dataset = args.dataset or "digits"
     from nader.search.config import SearchConfig

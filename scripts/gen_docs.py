@@ -57,9 +57,17 @@ def fix_table() -> str:
     return "\n".join(rows)
 
 
+def proxy_table() -> str:
+    """docs/search.md's table of the training-free proxies (`nader.search.proxies`, one module each)."""
+    from nader.search.proxies import proxy_table as table
+
+    return table()
+
+
 #: file -> (marker name, generator)
 TABLES: dict[str, tuple[str, Callable[[], str]]] = {
     "docs/search.md": ("strategies", strategy_table),
+    "docs/search.md#proxies": ("proxies", proxy_table),
     "docs/mutations.md": ("mutations", mutation_table),
     "docs/language.md": ("fixes", fix_table),
 }
@@ -77,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is out of date")
     args = parser.parse_args(argv)
     stale = []
-    for rel, (marker, generate) in TABLES.items():
+    for key, (marker, generate) in TABLES.items():
+        rel = key.partition("#")[0]  # "FILE#NAME": a second table in the same file
         path = REPO_ROOT / rel
         text = path.read_text(encoding="utf-8")
         try:

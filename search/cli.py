@@ -84,6 +84,33 @@ def _table_map(ctx, param, value):
     return mapping
 
 
+def _proxy(ctx, param, value):
+    from nader.runtime.errors import ConfigError
+
+    from .proxies import members
+
+    if value is None:
+        return None
+    try:
+        members(value)
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+def _warm_start(ctx, param, value):
+    from nader.runtime.errors import ConfigError
+
+    from .config_file import parse_warm_start
+
+    if value is None:
+        return None
+    try:
+        return parse_warm_start(value) or 0
+    except ConfigError as exc:
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
+
+
 def _objectives(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
@@ -187,7 +214,16 @@ class _RunCommand(click.Command):
 @click.option("--seed", type=int, default=None, help="Seed of the search's decisions [default: 0].")
 @click.option("--prescreen", type=click.IntRange(min=0), default=None,
               help="Make K valid candidates per trial, train the best by a zero-cost proxy [default: 0, off].")
-@click.option("--proxy", type=click.Choice(PROXIES), default=None, help="Prescreening proxy [default: naswot].")
+@click.option("--proxy", callback=_proxy, default=None, metavar="NAME[+NAME...]",
+              help=f"The zero-cost proxy of --prescreen and --warm-start: {', '.join(PROXIES)}, or several joined "
+                   f"by + (an ensemble: the mean of their ranks); naswot, jacov, snip and grad_norm read images "
+                   f"(--data-dir) [default: synflow].")
+@click.option("--warm-start", callback=_warm_start, default=None, metavar="N|all",
+              help="Before the first trial, score N architectures by --proxy (cells drawn uniformly, or all of "
+                   "them; in the block language, mutations of the root) and start the strategy from the best "
+                   "[default: 0, off].")
+@click.option("--proxy-cache", type=click.Path(dir_okay=False), default=None,
+              help="A file of proxy scores shared by runs, read and filled besides the run's own store.")
 @click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
 @click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
 @click.option("--max-memory", callback=_memory, default=None,
@@ -281,7 +317,7 @@ def _run(config_file, fmt, force, flags):
             given["dataset"] = given["dataset"].lower()
         if "executor" in given:
             given["executor"] = given["executor"].lower()
-        for key in ("root", "data_dir", "run_dir"):
+        for key in ("root", "data_dir", "run_dir", "proxy_cache"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
         if "evaluator" in given:
@@ -290,6 +326,8 @@ def _run(config_file, fmt, force, flags):
             given["evaluator"] = resolve_evaluator(given["evaluator"])
         if "data_dir" in given:  # part of each job's identity: the same folder from any directory
             given["data_dir"] = str(Path(given["data_dir"]).resolve())
+        if "proxy_cache" in given:  # a resume from another directory finds the same file
+            given["proxy_cache"] = str(Path(given["proxy_cache"]).resolve())
         progress = LiveProgress(stream=sys.stderr, mode=progress_mode)
         progress.preamble = _table_summary({**toml, **given})  # shown once the checks pass and the run starts
         unwatch = observe_new_clients(progress.llm)  # the LLM strategies' clients report each call
@@ -390,6 +428,10 @@ def _summary_text(s) -> str:
 
     lines = [f"stopped: {s.stop.message} ({s.seconds:.1f} s{', resumed' if s.resumed else ''})",
              records.summary_line(s.counts)]
+    if s.proxies:
+        from .proxies import session_line
+
+        lines.append(session_line(s.proxies))
     b = s.best
     if b:
         lines.append(f"best: #{b['arch_id']} ({records.lineage(b)}) valid "

@@ -47,10 +47,12 @@ from .evaluators.table import KIND as TABLE_KIND, check_table_map
 from .evaluators.tabular import KINDS, TABULAR_DATASETS
 from .fidelity import schedule_of
 from .objectives import check_known, parse_objectives, require_pymoo
+from .proxies import members
 from .registry import evaluator_factory
 from .spaces import nb201
 from .spaces.space import SPACES, get_space
 from .strategies import STRATEGIES, get_strategy
+from .warm_start import ALL
 
 __all__ = ["DATASETS", "PROXIES", "ROOT_MODES", "SearchConfig", "differences", "merge"]
 
@@ -78,7 +80,9 @@ class SearchConfig:
     run_dir: Optional[str] = None
     seed: int = 0
     prescreen: int = 0  # K > 1: score K valid candidates by a zero-cost proxy, train the best
-    proxy: str = "naswot"
+    proxy: str = "synflow"  # a proxy of nader.search.proxies, or several joined by + (an ensemble)
+    warm_start: Optional[Any] = None  # N, or "all": score N architectures by the proxy before the first query
+    proxy_cache: Optional[str] = None  # a file of proxy scores shared by runs (besides the run's own store)
     max_params: Optional[int] = None  # default: the budget preset of the skeleton and dataset
     max_flops: Optional[int] = None
     max_memory: Optional[int] = None  # bytes a training step may take [default: a share of the device]
@@ -142,6 +146,10 @@ class SearchConfig:
         space, strategy = SPACES.get(self.space), STRATEGIES.get(self.strategy)
         return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
 
+    def uses_proxy(self) -> bool:
+        """Whether the search scores architectures by the proxy (prescreening or a warm start)."""
+        return self.prescreen > 1 or bool(self.warm_start)
+
     def job_options(self) -> dict:
         opts = dict(self.train_options)
         for key, value in (("epochs", self.epochs), ("threads", self.threads), ("device", self.device)):
@@ -166,7 +174,8 @@ class SearchConfig:
             "skeleton": self.skeleton, "depths": list(resolve_depths(skeleton_info(self.skeleton), self.depths)),
             "budget": {"params": budget.params, "flops": budget.flops},
             "prescreen": self.prescreen if self.prescreen > 1 else 0,
-            "proxy": self.proxy if self.prescreen > 1 else None,
+            "proxy": self.proxy if self.uses_proxy() else None,
+            **({"warm_start": self.warm_start} if self.warm_start else {}),
             "train_options": opts, "seed": self.seed, "builder": self.builder,
             **({"space": self.space} if self.space != "language" else {}),
             **({"evaluator": self.evaluator} if self.evaluator else {}),
@@ -212,8 +221,8 @@ class SearchConfig:
             raise ConfigError(f"unknown dataset {self.dataset!r}; choose one of: {', '.join(DATASETS)}")
         if self.executor not in EXECUTORS:
             raise ConfigError(f"unknown executor {self.executor!r}; choose one of: {', '.join(EXECUTORS)}")
-        if self.proxy not in PROXIES:
-            raise ConfigError(f"unknown proxy {self.proxy!r}; choose one of: {', '.join(PROXIES)}")
+        members(self.proxy)  # a ConfigError naming the known proxies
+        self.check_warm_start(space)
         check_options(self.job_options())
         resolve(self.preset, self.job_options())
         self.strategy_options = get_strategy(self.strategy).resolve_options(self.strategy_options)
@@ -243,6 +252,19 @@ class SearchConfig:
         self.budget()
         if self.objectives:
             self.check_objectives()
+
+    def check_warm_start(self, space) -> None:
+        value = self.warm_start
+        if value in (None, 0):
+            self.warm_start = None
+            return
+        if value == ALL:
+            if not space.uniform:
+                raise ConfigError(f"--warm-start all scores the whole space, and the {space.name} space is not "
+                                  f"finite; give a number of mutations of the root, e.g. --warm-start 100")
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MOST_INT:
+            raise ConfigError(f"warm-start: a number of architectures to score (at least 1) or all, not {value!r}")
 
     def check_objectives(self) -> None:
         """Known names (a registered evaluator or the Python API's objective function may

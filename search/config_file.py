@@ -17,7 +17,8 @@ from nader.runtime.errors import ConfigError
 from .objectives import parse_objectives
 
 DATASETS = ("digits", "cifar10", "cifar10-valid", "cifar100", "imagenet16-120")  # cifar10 searches as cifar10-valid
-PROXIES = ("naswot", "synflow")
+# the proxies' names for --help, which imports no proxy module (tests compare them with nader.search.proxies)
+PROXIES = ("flops", "grad_norm", "jacov", "naswot", "params", "snip", "synflow", "zen")
 ROOT_MODES = ("train", "none")  # --root: the root is trial 1, or only where the tree hangs
 
 
@@ -81,6 +82,8 @@ KEYS = {
     "seed": ("seed", _typed("seed", int)),
     "prescreen": ("prescreen", _typed("prescreen", int)),
     "proxy": ("proxy", _typed("proxy", str)),
+    "warm-start": ("warm_start", lambda v: parse_warm_start(v)),
+    "proxy-cache": ("proxy_cache", _typed("proxy-cache", str)),
     "max-params": ("max_params", _typed("max-params", int)),
     "max-flops": ("max_flops", _typed("max-flops", int)),
     "max-memory": ("max_memory", lambda v: parse_memory(v)),
@@ -103,7 +106,7 @@ KEYS = {
     "objective": ("objectives", lambda v: parse_objective_list(v)),
     "root": ("root_mode", _typed("root", str)),
 }
-_PATH_KEYS = ("root", "data_dir", "run_dir")
+_PATH_KEYS = ("root", "data_dir", "run_dir", "proxy_cache")
 
 
 def read_toml(path) -> dict:
@@ -144,6 +147,18 @@ def resolve_evaluator(spec: str, base: Path = Path(".")) -> str:
     except (RuntimeError, OSError):  # a symlink loop: left as written, for the reader to name
         path = path.absolute()
     return f"{kind.strip().lower()}:{path}"
+
+
+def parse_warm_start(value):
+    """`--warm-start`: a number of architectures to score before the first query, or ``all`` (the
+    whole space); 0 is off. Returns the int, ``"all"`` or None."""
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return "all"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MOST_INT:
+        raise ConfigError(f"warm-start: expected a number of architectures (0: off) or all, not {str(value)[:40]!r}")
+    return value or None
 
 
 def parse_memory(value) -> int:

@@ -46,6 +46,7 @@ from .store import SearchStore
 from .candidate import Candidate
 from .strategies.base import SearchContext, StopSearch, Strategy, stop_code
 from .tree import FINAL, PENDING, Node, Tree
+from .warm_start import Proxies
 
 ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again
 MAX_REJECTS_IN_ROW = 100  # rejected proposals of any kind in a row (this session) before the loop gives up
@@ -105,7 +106,7 @@ def search_context(config: SearchConfig, store: Optional[SearchStore]) -> Search
                          budget=config.budget(), space=get_space(config.space),
                          objectives=of_config(config.objectives),
                          llm_caps={k: v for k, v in caps.items() if v is not None}, add_usage=add_usage,
-                         repair=config.effective_repair())
+                         repair=config.effective_repair(), proxies=Proxies(config, store))
 
 
 class SearchLoop:
@@ -130,6 +131,7 @@ class SearchLoop:
         self.checker = Checker(config.skeleton, config.dataset, self.depths, config.budget(),
                                space=self.space if self.space.name != "language" else None)
         self.prescreener = prescreener
+        self.proxies = context.proxies  # the run's proxy: the warm start's pool (warm_start.py)
         self.fidelity = scheduler_of(config, store)  # None: every trial at the full budget
         self.tree = Tree()
         self.rejects_in_row = 0
@@ -174,6 +176,8 @@ class SearchLoop:
         if self.fidelity is not None:
             self.fidelity.catch_up()
         self.tree = Tree(self.store.nodes())
+        if self.proxies is not None:
+            self.proxies.prepare(self)  # the warm start's pool, scored before the first query
         finals = sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id))
         for node in self.fidelity.history(self.tree) if self.fidelity is not None else finals:
             self.strategy.tell(node, self.rng("tell", node.arch_id))
@@ -188,10 +192,14 @@ class SearchLoop:
             if self.stop is not None:
                 return
             try:
-                parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
-                if parent is None:
-                    return
-                node = self.propose_round(parent)
+                seed = self._warm_seed()
+                if seed is not None:  # a strategy that does not draw from the pool starts from its best
+                    node = self.propose_round(self.tree.root, make=_once(seed.candidate(self.proxies.spec)))
+                else:
+                    parent = self.strategy.ask(self.tree, self.rng("ask", self.tree.next_id))
+                    if parent is None:
+                        return
+                    node = self.propose_round(parent)
             except Exception as exc:
                 self.stop = clean_stop(exc)
                 if self.stop is None:
@@ -199,6 +207,15 @@ class SearchLoop:
                 return
             if node is not None:
                 self._submit(node)
+
+    def _warm_seed(self):
+        """The warm start's best architecture, for a strategy that does not draw from the pool
+        (`Strategy.draws_pool`), until one warm-start architecture is in the tree; else None."""
+        if self.proxies is None or not self.proxies.pool or getattr(self.strategy, "draws_pool", False):
+            return None
+        if any("warm_start" in n.change for n in self.tree):
+            return None
+        return self.proxies.pool[0]
 
     def limit(self) -> Optional[Stop]:
         c = self.config
@@ -250,18 +267,19 @@ class SearchLoop:
         return random.Random(f"nader-search/{self.config.seed}/{purpose}/{arch_id}")
 
     # ------------------------------------------------------------------ proposing
-    def propose_round(self, parent: Node) -> Optional[Node]:
+    def propose_round(self, parent: Node, make=None) -> Optional[Node]:
         """Candidates from `parent` until K are valid (K = 1 without prescreening), at most
         ROUND_TRIES * K of them; every one is recorded; returns the one to train, if any (else
-        the loop asks the strategy again)."""
+        the loop asks the strategy again). `make(parent, rng)` proposes instead of the strategy."""
         k = max(1, self.config.prescreen)
+        propose = make or self.strategy.propose
         valid: List[tuple] = []
         for _ in range(ROUND_TRIES * k):
             if len(valid) >= k:
                 break
             arch_id = self.tree.next_id
             try:
-                candidate = self.strategy.propose(parent, self.rng("propose", arch_id))
+                candidate = propose(parent, self.rng("propose", arch_id))
             except Exception as exc:  # a clean stop keeps this round's valid candidates
                 self.stop = clean_stop(exc)
                 if self.stop is None:
@@ -293,12 +311,9 @@ class SearchLoop:
             return None
         chosen = 0
         if len(valid) > 1 and self.prescreener is not None:
-            scores = [self.prescreener.score(rec["text"], rec["widths"]) for rec, _ in valid]
-            chosen = max(range(len(valid)), key=lambda i: (scores[i], -i))
-            order = sorted(range(len(valid)), key=lambda i: (-scores[i], i))
-            for i, (rec, node) in enumerate(valid):
-                rec["prescreen"] = {"proxy": self.prescreener.proxy, "score": scores[i], "rank": order.index(i) + 1,
-                                    "round": [r["arch_id"] for r, _ in valid]}
+            chosen, notes = self.prescreener.choose([(rec["hash"], rec["text"]) for rec, _ in valid])
+            for (rec, _node), note in zip(valid, notes):
+                rec["prescreen"] = {**note, "round": [r["arch_id"] for r, _ in valid]}
         for i, (rec, node) in enumerate(valid):
             rec["status"] = node.status = "training" if i == chosen else "screened-out"
         self.store.insert([rec for rec, _ in valid])
@@ -381,6 +396,18 @@ class SearchLoop:
             self.tree.update(node)
             self._submit(node)
         return len(arch_ids)
+
+
+def _once(candidate: Candidate):
+    """A proposer that gives `candidate` once, then nothing (the round ends)."""
+    given = []
+
+    def make(parent, rng):
+        if given:
+            return None
+        given.append(True)
+        return candidate
+    return make
 
 
 def _node_of(record: dict) -> Node:

@@ -4,7 +4,9 @@ refused up front (`ConfigError`: exit 2, one line naming the fix), not after bur
 * **packages**: each optional package the settings need (`needed_packages`): scikit-learn for
   the digits dataset, pymoo for Pareto selection, openai and faiss for the LLM strategies, Ray for
   the Ray executor, the official API package of a tabular benchmark file;
-* **data**: the dataset's files exist and can be read (training, or prescreening on them);
+* **data**: the dataset's files exist and can be read (training, or a proxy that reads images:
+  `--prescreen`/`--warm-start` with naswot, jacov, snip or grad_norm; synflow, zen, params and
+  flops need none, so a table search with them runs without `--data-dir`);
 * **tables** (`--evaluator`): the table holds the dataset asked for, the signal (validation
   accuracy at the preset's epochs, every rung's with `--fidelity`), the `--table-map` columns, the seeds (an official file's trials) and, under
   `--time-limit sim:N`, the per-epoch times. An official file is probed on a few of its cells:
@@ -30,6 +32,7 @@ from .evaluators.lookup import opened
 from .evaluators.table import FileTable
 from .evaluators.tabular import API_DATASET, EvaluatorError
 from .fidelity import schedule_of
+from .proxies import data_free, needs_data
 from .spaces import nb201
 
 LLM_STRATEGIES = ("nader", "fairnad", "genius")
@@ -53,7 +56,7 @@ def needed_packages(config, own_evaluator: bool = False) -> List[Tuple[str, str,
     evaluates trials itself, so neither data nor a table is read)."""
     out = []
     trains = not config.evaluator and not own_evaluator
-    if config.dataset == "digits" and (trains or config.prescreen > 1):
+    if config.dataset == "digits" and (trains or _proxy_reads_images(config)):
         out.append(("sklearn", "the digits dataset", "data"))
     if trains and config.executor == "ray":
         out.append(("ray", "the Ray executor", "ray"))
@@ -83,10 +86,21 @@ def check_packages(config, own_evaluator: bool = False) -> None:
                               f"pip install 'nader-toolchain[{extra}]'")
 
 
+def _proxy_reads_images(config) -> list:
+    """The proxies of --prescreen/--warm-start that read images (none: no data is needed for them)."""
+    return needs_data(config.proxy) if config.uses_proxy() else []
+
+
 def check_data(config) -> None:
-    """The dataset's files, present and readable, when trials (or prescreening) read them."""
-    if config.dataset == "digits" or (config.evaluator and config.prescreen <= 1):
+    """The dataset's files, present and readable, when trials (or a proxy) read them. A proxy that
+    needs images without a --data-dir is refused with the data-free proxies named."""
+    readers = _proxy_reads_images(config)
+    if config.dataset == "digits" or (config.evaluator and not readers):
         return
+    if readers and not config.data_dir:
+        raise ConfigError(f"--proxy {config.proxy}: {', '.join(readers)} read images of {config.dataset}, and no "
+                          f"--data-dir is given; give --data-dir, or a proxy that needs no data: "
+                          f"{', '.join(data_free())}")
     if config.executor == "ray" and config.address:  # the cluster's machines hold the data
         return
     from nader.runtime.data import check_dataset

@@ -48,6 +48,7 @@ class SearchSummary:
     resumed: bool
     warnings: list = field(default_factory=list)
     failures: list = field(default_factory=list)  # why trials failed, grouped (`records.failures`)
+    proxies: Optional[dict] = None  # this session's proxy scoring (`Proxies.stats`), when the run scores any
 
     def to_json(self) -> dict:
         best = None
@@ -58,7 +59,7 @@ class SearchSummary:
         return {"run_dir": self.run_dir, "stop_reason": self.stop.code, "stop_message": self.stop.message,
                 "trials": self.trials, "counts": self.counts, "resumed": self.resumed,
                 "seconds": round(self.seconds, 3), "best": best, "warnings": self.warnings,
-                "failures": self.failures}
+                "failures": self.failures, "proxies": self.proxies}
 
 
 def _layer(x) -> dict:
@@ -185,14 +186,13 @@ def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, comm
                           resumed, warnings, t0)
     finally:
         strategy.close()
+        if context.proxies is not None:
+            context.proxies.close()
 
 
 def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, stop_checks, command, resumed,
                warnings, t0):
-    prescreener = None
-    if config.prescreen > 1:
-        prescreener = Prescreener(config.proxy, skeleton=config.skeleton, dataset=config.dataset,
-                                  depths=config.depths, data_dir=config.data_dir, seed=config.seed)
+    prescreener = Prescreener(context.proxies) if config.prescreen > 1 else None
     obs = observer or Observer()
     depths = list(context.depths)
     trials_before = Tree(store.nodes()).trials()
@@ -222,8 +222,9 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     damaged: list = []  # cells that could not be read, as warnings
     best = records.best(store.conn, damaged)
     warnings = list(dict.fromkeys(warnings + store.problems + damaged))
+    used = context.proxies.stats() if context.proxies is not None and config.uses_proxy() else None
     return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
-                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn))
+                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn), used)
 
 
 def _end_anyway(store, session, reason: str, trials: int) -> None:

@@ -31,7 +31,8 @@ PACKAGES = {"inputs": "nader.inputs", "dsl": "nader.dsl", "grammar": "nader.gram
 FLOOR = {"nader.inputs": 0, "nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
          "nader.search": 3, "nader": 4}
 #: packages whose modules find their members by name at import time (`pkgutil` discovery)
-DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.compiler.repair.kinds")
+DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.compiler.repair.kinds",
+               "nader.search.proxies")
 
 #: Third-party packages that may be imported inside a function, and why.
 LAZY_PACKAGES = {
@@ -81,9 +82,9 @@ LAZY_IMPORTS = {
         "start-up: read only where a TOML file is found; at the top it cost nadc verify 0.8-2.8% more instructions",
     ("nader.compiler.network", "nader.compiler.backends.torch_backend"): TORCH + "; analyze() costs without building",
     ("nader.compiler.network", "nader.compiler.backends.torch_support"): TORCH + "; analyze() costs without building",
-    ("nader.search.prescreen", "nader.compiler.backends.torch_backend"): TORCH,
-    ("nader.search.prescreen", "nader.runtime.data"): TORCH,
-    ("nader.search.prescreen", "nader.runtime.pipeline"): TORCH,
+    ("nader.search.proxies.naswot", "nader.compiler.backends.torch_backend"): TORCH,
+    ("nader.search.proxy_scorer", "nader.runtime.data"): TORCH,
+    ("nader.search.proxy_scorer", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
     # -- search (strategies are listed from strategies/catalog.py, so their modules import at the top)
     ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,

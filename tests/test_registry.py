@@ -75,7 +75,7 @@ def test_resize_conv_sees_through_activations_and_regularization(op):
 @pytest.mark.parametrize("op", in_order(Group.HIDDEN_ACTIVATION), ids=str)
 def test_naswot_reads_codes_off_each_hidden_activation(op):
     from nader.compiler.backends.torch_backend import build_torch
-    from nader.search.prescreen import unit_types
+    from nader.search.proxies.naswot import unit_types
 
     module = build_torch(_sandwich(op), 4)
     units = [m for m in module.modules() if isinstance(m, unit_types())]

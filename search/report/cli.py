@@ -183,6 +183,8 @@ def _write(text: str, output) -> None:
 def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
     from .. import records
+    from ..proxies import stored_lines
+    from ..store import proxy_stats
 
     def read(conn, problems):
         from nader.runtime.integrity import json_cell
@@ -192,13 +194,13 @@ def status_command(run_dir, fmt, repair):
         sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
         cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
         cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
-        return recs, sessions, cfg, records.failures(conn)
+        return recs, sessions, cfg, records.failures(conn), proxy_stats(conn)
 
-    recs, sessions, cfg, failures = _read(run_dir, repair, read)
+    recs, sessions, cfg, failures, proxies = _read(run_dir, repair, read)
     if fmt == "json":
         click.echo(json.dumps({"config": {k: v for k, v in cfg.items() if k != "root_text"}, "sessions": sessions,
-                               "proposals": records.proposal_counts(recs), "archs": recs, "failures": failures},
-                              indent=2, default=str))
+                               "proposals": records.proposal_counts(recs), "archs": recs, "failures": failures,
+                               "proxies": proxies}, indent=2, default=str))
         return
     last = sessions[-1]["stop_reason"] if sessions else None
     state = last or ("running or killed" if sessions else "not started")
@@ -206,6 +208,8 @@ def status_command(run_dir, fmt, repair):
     click.echo(f"{cfg.get('strategy', '?')} on {cfg.get('dataset', '?')} from {origin}; "
                f"{len(sessions)} session(s), last: {state}")
     click.echo(records.summary_line(records.counts_of(recs)))
+    for line in stored_lines(proxies):
+        click.echo(line)
     if failures:
         click.echo(records.failures_text(failures))
     proposals = records.proposals_line(records.proposal_counts(recs))

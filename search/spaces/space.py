@@ -145,6 +145,11 @@ class NB201Space(Space):
 _ALL_STRINGS = [str(c) for c in nb201.all_cells()]  # a fixed order, so a seed draws the same cells
 
 
+def all_strings() -> List[str]:
+    """Every cell string of the NAS-Bench-201 space, in a fixed order (a seed draws the same cells)."""
+    return _ALL_STRINGS
+
+
 @functools.lru_cache(maxsize=4096)
 def _cell_of(text: str) -> nb201.Cell:
     return nb201.cell_of_text(text)

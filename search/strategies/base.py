@@ -90,6 +90,9 @@ class SearchContext:
     loop owns the store, so this is the only way in. ``llm_caps`` are the run's caps on the LLM
     client (``max_cost_usd``, ``max_total_tokens``; `--llm-max-cost`, `--llm-max-tokens`). ``repair``
     is `--repair` for the strategies that declare ``block_repairs = True`` (their LLM writes blocks).
+    ``proxies`` is the run's zero-cost proxy (`nader.search.warm_start.Proxies`): ``pool``, the
+    warm start's architectures ranked best first (empty without ``--warm-start``), and
+    ``scores(text)``, each member proxy's score of any architecture, cached by canonical hash.
     """
 
     run_dir: Optional[Path] = None
@@ -102,6 +105,7 @@ class SearchContext:
     repair: str = "off"  # off | suggest | auto: the compiler's repair of LLM blocks (`--repair`)
     add_usage: Callable[[int, int, int, float], None] = _no_usage
     objectives: Tuple[Any, ...] = ()  # nader.search.objectives.Objective; () or one: validation accuracy
+    proxies: Any = None  # nader.search.warm_start.Proxies: the warm start's ranked pool, proxy scores on demand
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,9 @@ class Strategy:
     # True: in a space with a uniform distribution the root is not trained by default (`--root none`),
     # so the first trials are the strategy's own, as in the published baselines.
     rootless: ClassVar[bool] = False
+    # True: the strategy takes its fresh starts from `draw` (the warm start's pool, best first);
+    # False: with --warm-start the loop gives it the pool's best as its first trial.
+    draws_pool: ClassVar[bool] = False
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)
@@ -201,3 +208,18 @@ class Strategy:
 
     def tell(self, node: Node, rng: random.Random) -> None:
         pass
+
+    def pool_left(self, tree: Tree, seen=()) -> bool:
+        """Whether the warm start's pool has an architecture not yet in the tree."""
+        proxies = self.context.proxies
+        return proxies is not None and proxies.next_unseen(tree, seen) is not None
+
+    def draw(self, rng: random.Random, tree: Tree, seen=()) -> Optional[Candidate]:
+        """A fresh architecture to start from: the warm start's best one not in the tree yet (its
+        key not in `seen`), else a uniform draw from the space among the keys not in `seen`
+        (None: the space is exhausted). A strategy that uses it sets ``draws_pool = True``."""
+        proxies = self.context.proxies
+        entry = proxies.next_unseen(tree, seen) if proxies is not None else None
+        if entry is not None:
+            return entry.candidate(proxies.spec)
+        return self.space.sample(rng, seen)

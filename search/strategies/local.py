@@ -26,6 +26,10 @@ that dominates the current architecture.
 Where it differs from NASLib's `LocalSearch`: that one starts from the best of ``num_init``
 random architectures; this one, like the paper's Algorithm 1, from one.
 
+With `--warm-start N` the climbs start at the warm start's pool, best first (`Strategy.draw`; in
+the block language too, where the first climb then starts at the pool's best rather than at the
+root), and at uniform draws (or random mutations) once the pool is used up.
+
 State: the climb (current architecture, climbs so far) is a function of the tree, replayed on the
 first call after a start or resume; results come from the tree's nodes, which the loop updates
 before `tell`. Nothing is kept between runs.
@@ -54,6 +58,7 @@ class LocalStrategy(Strategy):
     name = "local"
     summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
+    draws_pool = True  # --warm-start: climbs start at the pool's best, in rank order
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -76,7 +81,7 @@ class LocalStrategy(Strategy):
         self.mode = (mode, arg)
         if mode == "neighbour":
             return tree[self.anchor]
-        if self.space.uniform:  # a uniform draw; it hangs under the root like random's
+        if self.space.uniform or self.pool_left(tree):  # a fresh start; it hangs under the root like random's
             return tree.root
         return select_uniform(tree, rng)
 
@@ -84,8 +89,8 @@ class LocalStrategy(Strategy):
         self._sync(self.tree)
         mode, k = self.mode
         if mode == "start":
-            if self.space.uniform:
-                cand = self.space.sample(rng, {key for key in self.keys.values() if key})
+            if self.space.uniform or self.pool_left(self.tree):
+                cand = self.draw(rng, self.tree, {key for key in self.keys.values() if key})
                 if cand is None:
                     raise StopSearch("every architecture of the space is in the tree", code="exhausted")
             else:
@@ -102,7 +107,7 @@ class LocalStrategy(Strategy):
         anchor has neighbours to propose, ("start", k) when climb k's start is to be drawn,
         ("wait", 0) while results are pending."""
         while True:
-            if self.anchor is None and self.climbs == 0 and not self.space.uniform:
+            if self.anchor is None and self.climbs == 0 and not self.space.uniform and not self._pooled():
                 root = tree.root  # the block language has no uniform draw: the first climb starts here
                 if root is None or root.status in PENDING:
                     return "wait", 0
@@ -127,6 +132,10 @@ class LocalStrategy(Strategy):
                 return "wait", 0
             self.climbs, self.anchor = k, (start.arch_id if start.score is not None else None)
             self.visited.add(start.arch_id)
+
+    def _pooled(self) -> bool:
+        """Whether the run has a warm start's pool (its climbs start there, the first included)."""
+        return self.context.proxies is not None and bool(self.context.proxies.pool)
 
     def _step(self, anchor: Node) -> Optional[Tuple[str, int]]:
         """What the anchor's neighbourhood still needs: proposals, results, or nothing (None)."""

@@ -19,7 +19,8 @@ seeded from the decision's rng. TPE's study is kept alive for the run and grown 
 finished architectures (TPE reads only complete trials, in order); the other samplers keep state
 in their trials, so theirs is rebuilt for each proposal (about 10 ms per 100 trials, small next to
 GP's model fit). So the same seed proposes the same cells, and a resumed run, whose study is
-rebuilt once from the tree, proposes what the uninterrupted one did.
+rebuilt once from the tree, proposes what the uninterrupted one did. With ``--warm-start`` the
+pool's best ``startup`` cells are enqueued (`Study.enqueue_trial`) as the first trials.
 
 It needs the optional package optuna (``pip install 'nader-toolchain[optuna]'``; CMA-ES also
 ``cmaes``, GP ``scipy``); a missing one is refused before the first trial.
@@ -49,6 +50,7 @@ class OptunaStrategy(Strategy):
     name = "optuna"
     summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
+    draws_pool = True  # --warm-start: the pool's best are enqueued as the first trials
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -81,6 +83,7 @@ class OptunaStrategy(Strategy):
         if len(seen) >= self.space.size:
             raise StopSearch("every architecture of the space is in the tree", code="exhausted")
         study, dists = self._study(rng.randrange(2**31))
+        self._enqueue(study, seen)
         for _ in range(REDRAWS):
             trial = study.ask(dists)
             cell = self._cell(trial.params)
@@ -134,6 +137,19 @@ class OptunaStrategy(Strategy):
             self.cached = (ids, study)
         return study, dists
 
+    def _enqueue(self, study, seen: set) -> None:
+        """With --warm-start: the pool's best `startup` cells not in the tree are enqueued (Optuna's
+        `enqueue_trial`), so the sampler's first trials are the proxy's best, then its own."""
+        proxies = self.context.proxies
+        if proxies is None or not proxies.pool:
+            return
+        queued = getattr(study, "_nader_enqueued", set())
+        for entry in proxies.pool[:self.settings["startup"]]:
+            if entry.key not in seen and entry.key not in queued:
+                study.enqueue_trial(self._params(entry.key))
+                queued.add(entry.key)
+        study._nader_enqueued = queued
+
     def _add(self, study, dists: dict, nodes) -> None:
         import optuna
 
@@ -160,6 +176,9 @@ class OptunaStrategy(Strategy):
     def _candidate(self, cell, attrs: dict) -> Candidate:
         operator = f"optuna-{self.settings['sampler']}"
         change = {"operator": operator, "cell": str(cell)}
+        entry = self.context.proxies.entry(str(cell)) if self.context.proxies is not None else None
+        if entry is not None and "fixed_params" in attrs:  # an enqueued trial: the warm start's
+            change["warm_start"] = entry.candidate(self.context.proxies.spec).change["warm_start"]
         if attrs:
             change["optuna"] = json.loads(json.dumps(attrs, default=str))
         return Candidate(nb201.architecture(cell), origin="sample", operator=operator, change=change)

@@ -10,7 +10,8 @@ samples are not derived from any architecture; they hang under the root, which i
 It needs a space with a uniform distribution (`--space nb201`: 15,625 cells). The block language
 has none; there the random baseline is `walk`, the random mutation walk, and `random` is
 refused with that hint (`refuse_space`). When every cell is in the tree the search stops
-(`exhausted`).
+(`exhausted`). With `--warm-start N` the draws begin with the warm start's pool, best first
+(`Strategy.draw`), and go on uniformly once it is used up.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class RandomStrategy(Strategy):
     name = "random"
     summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
+    draws_pool = True  # --warm-start: the pool best first, then uniform draws
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -56,5 +58,5 @@ class RandomStrategy(Strategy):
         return tree.root
 
     def propose(self, parent, rng):
-        return self.space.sample(rng, self.seen())
+        return self.draw(rng, self.tree, self.seen())
 

@@ -9,7 +9,9 @@ worst. Until the population is full, steps fill it: in a space with a uniform di
 `regularized_ea.py` fills its initial population with `random_arch()`; the root is not trained
 there by default (`--root none`), and with `--root train` it is trial 1 but not a member. The
 block language has no uniform distribution, so there the steps mutate a uniformly chosen valid
-node of the tree instead (the initial population grown from the root).
+node of the tree instead (the initial population grown from the root). With `--warm-start N`
+the filling steps take the warm start's pool, best first (`Strategy.draw`): the first population
+is the best the proxy found.
 
 It is asynchronous as in the paper's distributed version: a step runs whenever a worker is
 free, with the population as it is at that moment, so no worker waits for a generation. A
@@ -33,6 +35,7 @@ class REAStrategy(Strategy):
     name = "rea"
     summary, options = DECLARED[name]
     rootless = True  # --space nb201: no root trial by default (--root none)
+    draws_pool = True  # --warm-start: the first population is the pool's best
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -54,7 +57,7 @@ class REAStrategy(Strategy):
         self.tree = tree
         self.filling = len(self.population) < self.settings["population"]
         if self.filling:
-            return tree.root if self.space is not None and self.space.uniform else select_uniform(tree, rng)
+            return tree.root if self._fresh(tree) else select_uniform(tree, rng)
         members = list(self.population)
         sample = rng.sample(members, min(self.settings["sample_size"], len(members)))
         if self.several:  # the sample's non-dominated set wins (lowest rank, then the first objective)
@@ -63,13 +66,19 @@ class REAStrategy(Strategy):
                 return winner
         return max(sample, key=lambda n: n.valid_acc if n.valid_acc is not None else float("-inf"))
 
+    def _fresh(self, tree) -> bool:
+        """Whether a filling step draws a fresh architecture (the warm start's pool, a uniform draw)
+        rather than mutating a tree node (the block language without a pool)."""
+        return (self.space is not None and self.space.uniform) or self.pool_left(tree)
+
     def propose(self, parent, rng):
-        if not (self.filling and self.space is not None and self.space.uniform):
+        if not (self.filling and self._fresh(self.tree)):
             return super().propose(parent, rng)
-        for node in self.tree:
-            if node.arch_id not in self.keys:
-                self.keys[node.arch_id] = self.space.key(node)
-        cand = self.space.sample(rng, {k for k in self.keys.values() if k})
+        if self.space.uniform:
+            for node in self.tree:
+                if node.arch_id not in self.keys:
+                    self.keys[node.arch_id] = self.space.key(node)
+        cand = self.draw(rng, self.tree, {k for k in self.keys.values() if k})
         if cand is None:
             raise StopSearch("every architecture of the space is in the tree", code="exhausted")
         return cand

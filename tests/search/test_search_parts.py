@@ -1,4 +1,4 @@
-"""The search's parts on their own: checks, the tree store, the zero-cost proxies, the lock."""
+"""The search's parts on their own: checks, the tree store, the lock (the proxies: test_proxies.py)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,6 @@ from nader.compiler.network import analyze
 from nader.search.checks import Checker, arch_hash_of_text
 from nader.search.config import merge
 from nader.search.lock import RunLock, RunLocked
-from nader.search.prescreen import Prescreener, naswot, synflow
 from nader.search.store import SearchStore, open_readonly
 from nader.search.tree import Node, Tree
 
@@ -175,49 +174,6 @@ def test_lock_is_exclusive_and_released(tmp_path):
         with pytest.raises(RunLocked, match="in use by another nader-search process"):
             RunLock(tmp_path).acquire()
     RunLock(tmp_path).acquire().release()
-
-
-# ---------------------------------------------------------------------- proxies
-
-
-def test_naswot_is_the_log_determinant_of_the_hamming_kernel():
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(6, 5), nn.ReLU(), nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
-    x = torch.randn(7, 6)
-    codes = []
-    h = x
-    for layer in net:
-        if isinstance(layer, nn.ReLU):
-            codes.append([[1 if v > 0 else 0 for v in row] for row in h.tolist()])
-        h = layer(h)
-    n_units = sum(len(c[0]) for c in codes)
-    kernel = [[n_units - sum(a != b for c in codes for a, b in zip(c[i], c[j])) for j in range(7)] for i in range(7)]
-    expected = torch.linalg.slogdet(torch.tensor(kernel, dtype=torch.float64))
-    assert naswot(net, x) == pytest.approx(float(expected.logabsdet))
-    same = x[:1].repeat(7, 1)  # identical images cannot be told apart: singular kernel
-    assert naswot(net, same) == float("-inf")
-
-
-def test_synflow_conserves_flow_through_each_linear_layer():
-    torch.manual_seed(0)
-    net = nn.Sequential(nn.Linear(4, 3, bias=False), nn.Linear(3, 2, bias=False))
-    w1, w2 = net[0].weight.detach().abs().double(), net[1].weight.detach().abs().double()
-    total = float((w2 @ w1 @ torch.ones(4, dtype=torch.float64)).sum())
-    # for a bias-free linear chain each layer's sum of |theta * dR/dtheta| equals R
-    assert synflow(net, (4,)) == pytest.approx(2 * total)
-
-
-def test_prescreener_scores_compiled_networks_deterministically():
-    screen = Prescreener("naswot", skeleton="nb201", dataset="digits", depths=DEPTHS)
-    checker = Checker("nb201", "digits", DEPTHS, merge({"root_text": ROOT_TEXT}).budget())
-    a = checker.check(ROOT_TEXT, Tree())
-    other = ROOT_TEXT.replace("8:ReLU", "8:GELU")
-    b = checker.check(other, Tree())
-    sa, sb = screen.score(ROOT_TEXT, a.widths), screen.score(other, b.widths)
-    assert math.isfinite(sa) and sa == screen.score(ROOT_TEXT, a.widths) and sa != sb
-    rng_state = torch.random.get_rng_state()
-    Prescreener("synflow", skeleton="nb201", dataset="digits", depths=DEPTHS).score(ROOT_TEXT, a.widths)
-    assert torch.equal(rng_state, torch.random.get_rng_state())  # scoring leaves the global RNG alone
 
 
 def test_a_dead_node_does_not_make_a_new_architecture(checker):
