@@ -14,7 +14,9 @@ from nader.agents.llm.client import SYSTEM_MERGE_META
 from nader.agents.llm.served import MODEL_NAME_META
 from nader.runtime.integrity import check_database, connect_readonly, json_cell
 from nader.runtime.store import DB_NAME
+from nader.search.proxies import stored_lines
 from nader.search.records import records  # the tree's one reader
+from nader.search.store import proxy_stats
 
 from .model import Arch, Run
 
@@ -79,6 +81,7 @@ def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
                                "LIMIT 1").fetchone()
         first = conn.execute("SELECT MIN(started) FROM search_sessions").fetchone()
         notes = _llm_notes(conn, problems)
+        proxies = stored_lines(proxy_stats(conn))
     finally:
         conn.close()
     config = (json_cell(session[2], "search_sessions", f"session={session[0]}", "config", problems, (dict,))
@@ -86,7 +89,7 @@ def load_run(run_dir, problems: list | None = None) -> tuple[Run, list[Arch]]:
     run = Run(name=run_dir.resolve().name, dataset=str(config.get("dataset", "")), preset=str(config.get("preset", "")),
               strategy=str(config.get("strategy", "")),
               started=first[0] if first and isinstance(first[0], (int, float)) else None, config=config,
-              llm_notes=notes)
+              llm_notes=notes, proxies=proxies)
     archs = []
     for r in recs:
         seeds = r.get("seeds") or []

@@ -67,3 +67,5 @@ class Run:
     # What the LLM client noticed of the server and told once (a dropped system message, a model
     # name the server does not list): a run must not degrade silently, in its report either.
     llm_notes: list = field(default_factory=list)
+    # What the training-free proxies cost, apart from the queries (`store.proxy_stats`, one line each).
+    proxies: list = field(default_factory=list)

@@ -138,6 +138,8 @@ def test_synflow_needs_no_data_dir_and_an_image_proxy_is_refused_without_one(tmp
     assert "proxies: synflow:" in ok.output and "3 trials" in ok.output
     status = runner.invoke(main, ["status", str(tmp_path / "a")])
     assert "proxies: synflow:" in status.output and "architectures scored" in status.output
+    report = runner.invoke(main, ["report", str(tmp_path / "a"), "-o", str(tmp_path / "a.html")])
+    assert report.exit_code == 0 and 'id="proxies"' in (tmp_path / "a.html").read_text()
     refused = runner.invoke(main, [*base, "--warm-start", "20", "--proxy", "naswot", "--run-dir", str(tmp_path / "b")])
     assert refused.exit_code == 2 and "--data-dir" in refused.output and "synflow" in refused.output
     assert not (tmp_path / "b" / "runs.sqlite").exists()  # refused before anything was created
