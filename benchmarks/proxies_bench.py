@@ -6,9 +6,10 @@ ImageNet16-120 files; CIFAR-10's is held out), ``--sample`` cells (1,000) are dr
 ``--seed``; every proxy scores each one's network as a search does (`nader.search.proxies`: the
 compiler's network at the proxies' fixed small width and depth, each architecture seeded from its
 canonical hash; isomorphic cells share one score), and the ensembles rank by the mean of their
-members' ranks. A proxy that fails on a cell ranks it last, as the search does. The time is CPU
-wall time per computed score, network build included, on one torch thread; the machine's load
-average is printed beside it.
+members' ranks. A proxy that fails on a cell ranks it last, as the search does. The time is the
+wall time per computed score (ms/cell, as the search records it) and this process's CPU time per
+score (CPU ms: what a quiet machine's wall time would be), network build included, on one torch
+thread; the machine's load average is printed beside it.
 
 The proxies that need images (naswot, jacov, snip, grad_norm) read ``--data-dir`` when given; no
 images are on the development machines, so without it they are skipped, or with ``--noise``
@@ -106,12 +107,14 @@ def main(argv) -> int:
             images = None
             if proxy.data and not args.data_dir:
                 if not args.noise:
-                    rows.append((name, None, None, None, None, "needs images: give --data-dir (or --noise)"))
+                    rows.append((name, None, None, None, None, None, "needs images: give --data-dir (or --noise)"))
                     continue
                 images = noise_batch(settings.batch, settings.input_size(dataset), info.num_classes)
             scorer = ProxyScorer(name, skeleton=nb201.SKELETON, dataset=dataset, data_dir=args.data_dir,
                                  caches=[cache] if cache and images is None else [], settings=settings, images=images)
+            cpu = time.process_time()
             got = scorer.scores(items)[name]
+            cpu = time.process_time() - cpu
             scores[name] = got
             filled = _filled(got)
             rho_t, rho_v = spearmanr(filled, test)[0], spearmanr(filled, valid)[0]
@@ -120,23 +123,25 @@ def main(argv) -> int:
             failed = sum(s is None for s in got)
             if failed:
                 note = (note + "; " if note else "") + f"{failed} cells without a score (ranked last)"
-            rows.append((name, rho_t, rho_v, per, scorer.evaluated, note))
+            cpu_per = cpu / scorer.evaluated if scorer.evaluated else None
+            rows.append((name, rho_t, rho_v, per, cpu_per, scorer.evaluated, note))
         for spec in ensembles:
             parts = members(spec)
             if not all(p in scores for p in parts):
-                rows.append((spec, None, None, None, None, "a member was skipped"))
+                rows.append((spec, None, None, None, None, None, "a member was skipped"))
                 continue
             mean = [-r for r in mean_ranks({p: scores[p] for p in parts})]
-            rows.append((spec, spearmanr(mean, test)[0], spearmanr(mean, valid)[0], None, None,
+            rows.append((spec, spearmanr(mean, test)[0], spearmanr(mean, valid)[0], None, None, None,
                          "mean of the members' ranks"))
         distinct = len({h for h, _ in items})
         print(f"  {dataset} ({path.name}): {len(cells)} cells, {distinct} distinct networks; canonical hash "
               f"{hash_s * 1000:.2f} ms a cell")
-        print(f"    {'proxy':<22} {'ρ test':>7} {'ρ valid':>8} {'ms/cell':>8} {'computed':>9}")
-        for name, rt, rv, per, n, note in rows:
+        print(f"    {'proxy':<22} {'ρ test':>7} {'ρ valid':>8} {'ms/cell':>8} {'CPU ms':>7} {'computed':>9}")
+        for name, rt, rv, per, cpu_per, n, note in rows:
             cols = (f"{rt:+.3f}" if rt is not None else "-", f"{rv:+.3f}" if rv is not None else "-",
-                    f"{per * 1000:.1f}" if per is not None else "-", str(n) if n is not None else "-")
-            print(f"    {name:<22} {cols[0]:>7} {cols[1]:>8} {cols[2]:>8} {cols[3]:>9}  {note}".rstrip())
+                    f"{per * 1000:.1f}" if per is not None else "-",
+                    f"{cpu_per * 1000:.1f}" if cpu_per is not None else "-", str(n) if n is not None else "-")
+            print(f"    {name:<22} {cols[0]:>7} {cols[1]:>8} {cols[2]:>8} {cols[3]:>7} {cols[4]:>9}  {note}".rstrip())
     print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
     if cache is not None:
         cache.close()

@@ -10,29 +10,24 @@ that the order of results, and so every decision, is a function of the tree.
 """
 from __future__ import annotations
 
-import hashlib
 import re
-import sqlite3
 
 import pytest
 
 from llm_fixtures import no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
 from nader.agents.knowledge import KnowledgeBase
-from nader.search.evaluator import SeedOutcome
 from nader.search.session import run_search
 from nader.search.spaces.space import get_space
 from nader.search.strategies import STRATEGIES
 from nader.search.strategies.base import Strategy
 from nader.search.tree import FINAL
 from scripted import ScriptedLLM, _mutant, fenced
-from search_helpers import settings
+from search_helpers import HashEvaluator, settings, tree_rows
 from test_fairnad_strategy import _ideas
 
 TRIALS = 6
 ANNEALING_TRIALS = 16  # no LLM, no training: cheap, and enough random acceptance steps to tell runs apart
-# What differs between two runs of the same search: when and in which session things happened.
-VOLATILE = {"created", "finished", "started", "session", "seconds", "updated"}
 LLM_OPTIONS = {"nader": {"rounds": 2}, "genius": {"iterations": TRIALS}, "fairnad": {"fair": 2, "pareto": 1,
                                                                                      "iterative": 2}}
 
@@ -48,30 +43,6 @@ class SearchingLLM(ScriptedLLM):
         rounds = sum(1 for m in body["messages"] if m["role"] == "assistant")
         newest = re.findall(r"```\n(.*?)\n```", prompt, re.S)[-1]
         return reply(fenced(_mutant(newest, f"{prompt}/{rounds}")))
-
-
-class HashEvaluator:
-    """Answers a trial at once from a hash of its text; one trial at a time."""
-
-    def __init__(self):
-        self.queue = []
-
-    def submit(self, trial):
-        self.queue.append(trial)
-
-    def pending(self):
-        return sum(len(t.seeds) for t in self.queue)
-
-    def idle(self):
-        return 0 if self.queue else 1
-
-    def wait(self, timeout=None):
-        trial = self.queue.pop(0)
-        acc = 50 + int(hashlib.sha256(trial.text.encode()).hexdigest()[:4], 16) % 4000 / 100
-        return [SeedOutcome(trial.arch_id, s, "ok", valid_acc=acc, test_acc=acc - 1, seconds=0.0) for s in trial.seeds]
-
-    def close(self, abort=False):
-        pass
 
 
 class AnnealingStrategy(Strategy):
@@ -118,17 +89,8 @@ def _config(name, run, server, kb_dir, trials):
     return settings(run, strategy=name, strategy_options=options, trials=trials, seeds=[0])
 
 
-def _tree(run) -> list:
-    conn = sqlite3.connect(run / "runs.sqlite")
-    conn.row_factory = sqlite3.Row
-    rows = [{k: r[k] for k in r.keys() if k not in VOLATILE} for r in conn.execute("SELECT * FROM archs "
-                                                                                     "ORDER BY arch_id")]
-    conn.close()
-    return rows
-
-
 @pytest.mark.parametrize("name", [*STRATEGIES, AnnealingStrategy.name])
-def test_an_interrupted_and_resumed_search_grows_the_uninterrupted_tree(name, server, kb_dir, tmp_path, monkeypatch):
+def test_an_interrupted_and_resumed_search_grows_the_uninterruptedtree_rows(name, server, kb_dir, tmp_path, monkeypatch):
     monkeypatch.setitem(STRATEGIES, AnnealingStrategy.name, AnnealingStrategy)
     server.responder = SearchingLLM(mutate=True)
     trials = ANNEALING_TRIALS if name == AnnealingStrategy.name else TRIALS
@@ -137,7 +99,7 @@ def test_an_interrupted_and_resumed_search_grows_the_uninterrupted_tree(name, se
     assert half.trials <= trials // 2
     rest = run_search(_config(name, tmp_path / "parts", server, kb_dir, trials), evaluator=HashEvaluator())
     assert rest.resumed and rest.stop.code == whole.stop.code
-    expected = _tree(tmp_path / "whole")
+    expected = tree_rows(tmp_path / "whole")
     assert sum(1 for r in expected if r["status"] in FINAL) > trials // 2  # the resume had work to do
-    assert _tree(tmp_path / "parts") == expected
+    assert tree_rows(tmp_path / "parts") == expected
 

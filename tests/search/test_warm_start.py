@@ -3,62 +3,20 @@ query itself, the pool handed out best first to every strategy, cached so a resu
 proxy, and data-free proxies with no `--data-dir`."""
 from __future__ import annotations
 
-import hashlib
-import sqlite3
-
 import pytest
 from click.testing import CliRunner
 
 import derived_tables as D
-from derived_tables import table_settings
 from nader.cli import main
 from nader.runtime.errors import ConfigError
-from nader.search.evaluator import SeedOutcome
 from nader.search.session import run_search
-from nader.search.spaces import nb201 as S
 from nader.search.tree import FINAL
-from search_helpers import run_records, settings
-
-VOLATILE = {"created", "finished", "started", "session", "seconds", "updated"}
-
-
-class HashEvaluator:
-    """Answers a trial at once from a hash of its text, one at a time (every decision is then a
-    function of the tree)."""
-
-    def __init__(self):
-        self.queue = []
-
-    def submit(self, trial):
-        self.queue.append(trial)
-
-    def pending(self):
-        return sum(len(t.seeds) for t in self.queue)
-
-    def idle(self):
-        return 0 if self.queue else 1
-
-    def wait(self, timeout=None):
-        trial = self.queue.pop(0)
-        acc = 50 + int(hashlib.sha256(trial.text.encode()).hexdigest()[:4], 16) % 4000 / 100
-        return [SeedOutcome(trial.arch_id, s, "ok", valid_acc=acc, test_acc=acc - 1, seconds=0.0) for s in trial.seeds]
-
-    def close(self, abort=False):
-        pass
+from search_helpers import HashEvaluator, run_records, settings, tree_rows
 
 
 def _cells(run, **extra):
     return {"space": "nb201", "dataset": "cifar100", "preset": "nb201-12", "seeds": [777], "run_dir": str(run),
             **extra}
-
-
-def _tree(run) -> list:
-    conn = sqlite3.connect(run / "runs.sqlite")
-    conn.row_factory = sqlite3.Row
-    rows = [{k: r[k] for k in r.keys() if k not in VOLATILE}
-            for r in conn.execute("SELECT * FROM archs ORDER BY arch_id")]
-    conn.close()
-    return rows
 
 
 def _warm(rec):
@@ -85,7 +43,7 @@ def test_random_search_draws_the_pool_best_first_and_a_resume_computes_no_proxy(
 
 
 @pytest.mark.parametrize("name", ["random", "rea", "local", "optuna", "walk"])
-def test_a_warm_started_search_resumed_grows_the_uninterrupted_tree(name, tmp_path):
+def test_a_warm_started_search_resumed_grows_the_uninterruptedtree_rows(name, tmp_path):
     if name == "optuna":
         pytest.importorskip("optuna")
     options = {"rea": {"population": 3, "sample_size": 2}, "optuna": {"startup": 3}}.get(name, {})
@@ -98,8 +56,8 @@ def test_a_warm_started_search_resumed_grows_the_uninterrupted_tree(name, tmp_pa
     run_search(config(tmp_path / "parts", 4), evaluator=HashEvaluator())
     rest = run_search(config(tmp_path / "parts", 8), evaluator=HashEvaluator())
     assert rest.resumed and rest.stop.code == whole.stop.code and rest.proxies["computed"] == 0
-    expected = _tree(tmp_path / "whole")
-    assert _tree(tmp_path / "parts") == expected
+    expected = tree_rows(tmp_path / "whole")
+    assert tree_rows(tmp_path / "parts") == expected
     seeded = [r for r in run_records(tmp_path / "whole") if _warm(r)]
     assert seeded and _warm(seeded[0])["rank"] == 1  # every strategy starts from the pool's best
     if name in ("rea", "optuna"):  # REA's first population, Optuna's enqueued startup trials
