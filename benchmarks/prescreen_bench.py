@@ -2,10 +2,12 @@
 
 A random mutation walk (`nader.search.run_search`, strategy `walk`, in process) from
 examples/resnet_basic.nad trains ``--archs`` distinct architectures on digits with the quick
-preset (default 32); every one that trained successfully is then scored by NASWOT and synflow
-on its compiled module (`nader.search.prescreen`, the scores `--prescreen K` ranks by), and the
-Spearman rank correlation of each proxy with the validation accuracy is printed, with its
-p-value, beside the time a proxy takes per architecture against one training.
+preset (default 32); every one that trained successfully is then scored by every proxy of
+`nader.search.proxies` as the search scores it (`nader.search.proxy_scorer`: the compiler's
+network at the proxies' fixed small settings, seeded from the architecture's hash; digits'
+images are built in, so the proxies that read images run too), and the Spearman rank correlation
+of each proxy with the validation accuracy is printed, with its p-value, beside the time a proxy
+takes per architecture against one training. NAS-Bench-201's tables: `proxies_bench.py`.
 
     python benchmarks/prescreen_bench.py [--archs 32] [--depths 1,1,1] [--run-dir DIR]
 
@@ -36,7 +38,8 @@ def main(argv) -> int:
     from scipy.stats import spearmanr
 
     from nader.search import run_search
-    from nader.search.prescreen import Prescreener
+    from nader.search.proxies import all_proxies
+    from nader.search.proxy_scorer import ProxyScorer
 
     tmp = None if args.run_dir else tempfile.TemporaryDirectory()
     run_dir = args.run_dir or tmp.name
@@ -57,14 +60,15 @@ def main(argv) -> int:
     accs = [r["valid_acc"] for r in trained]
     train_s = statistics.median(r["seconds"] for r in trained)
     lines = []
-    for proxy in ("naswot", "synflow"):
-        screen = Prescreener(proxy, skeleton="nb201", dataset="digits", depths=depths, seed=args.seed)
-        screen.batch()
-        t = time.perf_counter()
-        scores = [screen.score(r["text"], r["widths"]) for r in trained]
-        per = (time.perf_counter() - t) / len(trained)
-        rho, p = spearmanr(scores, accs)
-        lines.append(f"  {proxy:<8} Spearman {rho:+.3f} (p = {p:.3g}); {per * 1000:.0f} ms per architecture "
+    for proxy in all_proxies():
+        scorer = ProxyScorer(proxy, skeleton="nb201", dataset="digits")
+        if all_proxies()[proxy].data:
+            scorer.batch()  # the images are read once, not counted per architecture
+        scores = scorer.scores([(r["hash"], r["text"]) for r in trained])[proxy]
+        per = scorer.seconds / max(1, scorer.evaluated)
+        low = min((s for s in scores if s is not None), default=0.0) - 1.0
+        rho, p = spearmanr([low if s is None else s for s in scores], accs)
+        lines.append(f"  {proxy:<9} Spearman {rho:+.3f} (p = {p:.3g}); {per * 1000:.0f} ms per architecture "
                      f"({per / train_s * 100:.1f}% of a training)")
     spread = f"valid accuracy {min(accs):.1f}..{max(accs):.1f}%"
     print(f"prescreen: zero-cost proxies against trained validation accuracy on {len(trained)} digits architectures "

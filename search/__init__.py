@@ -1,4 +1,4 @@
-"""The architecture search: the loop, its modification tree, strategies and prescreening.
+"""The architecture search: the loop, its modification tree, strategies and training-free proxies.
 
     from nader.search import run_search
     summary = run_search({"root": "examples/resnet_basic.nad", "strategy": "rea", "trials": 8,
@@ -9,7 +9,8 @@ Layout: `config.py` (settings, TOML, resume identity), `session.py` (one invocat
 executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify, deduplicate,
 fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
 (training behind a small interface), `strategies/` (one per file; what they propose is
-`candidate.py`), `selection/` (parent-selection policies), `prescreen.py` (zero-cost proxies),
+`candidate.py`), `selection/` (parent-selection policies), `proxies/` (training-free proxies, one
+per file), `proxy_scorer.py` (scoring them, cached), `prescreen.py` and `warm_start.py` (their uses),
 `records.py` (reading a run), `report/` (the HTML report), `progress.py`, `lock.py`, `cli.py`,
 `spaces/` (the NAS-Bench-201 cell space), `evaluators/` (tabular benchmarks).
 `study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`) and
