@@ -22,7 +22,7 @@ from nader.search.config import SearchConfig
 from nader.search.loop import Observer
 from nader.search.session import run_search
 from scripted import ScriptedLLM, _mutant, fenced
-from search_helpers import HashEvaluator, settings, tree_rows
+from search_helpers import HashEvaluator, arch_rows, settings
 
 IDEAS = ["replace ReLU activations with GELU", "add a second residual branch with a 1x1 convolution",
          "insert a dropout before the addition", "use depthwise convolutions with larger kernels"]
@@ -78,7 +78,7 @@ def test_repair_auto_records_resumes_and_reports_the_repairs(server, kb_dir, tmp
     whole = run_search(_cfg(tmp_path / "whole", server, kb_dir), evaluator=HashEvaluator())
     assert whole.stop.code == "trials"
     calls_whole = len(server.chat_requests)
-    tree = tree_rows(tmp_path / "whole")
+    tree = arch_rows(tmp_path / "whole")
     llm = [r for r in tree if r["origin"] == "llm"]
     repaired = [json.loads(r["change"]) for r in llm if "repair" in json.loads(r["change"])]
     assert len(repaired) == len(llm) >= TRIALS - 1  # every first reply was broken, and repaired
@@ -99,7 +99,7 @@ def test_repair_auto_records_resumes_and_reports_the_repairs(server, kb_dir, tmp
     with pytest.raises(KeyboardInterrupt):
         run_search(_cfg(tmp_path / "parts", server, kb_dir), observer=StopAfter(1), evaluator=HashEvaluator())
     rest = run_search(_cfg(tmp_path / "parts", server, kb_dir), evaluator=HashEvaluator())
-    assert rest.resumed and tree_rows(tmp_path / "parts") == tree
+    assert rest.resumed and arch_rows(tmp_path / "parts") == tree
     assert len(server.chat_requests) > calls_whole
 
     run = tmp_path / "whole"
@@ -131,11 +131,11 @@ def test_repair_auto_records_resumes_and_reports_the_repairs(server, kb_dir, tmp
 def test_repair_off_and_suggest_leave_the_fix_to_the_llm(server, kb_dir, tmp_path):
     server.responder = BrokenLLM(mutate=True)
     run_search(_cfg(tmp_path / "off", server, kb_dir, trials=3, repair="off"), evaluator=HashEvaluator())
-    off = [json.loads(r["change"]) for r in tree_rows(tmp_path / "off") if r["origin"] == "llm"]
+    off = [json.loads(r["change"]) for r in arch_rows(tmp_path / "off") if r["origin"] == "llm"]
     assert off and all("repair" not in c and c["rounds"] == 2 for c in off)
     start = len(server.chat_requests)
     run_search(_cfg(tmp_path / "suggest", server, kb_dir, trials=3, repair="suggest"), evaluator=HashEvaluator())
-    suggest = [json.loads(r["change"]) for r in tree_rows(tmp_path / "suggest") if r["origin"] == "llm"]
+    suggest = [json.loads(r["change"]) for r in arch_rows(tmp_path / "suggest") if r["origin"] == "llm"]
     assert suggest and all("repair" not in c and c["suggested"] == 1 for c in suggest)
     turns = [b["messages"][-1]["content"] for b in server.chat_requests[start:]
              if sum(m["role"] == "assistant" for m in b["messages"]) == 1]
@@ -199,7 +199,7 @@ def test_a_repaired_candidate_is_deduplicated_like_any_other(server, kb_dir, tmp
     server.responder = SameBrokenLLM()
     run_search(_cfg(tmp_path / "r", server, kb_dir, trials=3, max_invalid=6, options={"selection": "uniform"}),
                evaluator=HashEvaluator())
-    rows = [r for r in tree_rows(tmp_path / "r") if r["origin"] == "llm"]
+    rows = [r for r in arch_rows(tmp_path / "r") if r["origin"] == "llm"]
     first = next(r for r in rows if r["status"] == "ok")
     assert "repair" in json.loads(first["change"])
     dups = [r for r in rows if r["status"] == "duplicate"]

@@ -23,7 +23,7 @@ from nader.search.strategies import STRATEGIES
 from nader.search.strategies.base import Strategy
 from nader.search.tree import FINAL
 from scripted import ScriptedLLM, _mutant, fenced
-from search_helpers import HashEvaluator, settings, tree_rows
+from search_helpers import HashEvaluator, arch_rows, settings
 from test_fairnad_strategy import _ideas
 
 TRIALS = 6
@@ -90,7 +90,7 @@ def _config(name, run, server, kb_dir, trials):
 
 
 @pytest.mark.parametrize("name", [*STRATEGIES, AnnealingStrategy.name])
-def test_an_interrupted_and_resumed_search_grows_the_uninterruptedtree_rows(name, server, kb_dir, tmp_path, monkeypatch):
+def test_an_interrupted_and_resumed_search_grows_the_uninterrupted_tree(name, server, kb_dir, tmp_path, monkeypatch):
     monkeypatch.setitem(STRATEGIES, AnnealingStrategy.name, AnnealingStrategy)
     server.responder = SearchingLLM(mutate=True)
     trials = ANNEALING_TRIALS if name == AnnealingStrategy.name else TRIALS
@@ -99,7 +99,7 @@ def test_an_interrupted_and_resumed_search_grows_the_uninterruptedtree_rows(name
     assert half.trials <= trials // 2
     rest = run_search(_config(name, tmp_path / "parts", server, kb_dir, trials), evaluator=HashEvaluator())
     assert rest.resumed and rest.stop.code == whole.stop.code
-    expected = tree_rows(tmp_path / "whole")
+    expected = arch_rows(tmp_path / "whole")
     assert sum(1 for r in expected if r["status"] in FINAL) > trials // 2  # the resume had work to do
-    assert tree_rows(tmp_path / "parts") == expected
+    assert arch_rows(tmp_path / "parts") == expected
 

@@ -226,8 +226,8 @@ class HashEvaluator:
         pass
 
 
-def tree_rows(run) -> list:
-    """Every architecture's row of a run, without the columns that say when (`VOLATILE`)."""
+def arch_rows(run) -> list:
+    """Every architecture's whole row of a run, without the columns that say when (`VOLATILE`)."""
     conn = sqlite3.connect(Path(run) / "runs.sqlite")
     conn.row_factory = sqlite3.Row
     rows = [{k: r[k] for k in r.keys() if k not in VOLATILE}

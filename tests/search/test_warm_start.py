@@ -11,7 +11,7 @@ from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search.session import run_search
 from nader.search.tree import FINAL
-from search_helpers import HashEvaluator, run_records, settings, tree_rows
+from search_helpers import HashEvaluator, arch_rows, run_records, settings
 
 
 def _cells(run, **extra):
@@ -43,7 +43,7 @@ def test_random_search_draws_the_pool_best_first_and_a_resume_computes_no_proxy(
 
 
 @pytest.mark.parametrize("name", ["random", "rea", "local", "optuna", "walk"])
-def test_a_warm_started_search_resumed_grows_the_uninterruptedtree_rows(name, tmp_path):
+def test_a_warm_started_search_resumed_grows_the_uninterrupted_tree(name, tmp_path):
     if name == "optuna":
         pytest.importorskip("optuna")
     options = {"rea": {"population": 3, "sample_size": 2}, "optuna": {"startup": 3}}.get(name, {})
@@ -56,8 +56,8 @@ def test_a_warm_started_search_resumed_grows_the_uninterruptedtree_rows(name, tm
     run_search(config(tmp_path / "parts", 4), evaluator=HashEvaluator())
     rest = run_search(config(tmp_path / "parts", 8), evaluator=HashEvaluator())
     assert rest.resumed and rest.stop.code == whole.stop.code and rest.proxies["computed"] == 0
-    expected = tree_rows(tmp_path / "whole")
-    assert tree_rows(tmp_path / "parts") == expected
+    expected = arch_rows(tmp_path / "whole")
+    assert arch_rows(tmp_path / "parts") == expected
     seeded = [r for r in run_records(tmp_path / "whole") if _warm(r)]
     assert seeded and _warm(seeded[0])["rank"] == 1  # every strategy starts from the pool's best
     if name in ("rea", "optuna"):  # REA's first population, Optuna's enqueued startup trials
