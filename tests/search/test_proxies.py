@@ -179,3 +179,18 @@ def test_scores_are_cached_by_hash_in_the_store_and_shared_through_a_file(tmp_pa
     for s in (store, other):
         s.close()
     shared.close()
+
+
+def test_the_image_proxies_read_a_fixed_batch_of_the_datasets_training_images():
+    pytest.importorskip("sklearn")  # digits, the built-in dataset
+    from search_helpers import ROOT_TEXT
+
+    item = [(arch_hash_of_text(ROOT_TEXT, "nb201"), ROOT_TEXT)]
+    scorer = ProxyScorer("naswot+jacov+snip+grad_norm", skeleton="nb201", dataset="digits")
+    images, labels = scorer.batch()
+    assert images.shape == (SETTINGS.batch, 3, 16, 16) and labels.shape == (SETTINGS.batch,)
+    assert float(images.std()) > 0.5  # normalised images, not a constant
+    scores = scorer.scores(item)
+    assert all(math.isfinite(s[0]) for s in scores.values()), scores
+    again = ProxyScorer("naswot", skeleton="nb201", dataset="digits").scores(item)
+    assert again["naswot"] == scores["naswot"]  # the same batch for every scorer
