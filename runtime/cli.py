@@ -123,9 +123,11 @@ def repair_option(command):
              "what was recovered and what was lost, and stop (the damaged file is left as it is).")(command)
 
 
-def store_problem(exc, repair: bool) -> int:
+def store_problem(exc, repair: bool, lost=()) -> int:
     """Report a StoreError in one line (or, with --repair on a damaged database, recover it and
-    report that); the exit status: 2 for the error, 0 or 1 (rows lost) after a repair."""
+    report that); the exit status: 2 for the error, 0 or 1 (rows lost) after a repair. `lost`:
+    the checks of what a recovered copy lacks, from the layer whose tables they are
+    (`recovery.LostCheck`; the search passes its own)."""
     from .integrity import StoreDamaged
 
     if not (repair and isinstance(exc, StoreDamaged) and exc.path is not None):
@@ -134,7 +136,7 @@ def store_problem(exc, repair: bool) -> int:
     from .recovery import recover
 
     try:
-        done = recover(exc.path)
+        done = recover(exc.path, lost)
     except (OSError, sqlite3.Error) as error:
         click.echo(f"error: cannot repair {exc.path}: {error}", err=True)
         return 2
@@ -142,15 +144,15 @@ def store_problem(exc, repair: bool) -> int:
     return 0 if done.rows and not done.lost else 1
 
 
-def repair_cells(run_dir):
+def repair_cells(run_dir, lost=()):
     """`--repair` on a store that passed its check: unreadable cells (not UTF-8, nested too deep)
     rewritten as NULL in a copy, reported, and the exit status (1: those cells are lost); None,
-    with a note, when there is nothing to repair (the command goes on)."""
+    with a note, when there is nothing to repair (the command goes on). `lost` as in store_problem."""
     from .recovery import null_cells
 
     path = Path(run_dir) / "runs.sqlite"
     try:
-        done = null_cells(path)
+        done = null_cells(path, lost)
     except (OSError, sqlite3.Error) as error:
         click.echo(f"error: cannot repair {path}: {error}", err=True)
         return 2
@@ -232,7 +234,7 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
                  batch_size, chance_epochs, device, threads, compile_, trial_timeout, old_timeout, trials_per_gpu,
                  builder, progress_mode, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
-    _terminate_like_interrupt()
+    terminate_like_interrupt()
     timeout = resolve_trial_timeout(trial_timeout, old_timeout)
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
@@ -244,7 +246,7 @@ def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, work
     sys.exit(code)
 
 
-def _terminate_like_interrupt() -> None:
+def terminate_like_interrupt() -> None:
     """SIGTERM stops the evaluation the way Ctrl-C does: workers are stopped, finished epochs kept."""
     if threading.current_thread() is not threading.main_thread():
         return

@@ -9,6 +9,7 @@ original is never changed.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -63,6 +64,20 @@ class StoreError(RuntimeToolError):
 
 class StoreDamaged(StoreError):
     """The database is corrupt (not SQLite, truncated, failing quick_check): --repair may help."""
+
+
+class IndexMismatch(StoreDamaged):
+    """The tables read well, but an index disagrees with its table (only ``PRAGMA integrity_check``
+    sees it): a reader may go on with a warning, a writer refuses (writes through such an index
+    spread the damage); --repair rebuilds the indexes in the copy."""
+
+    def __init__(self, message: str, path=None, indexes=()):
+        super().__init__(message, path)
+        self.indexes = tuple(indexes)
+
+
+# integrity_check's words for an index that disagrees with its table (SQLite's pragma.c)
+_INDEX_PROBLEM = re.compile(r"(?:missing from|entries in|entry in) index (\S+)")
 
 
 class StoreEmpty(StoreError):
@@ -137,8 +152,8 @@ def check_database(path, *, full: bool = False) -> None:
     ``PRAGMA quick_check`` (which reads every page but skips the index cross-checks of
     integrity_check: about 0.1 s for a 36 MB database on this project's 2-core machine).
     `full`: ``PRAGMA integrity_check`` instead, which also finds an index that disagrees with its
-    table; a command that writes into the store asks for it, since writes through such an index
-    spread the damage."""
+    table (IndexMismatch, when that is all it finds); a command that writes into the store refuses
+    that, since writes through such an index spread the damage, and a reader warns."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -163,7 +178,11 @@ def check_database(path, *, full: bool = False) -> None:
         conn.close()
     if problems != ["ok"]:
         more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
-        raise StoreDamaged(f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}", path)
+        message = f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}"
+        indexes = [m.group(1) for m in map(_INDEX_PROBLEM.search, problems) if m]
+        if len(indexes) == len(problems):
+            raise IndexMismatch(message, path, dict.fromkeys(indexes))
+        raise StoreDamaged(message, path)
 
 
 def cell_problem(table: str, row: str, column: str, what: str) -> str:

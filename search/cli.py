@@ -72,7 +72,7 @@ def _table_map(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
     from .config_file import parse_table_map
-    from .evaluators.table import check_table_map
+    from .tables.derived import check_table_map
 
     if value is None:
         return None
@@ -84,7 +84,7 @@ def _table_map(ctx, param, value):
     return mapping
 
 
-def _objectives(ctx, param, value):
+def objectives_callback(ctx, param, value):
     from nader.runtime.errors import ConfigError
 
     from .config_file import parse_objective_list
@@ -168,7 +168,7 @@ class _RunCommand(click.Command):
               help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
                    "[default: columns named as the metrics].")
 @click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
-@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
+@click.option("--objective", "objectives", callback=objectives_callback, default=None, metavar="NAME:max|min,...",
               help="What the search optimises: valid_acc, params, flops, latency (ms on the training device); "
                    "several rank by non-domination (needs pymoo) [default: valid_acc:max].")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
@@ -232,9 +232,9 @@ def run_command(config_file, fmt, force, **flags):
     Every option can also come from SEARCH.toml (same names; flags override it). Rerunning the
     same command on the same --run-dir resumes the search where it stopped.
     """
-    from nader.runtime.cli import _terminate_like_interrupt
+    from nader.runtime.cli import terminate_like_interrupt
 
-    _terminate_like_interrupt()
+    terminate_like_interrupt()
     _run_caps(flags)
     progress = None
     code = 1
@@ -311,7 +311,9 @@ def _run(config_file, fmt, force, flags):
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except StoreError as exc:  # damaged, empty or unwritable runs.sqlite
-        return progress, store_problem(exc, repair)
+        from .store import lost_architectures
+
+        return progress, store_problem(exc, repair, lost=(lost_architectures,))
     except RuntimeToolError as exc:  # RunLocked, InfrastructureError (disk full, ...) and the like
         click.echo(f"error: {exc}", err=True)
         return progress, 2
@@ -374,12 +376,12 @@ def _table_summary(settings: dict) -> list:
     if not spec.startswith("table:"):
         return []
     from .evaluator import SEARCH_TRAINING_SETS
-    from .evaluators.lookup import opened
-    from .evaluators.tabular import EvaluatorError
+    from .tables.lookup import opened
+    from .tables.base import TableError
 
     try:
         table = opened(spec, settings.get("table_map"))
-    except EvaluatorError:
+    except TableError:
         return []  # the search's own check reports it
     dataset = settings.get("dataset") or "cifar10"
     return table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset))
@@ -393,7 +395,7 @@ def _summary_text(s) -> str:
     b = s.best
     if b:
         lines.append(f"best: #{b['arch_id']} ({records.lineage(b)}) valid "
-                     f"{records._num(b['valid_acc'], '.2f')}%, test {records._num(b['test_acc'], '.2f')}%, "
+                     f"{records.number_text(b['valid_acc'], '.2f')}%, test {records.number_text(b['test_acc'], '.2f')}%, "
                      f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
         lines.append("no architecture trained successfully")

@@ -1,7 +1,7 @@
 """Evaluators: what turns an architecture into validation and test accuracy for the search.
 
 The loop talks to one small interface, so that training (here) and table lookups (tabular NAS
-benchmarks, `nader.search.evaluators`) are interchangeable::
+benchmarks, `nader.search.tables.lookup.TableEvaluator`) are interchangeable::
 
     evaluator.capacity                 # evaluations that run side by side
     evaluator.idle() -> int            # how many more would start now (the loop proposes while > 0)

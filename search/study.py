@@ -17,10 +17,10 @@ and waits for `tell`.
 """
 from __future__ import annotations
 
-import json
 import math
 import queue
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
@@ -38,7 +38,7 @@ from .loop import Stop
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
 from .session import run_search
 from .spaces import nb201
-from .store import open_readonly
+from .store import RunReader
 from .tree import TRIALS
 
 PYTHON_EVALUATOR = "python"  # the stored `evaluator` of a study whose trials a Python function evaluates
@@ -261,11 +261,8 @@ class Study:
     @property
     def best_trials(self) -> List[StudyTrial]:
         """The non-dominated trials (one objective: the best ones, ties included)."""
-        conn = self._open()
-        try:
-            front = records.pareto(conn, [str(o) for o in self.objectives])
-        finally:
-            conn.close()
+        with self._open() as reader:
+            front = records.pareto(reader, [str(o) for o in self.objectives])
         return [self._trial(r) for r in front]
 
     @property
@@ -299,35 +296,26 @@ class Study:
         return pandas.DataFrame(rows)
 
     # ------------------------------------------------------------------ helpers
-    def _open(self):
-        return open_readonly(self.run_dir)
+    def _open(self) -> RunReader:
+        """The run, read (the quick integrity check: `load_study` has run the full one)."""
+        return RunReader(self.run_dir, full_check=False)
 
     def _stored(self) -> Optional[dict]:
         if not (self.run_dir / "runs.sqlite").exists():
             return None
-        conn = self._open()
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-        finally:
-            conn.close()
-        return json.loads(row[0]) if row else None
+        with self._open() as reader:
+            return reader.stored_config() or None
 
     def _records(self) -> List[dict]:
         if not (self.run_dir / "runs.sqlite").exists():
             return []
-        conn = self._open()
-        try:
-            return records.records(conn)
-        finally:
-            conn.close()
+        with self._open() as reader:
+            return records.records(reader)
 
     def _node(self, arch_id: int) -> dict:
-        conn = self._open()
-        try:
-            row = conn.execute("SELECT params, flops FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
-        finally:
-            conn.close()
-        return {"params": row[0], "flops": row[1]} if row else {}
+        with self._open() as reader:
+            node = reader.node(arch_id)
+        return {"params": node.params, "flops": node.flops} if node is not None else {}
 
     def _trials_done(self) -> int:
         return sum(1 for r in self._records() if r["status"] in TRIALS)
@@ -441,12 +429,17 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
 
 
 def load_study(storage: str, study_name: Optional[str] = None) -> Study:
-    """The study (or CLI search) in a run directory, as it was stored."""
+    """The study (or CLI search) in a run directory, as it was stored. The store gets SQLite's
+    full check once: an index that disagrees with its table is a warning (RuntimeWarning) naming
+    the repair, as the CLI's readers print it; `optimize` would refuse such a store."""
     run_dir = Path(storage) / study_name if study_name else Path(storage)
     if not (run_dir / "runs.sqlite").exists():
         raise ConfigError(f"{run_dir} holds no study (no runs.sqlite)")
+    with RunReader(run_dir, fix=f"`nader-search status {run_dir} --repair`") as reader:
+        stored = reader.stored_config()
+    for line in reader.warnings:
+        warnings.warn(line, RuntimeWarning, stacklevel=2)
     study = Study(run_dir, {"run_dir": str(run_dir)}, ())
-    stored = study._stored() or {}
     study.objectives = parse_objectives(stored.get("objectives") or ["valid_acc:max"])
     return study
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from browser import Browser, find_chromium
-from nader.search.report import Arch, Run, render
+from nader.search.report import ReportArch, Run, render
 from nader.search.report.compare import COLOURS, Curve, render_compare
 from nader.search.report.render import pareto_front
 
@@ -27,7 +27,7 @@ compare_module = importlib.import_module("nader.search.report.compare")
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 
 
-def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL) -> tuple[Run, list[Arch]]:
+def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL) -> tuple[Run, list[ReportArch]]:
     """A search tree of `n` architectures with every status, as a search records them; `evil`
     puts `payload` in the run's name and in each record's text, operator, plan, error and diagnostic."""
     rng = random.Random(seed)
@@ -39,7 +39,7 @@ def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL
         text = EXAMPLE.replace("ResNetBasic", f"Arch{i}")
         if evil:
             text = f"# {payload}\n" + text
-        a = Arch(id=str(i), parent=None if i == 0 else str(rng.randrange(i)), status=status, text=text,
+        a = ReportArch(id=str(i), parent=None if i == 0 else str(rng.randrange(i)), status=status, text=text,
                  change={"operator": payload if evil else "insert_se", "args": {"after": "5"},
                          "plan": payload if evil else "add SE"},
                  created=t0 + 10 * i, finished=t0 + 10 * i + 9)

@@ -122,13 +122,13 @@ def recorded_config(replay_dir) -> dict:
     """The request settings a recorded run used (from its `meta` table)."""
     store = CallStore(replay_dir, read_only=True)
     try:
-        row = store.conn.execute("SELECT value FROM meta WHERE key = 'llm_config'").fetchone()
+        value = store.get_meta("llm_config")
     finally:
         store.close()
-    if row is None:
+    if value is None:
         return {}
     problems: list = []
-    recorded = json_cell(row[0], "meta", "key=llm_config", "value", problems, expect=(dict,))
+    recorded = json_cell(value, "meta", "key=llm_config", "value", problems, expect=(dict,))
     if recorded is None:
         raise LLMConfigError(f"{replay_dir}: the recorded run's LLM settings cannot be read: "
                              f"{problems[0] if problems else 'empty'}")

@@ -17,7 +17,7 @@ import click
 from nader.compiler.commands.common import PositiveFinite
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 
-from ..cli import _objectives
+from ..cli import objectives_callback
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -32,13 +32,15 @@ def _stamp(run_dir: Path) -> tuple:
     return tuple(out)
 
 
-def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None) -> tuple[int, int]:
+def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None,
+                 repairing: bool = False) -> tuple[int, int]:
     """Render and write atomically (a browser reloading never sees half a file); (archs, bytes).
-    Damaged cells of the database are left out and described in `problems`."""
+    Damaged cells of the database are left out and described in `problems`, as is an index that
+    disagrees with its table (raised when `repairing`)."""
     from .load import load_run
     from .render import render
 
-    run, archs = load_run(run_dir, problems)
+    run, archs = load_run(run_dir, problems, repairing)
     html = render(run, archs, top_n=top).encode("utf-8")
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     tmp.write_bytes(html)
@@ -65,7 +67,7 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
     """
     from nader.runtime.integrity import StoreError
 
-    from .load import RunNotFound
+    from ..store import RunNotFound, lost_architectures
 
     if len(run_dirs) > 1:
         _compare(run_dirs, output or Path("compare.html"), watch, repair)
@@ -74,19 +76,19 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
     output = output or run_dir / "report.html"
     problems: list = []
     try:
-        n, size = write_report(run_dir, output, top, problems)
+        n, size = write_report(run_dir, output, top, problems, repairing=repair)
     except RunNotFound as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     except StoreError as error:
-        sys.exit(store_problem(error, repair))
+        sys.exit(store_problem(error, repair, lost=(lost_architectures,)))
     except sqlite3.Error as error:  # a page gone bad since the check
         click.echo(f"error: cannot read {run_dir / 'runs.sqlite'}: {error}", err=True)
         sys.exit(2)
     except OSError as error:
         click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
         sys.exit(2)
-    if repair and (code := repair_cells(run_dir)) is not None:
+    if repair and (code := repair_cells(run_dir, lost=(lost_architectures,))) is not None:
         sys.exit(code)
     warn_problems(problems)
     click.echo(f"{output} ({n} architectures, {size / 1e6:.2f} MB)")
@@ -112,8 +114,8 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
 def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
     from nader.runtime.integrity import StoreError
 
+    from ..store import RunNotFound, lost_architectures
     from .compare import write_compare
-    from .load import RunNotFound
 
     if watch is not None:
         click.echo("error: --watch takes one RUN", err=True)
@@ -124,7 +126,7 @@ def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     except StoreError as error:
-        sys.exit(store_problem(error, repair))
+        sys.exit(store_problem(error, repair, lost=(lost_architectures,)))
     except OSError as error:
         click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
         sys.exit(2)
@@ -132,35 +134,38 @@ def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
 
 
 def _open(run_dir, repair: bool = False):
+    """The run's reader, after the full integrity check: a damaged store is one line (with
+    --repair, recovered); an index that disagrees with its table is a warning (with --repair,
+    recovered, as `run` would ask)."""
     from nader.runtime.integrity import StoreError
 
-    from ..store import open_readonly
+    from ..store import RunReader, lost_architectures
 
     try:
-        conn = open_readonly(run_dir)
+        reader = RunReader(run_dir, repairing=repair)
     except StoreError as exc:
-        sys.exit(store_problem(exc, repair))
+        sys.exit(store_problem(exc, repair, lost=(lost_architectures,)))
     except (FileNotFoundError, sqlite3.Error) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    if repair and (code := repair_cells(run_dir)) is not None:
-        conn.close()
+    if repair and (code := repair_cells(run_dir, lost=(lost_architectures,))) is not None:
+        reader.close()
         sys.exit(code)
-    return conn
+    return reader
 
 
 def _read(run_dir, repair: bool, read):
-    """`read(conn, problems)` on the run's database; damaged cells become warnings, an error
-    while reading (a page gone bad since the check) one line."""
-    conn = _open(run_dir, repair)
-    problems: list = []
+    """`read(reader, problems)` on the run; an index mismatch and damaged cells become warnings, an
+    error while reading (a page gone bad since the check) one line."""
+    reader = _open(run_dir, repair)
+    problems: list = list(reader.warnings)
     try:
-        out = read(conn, problems)
+        out = read(reader, problems)
     except sqlite3.Error as exc:
         click.echo(f"error: cannot read {Path(run_dir) / 'runs.sqlite'}: {exc}", err=True)
         sys.exit(2)
     finally:
-        conn.close()
+        reader.close()
     warn_problems(problems)
     return out
 
@@ -184,15 +189,9 @@ def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
     from .. import records
 
-    def read(conn, problems):
-        from nader.runtime.integrity import json_cell
-
-        recs = records.records(conn, with_text=False, problems=problems)
-        rows = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
-        sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
-        cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-        cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
-        return recs, sessions, cfg, records.failures(conn)
+    def read(reader, problems):
+        recs = records.records(reader, with_text=False, problems=problems)
+        return recs, reader.sessions(), reader.stored_config(problems), records.failures(reader)
 
     recs, sessions, cfg, failures = _read(run_dir, repair, read)
     if fmt == "json":
@@ -231,7 +230,7 @@ def status_command(run_dir, fmt, repair):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
 @click.option("--pareto", is_flag=True,
               help="List the non-dominated set over the run's objectives (a table; --format json: the records).")
-@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
+@click.option("--objective", "objectives", callback=objectives_callback, default=None, metavar="NAME:max|min,...",
               help="--pareto over these objectives instead of the run's.")
 @repair_option
 def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, pareto, objectives, repair):
@@ -248,14 +247,14 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
             click.echo("error: --weights and --seed go with --emit nad|torch|onnx", err=True)
             sys.exit(2)
         if trial is not None:
-            def pick(conn, problems):
-                return next((r for r in records.records(conn, problems=problems) if r["arch_id"] == trial), None)
+            def pick(reader, problems):
+                return next((r for r in records.records(reader, problems=problems) if r["arch_id"] == trial), None)
             rec = _read(run_dir, repair, pick)
             if rec is None:
                 click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
                 sys.exit(2)
         else:
-            rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
+            rec = _read(run_dir, repair, lambda reader, problems: records.best(reader, problems))
         if rec is None:
             click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
             sys.exit(1)
@@ -272,9 +271,9 @@ def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
                    err=True)
         sys.exit(2)
     try:
-        written = _read(run_dir, repair, lambda conn, problems: export(run_dir, conn, emit, Path(output),
-                                                                       weights=weights, trial=trial, seed=seed,
-                                                                       problems=problems))
+        written = _read(run_dir, repair, lambda reader, problems: export(run_dir, reader, emit, Path(output),
+                                                                         weights=weights, trial=trial, seed=seed,
+                                                                         problems=problems))
     except ExportError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.code)
@@ -287,9 +286,9 @@ def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
 
     from .. import records
 
-    def read(conn, problems):
-        chosen = objectives or records.objectives_of(conn)
-        return chosen, records.pareto(conn, chosen, problems)
+    def read(reader, problems):
+        chosen = objectives or records.objectives_of(reader)
+        return chosen, records.pareto(reader, chosen, problems)
 
     try:
         chosen, front = _read(run_dir, repair, read)
@@ -313,5 +312,5 @@ def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
     from .. import records
 
-    recs = _read(run_dir, repair, lambda conn, problems: records.records(conn, problems=problems))
+    recs = _read(run_dir, repair, lambda reader, problems: records.records(reader, problems=problems))
     _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)

@@ -45,7 +45,7 @@ from nader.runtime.errors import ConfigError
 from ..candidate import Candidate
 from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
-from ..tree import PENDING, TRIALS, Node, Tree
+from ..tree import PENDING, TRIALS, TreeNode, Tree
 from .base import Strategy
 from .catalog import DECLARED, LLM_SESSION_OPTIONS
 from .llm import LLMTeam, proposal_failure
@@ -164,7 +164,7 @@ class FairNADStrategy(Strategy):
             return self._candidate(None, change, error=proposal_failure(exc))
 
     # ------------------------------------------------------------------ plans
-    def _plan(self, slot: Slot, parent: Node, rng) -> tuple[str, dict]:
+    def _plan(self, slot: Slot, parent: TreeNode, rng) -> tuple[str, dict]:
         if slot.stage == "II":
             return refinement_plan(self.under_budget(parent), rng)
         if slot.stage == "III":
@@ -181,7 +181,7 @@ class FairNADStrategy(Strategy):
 
         return list(resolve_depths(skeleton_info(self.context.skeleton), None))
 
-    def under_budget(self, node: Node) -> bool:
+    def under_budget(self, node: TreeNode) -> bool:
         """FairNAD's rule: some budgeted cost of the node is below `threshold` of its limit."""
         budget = self.context.budget
         if budget is None:
@@ -191,7 +191,7 @@ class FairNADStrategy(Strategy):
         return any(limit and cost is not None and cost < t * limit for cost, limit in costs)
 
     # ------------------------------------------------------------------ helpers
-    def _chain_node(self, tree: Tree, rnd: int, chain: int, step: int) -> Optional[Node]:
+    def _chain_node(self, tree: Tree, rnd: int, chain: int, step: int) -> Optional[TreeNode]:
         found = [n for n in tree if n.status in TRIALS and n.change.get("stage") == "III"
                  and n.change.get("round") == rnd and n.change.get("chain") == chain and n.change.get("step") == step]
         return found[-1] if found else None

@@ -25,7 +25,8 @@ from typing import Optional
 from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
 from nader.agents.modifier import Modifier
 from nader.agents.proposer import NoIdeas, Proposer
-from nader.agents.reflector import ExperienceBase, Reflector
+from nader.agents.experiences import ExperienceBase
+from nader.agents.reflector import Reflector
 from nader.compiler.block_text import split_architecture
 
 from ..candidate import Candidate

@@ -20,8 +20,8 @@ from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import records
 from nader.search.config_file import read_toml
-from nader.search.evaluators.lookup import TableEvaluator
-from nader.search.evaluators.tabular import EvaluatorError, TrialRecord
+from nader.search.tables.lookup import TableEvaluator
+from nader.search.tables.base import TableError, TableRecord
 from nader.search.fidelity import Schedule, ladder
 from nader.search.report.compare import curve_of
 from nader.search.report.load import load_run
@@ -45,7 +45,7 @@ class Table:
         try:
             return S.Cell.parse(arch) if arch.startswith("|") else S.cell_of_text(arch)
         except S.NotInSpace as exc:
-            raise EvaluatorError(str(exc)) from None
+            raise TableError(str(exc)) from None
 
     def test_schedules(self, dataset):
         return set()  # no 200-epoch schedule: each rung reports its own test accuracy
@@ -55,7 +55,7 @@ class Table:
         self.asked.append((str(cell), epochs))
         jitter = (int(hashlib.sha256(f"{cell}/{epochs}".encode()).hexdigest()[:4], 16) / 65536 - 0.5) * 6
         valid = T.valid_accuracy(cell, epochs - 1) + jitter + self.early * (12 - epochs)
-        return TrialRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid,
+        return TableRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid,
                            test_acc=valid - 1, seconds=epochs * T.epoch_seconds(cell), params=1, flops=1)
 
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nader.cli import main
-from nader.search.lock import RunLock
+from nader.runtime.lock import RunLock
 
 from search_helpers import EXAMPLE, REPO
 

@@ -13,8 +13,8 @@ from nader.runtime.errors import ConfigError
 from nader.search import records
 from nader.search.config import merge
 from nader.search.config_file import parse_time_limit, read_toml
-from nader.search.evaluators.table import FileTable
-from nader.search.evaluators.tabular import EvaluatorError
+from nader.search.tables.derived import FileTable
+from nader.search.tables.base import TableError
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
 from nader.search.spaces.space import NB201Space
@@ -66,16 +66,16 @@ def test_both_layouts_answer_with_the_written_numbers(tmp_path, layout):
         assert rec.arch == str(cell) and rec.valid_acc == pytest.approx(D.smooth_accuracy(cell))
         assert rec.test_acc == pytest.approx(D.row(cell)["test_acc@200"])
         assert rec.seconds == pytest.approx(12 * D.row(cell)["epoch_seconds"]) and rec.params == 1000
-    with pytest.raises(EvaluatorError) as hole:
+    with pytest.raises(TableError) as hole:
         table.evaluate(str(NEIGHBOURS[2]), "cifar10-valid", 12)
     assert hole.value.kind == "missing-value" and str(NEIGHBOURS[2]) in str(hole.value)
-    with pytest.raises(EvaluatorError) as absent:
+    with pytest.raises(TableError) as absent:
         table.evaluate(str(NEIGHBOURS[5]), "cifar10-valid", 12)
     assert absent.value.kind == "missing-entry"
-    with pytest.raises(EvaluatorError) as epoch:
+    with pytest.raises(TableError) as epoch:
         table.evaluate(str(ROOT), "cifar10-valid", 200)
     assert epoch.value.kind == "missing-epoch" and "--table-map valid_acc@200=COLUMN" in str(epoch.value)
-    with pytest.raises(EvaluatorError) as outside:
+    with pytest.raises(TableError) as outside:
         table.evaluate("|conv~0|+|x~0|y~1|+|a~0|b~1|c~2|", "cifar10-valid", 12)
     assert outside.value.kind == "not-in-space"
 
@@ -108,7 +108,7 @@ def test_malformed_tables_are_refused_with_the_reason(tmp_path, text, message):
     if message is None:
         assert any("name no NAS-Bench-201 cell" in line for line in FileTable(path).summary())
         return
-    with pytest.raises(EvaluatorError, match=message.replace("{", r"\{").replace("}", r"\}")):
+    with pytest.raises(TableError, match=message.replace("{", r"\{").replace("}", r"\}")):
         FileTable(path)
 
 
