@@ -277,7 +277,7 @@ class Modifier:
 @lru_cache(maxsize=2)
 def block_grammar(form: str = "block") -> str:
     """The GBNF grammar of a reply, as `nadc grammar --format gbnf --reply [FORM]` prints it."""
-    return grammar_export.render("gbnf", reply=form)
+    return grammar_export.render_grammar("gbnf", reply=form)
 
 
 def _extracted(reply: str) -> str:
@@ -288,4 +288,4 @@ def _extracted(reply: str) -> str:
 def edits_grammar(parent_text: str) -> str:
     """The GBNF grammar of edits of the parent's block, as `nadc grammar --reply edits --parent FILE`
     prints it: its node ids and the next free ones, so every `replace`/`remove` names a node it has."""
-    return grammar_export.render("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])
+    return grammar_export.render_grammar("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])

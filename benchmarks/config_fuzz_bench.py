@@ -52,7 +52,7 @@ READERS = ("table-csv", "table-json", "search-toml", "llm-toml", "pyproject-limi
 
 # -- valid files ---------------------------------------------------------------------------------
 def _cells(rng: random.Random, n: int) -> list[str]:
-    return [str(nb201.Cell(tuple(rng.choice(nb201.OPS) for _ in range(6)))) for _ in range(n)]
+    return [str(nb201.CellStructure(tuple(rng.choice(nb201.OPS) for _ in range(6)))) for _ in range(n)]
 
 
 def valid_csv(rng):

@@ -24,7 +24,7 @@ from typing import List, Optional
 
 from nader.compiler.architecture import architecture_from_program
 from nader.compiler.backends.network_source import network_source
-from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check, network_to_onnx
+from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check_model, network_to_onnx
 from nader.compiler.datasets import dataset_info
 from nader.compiler.errors import BuildError
 from nader.compiler.network import BUILDER, analyze
@@ -194,7 +194,7 @@ def _onnx(parsed, net: dict, state) -> bytes:
         fixed = built.info["input_size"] if not built.arch.runs_at_any_size() else None
         model = network_to_onnx(built.arch, built.plan, built.module.state_dict(), input_size=fixed, info=info,
                                 name=f"{built.arch.base.name} on {built.plan.skeleton.name}")
-        check(model)
+        check_model(model)
     except (OnnxLoweringError, RuntimeError) as error:
         raise ExportError(f"cannot export to ONNX: {error}") from None
     return model.SerializeToString()

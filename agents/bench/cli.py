@@ -57,7 +57,7 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
         if os.environ.get("NADER_DEBUG"):
             raise
         _fail(str(exc))
-    requests = [r for r in nad.load() if only is None or r.id.startswith(only)][:limit]
+    requests = [r for r in nad.load_requests() if only is None or r.id.startswith(only)][:limit]
     if not requests:
         _fail(f"no request id starts with {only!r}")
     rows = []

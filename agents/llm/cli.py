@@ -102,7 +102,7 @@ def check_command(write_path, fmt, **llm):
     if fmt == "json":
         click.echo(json.dumps({**report.as_dict(), "written": write_path}, indent=2, sort_keys=True))
     else:
-        click.echo(render(report))
+        click.echo(render_check(report))
         if write_path:
             click.echo(f'profile written to {write_path} as [llm.profiles."{report.model}"]')
     sys.exit(report.exit_code)
@@ -133,7 +133,7 @@ def _probe_line(name: str, probe, base, obeys: tuple[str, str]) -> str:
     return f"  {name:<19} accepted; {cost}{form}"
 
 
-def render(report) -> str:
+def render_check(report) -> str:
     """The report as text."""
     lines = [f"endpoint      {report.base_url}", f"model         {report.model}"]
     listed = ", ".join(report.listed) if report.listed else f"(none: {report.models_note})"

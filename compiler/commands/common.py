@@ -6,7 +6,7 @@ from typing import Iterable, Optional
 
 import click
 
-from nader.compiler.reporting import FORMATS, render
+from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.inputs import InputError, positive
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.limits import LimitsError, limits_for
@@ -39,7 +39,7 @@ def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResul
     if not diagnostics and fmt != "json":
         return
     sources = {r.program.path: r.source for r in results}
-    click.echo(render(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
+    click.echo(render_diagnostics(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
 
 
 def int_list(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:

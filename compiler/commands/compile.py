@@ -27,8 +27,8 @@ from nader.dsl.parser import ParseResult
 EMITTERS = {
     "ir": "nader.compiler.commands.compile:emit_ir",
     "json": "nader.compiler.commands.compile:emit_json",
-    "torch": "nader.compiler.backends.network_source:emit",
-    "onnx": "nader.compiler.backends.onnx:emit",
+    "torch": "nader.compiler.backends.network_source:emit_torch",
+    "onnx": "nader.compiler.backends.onnx:emit_onnx",
     "dot": "nader.compiler.backends.drawing:emit_dot",
     "svg": "nader.compiler.backends.svg:emit_svg",
 }

@@ -18,7 +18,7 @@ def shipped() -> dict:
             if f.name.endswith(SUFFIXES) and not f.name.startswith("_")}
 
 
-def summary(name: str, text: str) -> str:
+def leading_comment(name: str, text: str) -> str:
     """The first line of a file's leading comment or docstring."""
     if name.endswith(".py"):
         try:
@@ -60,7 +60,7 @@ def examples_cmd(name, output, every):
     if name is None:
         width = max(map(len, found), default=0)
         for key, res in found.items():
-            click.echo(f"{key:<{width}}  {summary(key, res.read_text(encoding='utf-8'))}")
+            click.echo(f"{key:<{width}}  {leading_comment(key, res.read_text(encoding='utf-8'))}")
         return
     res = found.get(name) or found.get(next((k for k in found if Path(k).stem == name), ""))
     if res is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from nader.compiler.commands.fmt import _read
-from nader.compiler.reporting import FORMATS, render
+from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.dsl.ir import Role
 from nader.dsl.limits import LimitsError, limits_for
 
@@ -119,7 +119,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
         click.echo(json.dumps(records, indent=2))
     else:
         if remaining:
-            click.echo(render(remaining, fmt, sources), err=True, nl=False)
+            click.echo(render_diagnostics(remaining, fmt, sources), err=True, nl=False)
         errors = sum(d.is_error for d in remaining)
         verb = "Would apply" if (show_diff or check) else "Applied"
         summary = (f"{verb} {_plural(fixed, 'fix')} in {_plural(would_change, 'file')}; "

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from nader.compiler.commands.common import format_option
-from nader.compiler.reporting import render
+from nader.compiler.reporting import render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
 from nader.dsl.limits import InputLimits, LimitsError, limits_for, read_bounded, text_problem, text_size
@@ -123,7 +123,7 @@ def fmt_cmd(files, check, write, renumber, fmt):
             click.echo(result.text, nl=False)
 
     if diagnostics:
-        click.echo(render(diagnostics, fmt, sources), err=True, nl=False)
+        click.echo(render_diagnostics(diagnostics, fmt, sources), err=True, nl=False)
     if check:
         parts = []
         if changed:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from nader.compiler.commands.common import load_one, report
-from nader.compiler.grammar_export import FORMATS, REPLIES, render
+from nader.compiler.grammar_export import FORMATS, REPLIES, render_grammar
 
 
 @click.command("grammar")
@@ -35,4 +35,4 @@ def grammar_cmd(fmt, reply, parent):
             report(result.diagnostics, "full", [result])
             raise click.UsageError(f"`{parent}` holds no block that parses")
         block = result.program.blocks[0]
-    click.echo(render(fmt, reply, block), nl=False)
+    click.echo(render_grammar(fmt, reply, block), nl=False)

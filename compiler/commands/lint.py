@@ -19,9 +19,9 @@ from collections import Counter
 import click
 
 from nader.compiler.commands.common import format_option, load
-from nader.compiler.lint.config import ConfigError, selection_for
+from nader.compiler.lint.config import LintConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
-from nader.compiler.reporting import render, render_json
+from nader.compiler.reporting import render_diagnostics, render_json
 from nader.dsl.diagnostics import sort_key
 
 
@@ -38,7 +38,7 @@ def lint_cmd(files, select, ignore, isolated, fmt):
     try:
         selections = [selection_for(f, list(select) if select else None, list(ignore) if ignore else None, isolated)
                       for f in files]
-    except ConfigError as error:
+    except LintConfigError as error:
         raise click.UsageError(str(error)) from None
     results = load(files)
     linted = [lint_parsed(r, s) for r, s in zip(results, selections)]
@@ -50,7 +50,7 @@ def lint_cmd(files, select, ignore, isolated, fmt):
         click.echo(json.dumps({"diagnostics": json.loads(render_json(diagnostics)), "summary": summary}, indent=2))
     elif diagnostics:
         sources = {r.program.path: r.source for r in results}
-        click.echo(render(diagnostics, fmt, sources), nl=False)
+        click.echo(render_diagnostics(diagnostics, fmt, sources), nl=False)
     if fmt == "full" and diagnostics:
         noun = "finding" if len(diagnostics) == 1 else "findings"
         click.echo(f"nadc lint: {len(diagnostics)} {noun} in {len(files)} file{'s' if len(files) != 1 else ''}"

@@ -8,7 +8,7 @@ import os
 import click
 
 from nader.compiler.commands.common import load, load_one
-from nader.compiler.reporting import FORMATS, render
+from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.dsl.ir import Role
 
 #: Fewest files a process gets: below that, a process spends more on reading lines another one
@@ -186,7 +186,7 @@ def _verify(files, checks, with_shapes, fmt) -> bool:
             summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({role}): {verdict}{constraints}")
             if with_shapes and report.shapes is not None:
                 summary.extend(f"  {node_id}: {shape_str(shape)}" for node_id, shape in report.shapes.shapes.items())
-    text = render(diagnostics, fmt, {r.program.path: r.source for r in results})
+    text = render_diagnostics(diagnostics, fmt, {r.program.path: r.source for r in results})
     if text:
         click.echo(text, nl=False)
     click.echo("\n".join(summary))

@@ -6,10 +6,10 @@ so the server holds no second copy of a check and other front ends (tests, scrip
 same questions. Positions are the compiler's: 1-based lines, 1-based character columns, end
 columns exclusive.
 """
-from .analysis import Analysis, analyze
+from .analysis import Analysis, analyze_document
 from .complete import Completion, completions
 from .hover import hover
 from .navigate import Symbol, definition, folding_ranges, references, rename_edits, symbols
 
-__all__ = ["Analysis", "Completion", "Symbol", "analyze", "completions", "definition", "folding_ranges", "hover",
+__all__ = ["Analysis", "Completion", "Symbol", "analyze_document", "completions", "definition", "folding_ranges", "hover",
            "references", "rename_edits", "symbols"]

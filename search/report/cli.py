@@ -38,10 +38,10 @@ def write_report(run_dir: Path, output: Path, top: int, problems: list | None = 
     Damaged cells of the database are left out and described in `problems`, as is an index that
     disagrees with its table (raised when `repairing`)."""
     from .load import load_run
-    from .render import render
+    from .render import render_report
 
     run, archs = load_run(run_dir, problems, repairing)
-    html = render(run, archs, top_n=top).encode("utf-8")
+    html = render_report(run, archs, top_n=top).encode("utf-8")
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     tmp.write_bytes(html)
     os.replace(tmp, output)

@@ -74,7 +74,7 @@ def content_security_policy(scripts: Iterable[str] = (), styles: Iterable[str] =
     return "; ".join(parts)
 
 
-def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
+def pareto_ids(points: Iterable[tuple[str, float, float]]) -> list[str]:
     """Ids of the points no other point beats: higher accuracy at no greater cost, ordered by cost."""
     best = float("-inf")
     front = []
@@ -205,7 +205,7 @@ def proposals(archs: list[ReportArch]) -> Optional[dict]:
             "invalid": invalid, "codes": codes.most_common(), "repaired": repaired}
 
 
-def summary(run: Run, archs: list[ReportArch]) -> dict:
+def run_summary(run: Run, archs: list[ReportArch]) -> dict:
     trained = [a for a in archs if a.trained]
     best = min(trained, key=lambda a: a.rank_key(), default=None)
     times = [t for a in archs for t in (a.created, a.finished) if t is not None]
@@ -221,18 +221,18 @@ def summary(run: Run, archs: list[ReportArch]) -> dict:
     }
 
 
-def render(run: Run, archs: list[ReportArch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
+def render_report(run: Run, archs: list[ReportArch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
     """The report's HTML text."""
     by_id = {a.id: a for a in archs}
     trained = sorted((a for a in archs if a.trained), key=lambda a: a.rank_key())
     top = [{"arch": a, "rank": k, "drawings": _drawings(a.text), "diff": _diff(by_id.get(a.parent), a)}
            for k, a in enumerate(trained[:top_n], 1)]
-    facts = summary(run, archs)
+    facts = run_summary(run, archs)
     data = {
         "archs": [_arch_json(a) for a in archs],
         "best_so_far": _best_so_far(archs, run.started, simulated_time(run)),
-        "pareto_params": pareto_front((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
-        "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
+        "pareto_params": pareto_ids((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
+        "pareto_flops": pareto_ids((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
         "objectives": objective_front(run, archs),
     }
     codes, kinds = _failures(archs)

@@ -163,7 +163,7 @@ class LocalStrategy(Strategy):
         if key is None:
             return []
         out = []
-        for cell, change in self.space.neighbours(nb201.Cell.parse(key)):
+        for cell, change in self.space.neighbours(nb201.CellStructure.parse(key)):
             out.append((str(cell), lambda cell=cell, change=change: Candidate(
                 nb201.architecture(cell), operator="nb201-edge", change=change)))
         return out

@@ -114,12 +114,12 @@ class BenchmarkTable:
     def __repr__(self) -> str:
         return f"BenchmarkTable({self.kind}:{self.path})"
 
-    def cell(self, arch: str) -> nb201.Cell:
+    def cell(self, arch: str) -> nb201.CellStructure:
         """The space's cell of a string or block text; TableError when it is not one."""
         text = (arch or "").strip()
         try:
             if text.startswith("|"):
-                cell = nb201.Cell.parse(text)
+                cell = nb201.CellStructure.parse(text)
             else:
                 cell = nb201.cell_of_text(text)
         except nb201.NotInSpace as exc:

@@ -169,7 +169,7 @@ class FileTable:
         self.duplicates = 0
         for arch, row in raw.items():
             try:
-                cell = str(nb201.Cell.parse(arch))
+                cell = str(nb201.CellStructure.parse(arch))
             except nb201.NotInSpace:
                 self.unknown.append(arch)
                 continue
@@ -264,10 +264,10 @@ class FileTable:
         return ", ".join(f"{m} <- {c}" for m, c in sorted(self.aliases.items()))
 
     # ------------------------------------------------------------------ answering
-    def cell(self, arch: str) -> nb201.Cell:
+    def cell(self, arch: str) -> nb201.CellStructure:
         text = (arch or "").strip()
         try:
-            return nb201.Cell.parse(text) if text.startswith("|") else nb201.cell_of_text(text)
+            return nb201.CellStructure.parse(text) if text.startswith("|") else nb201.cell_of_text(text)
         except nb201.NotInSpace as exc:
             raise TableError(f"table answers only NAS-Bench-201 cells: {exc}", "not-in-space") from None
 

@@ -22,7 +22,7 @@ from derived_tables import table_settings as _settings
 from search_helpers import run_records as _records
 from search_helpers import settings as digits_settings
 
-ROOT = S.Cell.parse(S.RESNET)
+ROOT = S.CellStructure.parse(S.RESNET)
 NEIGHBOURS = [c for c, _ in NB201Space().neighbours(ROOT)]
 
 
@@ -30,14 +30,14 @@ NEIGHBOURS = [c for c, _ in NB201Space().neighbours(ROOT)]
 
 
 
-def _local_start(tmp_path, seed: int = 0) -> S.Cell:
+def _local_start(tmp_path, seed: int = 0) -> S.CellStructure:
     """The cell where `local`'s first climb starts for `seed`: a uniform draw that depends on the
     seed and the root only, so a table written around it afterwards gets the same start."""
     path = tmp_path / "start.csv"
     path.write_text(f"arch,valid_acc@12\n{ROOT},90\n")
     run_search(_settings(tmp_path / "start", path, strategy="local", trials=2, seed=seed))
     start = next(r for r in _records(tmp_path / "start") if (r["change"] or {}).get("climb") == 1)
-    return S.Cell.parse(start["change"]["cell"])
+    return S.CellStructure.parse(start["change"]["cell"])
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_uniform_sampling_without_replacement_covers_the_space_without_duplicate
     assert len(set(order)) == S.SPACE_SIZE == len(order)
     assert space.sample(rng, seen) is None
     assert S.cell_of_text(NB201Space().sample(random.Random(1), set()).text) == \
-        S.Cell.parse(NB201Space().sample(random.Random(1), set()).change["cell"])
+        S.CellStructure.parse(NB201Space().sample(random.Random(1), set()).change["cell"])
 
 
 def test_random_search_draws_distinct_cells_reproducibly_and_resumes_the_same_sequence(tmp_path, smooth):
@@ -220,7 +220,7 @@ def test_local_search_finds_the_known_optimum_and_rebuilds_its_climb_on_resume(t
     # the climb starts at a uniform draw (not the root), whose whole neighbourhood comes next
     start = a[1]
     assert start["change"]["climb"] == 1 and start["origin"] == "sample" and start["change"]["cell"] != str(ROOT)
-    hood = {str(c) for c, _ in NB201Space().neighbours(S.Cell.parse(start["change"]["cell"]))}
+    hood = {str(c) for c, _ in NB201Space().neighbours(S.CellStructure.parse(start["change"]["cell"]))}
     first = [r for r in a[2:] if r["parent_id"] == start["arch_id"]]
     assert {r["change"]["cell"] for r in first} == hood
 

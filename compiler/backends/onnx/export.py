@@ -13,7 +13,7 @@ import onnx
 from nader.compiler.architecture import Architecture, architecture_from_program
 from nader.compiler.backends.errors import EmitError
 from nader.compiler.backends.onnx.block import block_to_onnx
-from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError, check
+from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError, check_model
 from nader.compiler.backends.onnx.network import network_to_onnx
 from nader.compiler.errors import BuildError
 from nader.compiler.network import analyze, assemble
@@ -27,7 +27,7 @@ from nader.dsl.ir import Block, Role
 DEFAULT_WIDTH = 64
 
 
-def emit(parsed, options) -> Emitted:
+def emit_onnx(parsed, options) -> Emitted:
     """`nadc FILE --emit onnx -o out.onnx`.
 
     Without `--network`, the first block of the file is exported (NADER's files hold a base block
@@ -105,7 +105,7 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
     module.eval()
     model = block_to_onnx(block, module, role=role, stem_stride=stem_stride, in_channels=c_in,
                           out_channels=c_out, opset=opset, input_size=input_size)
-    check(model)
+    check_model(model)
     return model
 
 
@@ -169,7 +169,7 @@ def export_network(parsed, *, skeleton: str, dataset: Optional[str] = None, widt
                             info={k: v for k, v in info.items() if k in
                                   ("skeleton", "dataset", "widths", "depths", "num_classes", "input_size",
                                    "stem_stride", "params", "flops")}, name=name)
-    check(model)
+    check_model(model)
     return model, built.module, info
 
 
