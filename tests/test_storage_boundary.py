@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 
 from test_imports import floor, modules
 
@@ -51,7 +52,8 @@ def _text(node: ast.AST):
     return None
 
 
-def sql_of(module: str) -> list[tuple[int, str]]:
+@lru_cache(maxsize=None)
+def sql_of(module: str) -> tuple[tuple[int, str], ...]:
     """(line, text) of every SQL statement the module writes."""
     found = []
     for node in ast.walk(ast.parse(modules()[module].read_text(encoding="utf-8"))):
@@ -61,7 +63,7 @@ def sql_of(module: str) -> list[tuple[int, str]]:
             found.append((node.lineno, text))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _EXECUTE:
             found.append((node.lineno, f"{node.func.attr}(...)"))
-    return found
+    return tuple(found)
 
 
 def tables_named(module: str) -> set[str]:
