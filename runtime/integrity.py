@@ -9,7 +9,6 @@ original is never changed.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from pathlib import Path
 
@@ -76,8 +75,17 @@ class IndexMismatch(StoreDamaged):
         self.indexes = tuple(indexes)
 
 
-# integrity_check's words for an index that disagrees with its table (SQLite's pragma.c)
-_INDEX_PROBLEM = re.compile(r"(?:missing from|entries in|entry in) index (\S+)")
+# integrity_check's words for an index that disagrees with its table (SQLite's pragma.c), before
+# the index's name; plain text, no regular expression: compiling one costs every command's start-up
+_INDEX_PROBLEMS = ("missing from index ", "entries in index ", "entry in index ")
+
+
+def _index_of(problem: str):
+    """The index an integrity_check line says disagrees with its table, or None."""
+    for words in _INDEX_PROBLEMS:
+        if words in problem:
+            return problem.partition(words)[2].split(" ", 1)[0] or None
+    return None
 
 
 class StoreEmpty(StoreError):
@@ -179,7 +187,7 @@ def check_database(path, *, full: bool = False) -> None:
     if problems != ["ok"]:
         more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
         message = f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}"
-        indexes = [m.group(1) for m in map(_INDEX_PROBLEM.search, problems) if m]
+        indexes = [i for i in map(_index_of, problems) if i]
         if len(indexes) == len(problems):
             raise IndexMismatch(message, path, dict.fromkeys(indexes))
         raise StoreDamaged(message, path)
