@@ -1,12 +1,14 @@
 """What a strategy proposes: a `Candidate`, an architecture's whole text and how it was made.
 
 It stands apart from the strategy interface (`strategies/base.py`) because more than the
-strategies make candidates: the search spaces (`spaces/space.py`) mutate in their own space, and
-the loop (`loop.py`) checks and records them. None of them then imports the strategies package,
-which lists every strategy.
+strategies make candidates: the search spaces (`spaces/space.py`) mutate in their own space (the
+block language's mutation is `mutation_candidate`, here, which the strategies use too), and the
+loop (`loop.py`) checks and records them. None of them then imports the strategies package, which
+lists every strategy.
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
@@ -29,3 +31,14 @@ class Candidate:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+
+
+def mutation_candidate(parent, rng: random.Random) -> Candidate:
+    """The offline proposal: one graph-rewrite mutation of the parent's text (`nader.compiler.mutate`)."""
+    from nader.compiler.mutate import CannotApply, MutationError, mutate
+
+    try:
+        m = mutate(parent.text, rng)
+    except (CannotApply, MutationError) as exc:
+        return Candidate(None, operator=None, error=str(exc))
+    return Candidate(m.arch_text, operator=m.operator, change={"operator": m.operator, "args": m.args})
