@@ -20,7 +20,9 @@ class Candidate:
     ``text`` is None when nothing could be produced (no mutation applies, an LLM reply held no
     block); ``error`` then says why and the loop records an invalid architecture. ``tokens_in``,
     ``tokens_out`` and ``cost_usd`` are what producing it cost (LLM strategies), recorded on the
-    architecture and counted against ``--llm-max-cost`` / ``--llm-max-tokens``.
+    architecture and counted against ``--llm-max-cost`` / ``--llm-max-tokens``. ``arch`` is the
+    compiler's `Architecture` of ``text`` where the strategy has checked it already (the Modifier's):
+    the loop's checks take it rather than load and verify the text again.
     """
 
     text: Optional[str]
@@ -31,6 +33,7 @@ class Candidate:
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
+    arch: Any = field(default=None, repr=False, compare=False)
 
 
 def mutation_candidate(parent, rng: random.Random) -> Candidate:
