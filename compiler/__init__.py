@@ -4,7 +4,7 @@ The names below load their module on first use (as `nader.dsl`'s do), so importi
 submodule does not import torch or ONNX. docs/api.md lists them. (`fit` and `mutate` are
 submodules' names, so their functions are imported from `nader.compiler.fit` and `nader.compiler.mutate`.)
 """
-from nader.inputs.lazy import lazy_exports
+from nader import lazy_exports
 
 _EXPORTS = {
     "Architecture": "architecture", "BuildError": "errors", "SKELETONS": "skeletons",

@@ -3,7 +3,7 @@
 The names below load their module on first use, so importing one submodule (say
 `nader.dsl.diagnostics`) does not import the parser and Lark: `nadc` starts faster.
 """
-from nader.inputs.lazy import lazy_exports
+from nader import lazy_exports
 
 _EXPORTS = {
     "Code": "diagnostics", "Diagnostic": "diagnostics", "Severity": "diagnostics",

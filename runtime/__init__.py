@@ -9,7 +9,7 @@ See docs/runtime.md. Names are imported lazily so that ``import nader.runtime`` 
 """
 from __future__ import annotations
 
-from nader.inputs.lazy import lazy_exports
+from nader import lazy_exports
 
 _EXPORTS = {
     "Job": "jobs", "Result": "jobs", "run_job": "jobs",

@@ -18,7 +18,7 @@ several objectives and the Pareto set. See docs/search.md and docs/api.md.
 """
 from __future__ import annotations
 
-from nader.inputs.lazy import lazy_exports
+from nader import lazy_exports
 
 _EXPORTS = {
     "run_search": "session", "SearchSummary": "session",

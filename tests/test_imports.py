@@ -185,6 +185,14 @@ def test_each_floor_imports_only_its_own_floor_and_below():
     assert not wrong, f"imports from a higher floor (docs/architecture.md): {wrong}"
 
 
+def test_the_root_package_imports_nothing_of_the_project():
+    """`nader/__init__.py` runs before any module of the project, and every floor uses its
+    `lazy_exports`: it stands below them all."""
+    inward = [i for i in imports() if i.module == "nader" and i.target.startswith("nader")]
+    assert not inward, inward
+    assert {i.module for i in imports() if i.target == "nader" and not is_cli(i.module)} >= {"nader.dsl", "nader.runtime"}
+
+
 def test_dsl_and_runtime_do_not_import_each_other():
     between = [i for i in imports() if {_package(i.module), _package(i.target)} == {"nader.dsl", "nader.runtime"}]
     assert not between, between
@@ -253,7 +261,8 @@ def test_the_lists_hold_no_stale_entries():
 
 
 #: The calls that import a module by name: `importlib.import_module`, and the lazy exports of a
-#: package (`nader.inputs.lazy.lazy_exports`, whose `__getattr__` imports the modules its table names).
+#: package (`nader.lazy_exports`, whose `__getattr__` imports the modules its table names: counted at
+#: each package that calls it, not in `nader` itself).
 BY_NAME = ("import_module", "lazy_exports")
 
 
@@ -274,7 +283,7 @@ def by_name_sites() -> tuple[tuple[str, bool, str], ...]:
 
         def visit(node: ast.AST, in_function: bool) -> None:
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.Call) and _called(child) in BY_NAME and module != "nader.inputs.lazy":
+                if isinstance(child, ast.Call) and _called(child) in BY_NAME and module != "nader":
                     out.append((module, in_function or _called(child) == "lazy_exports", how))
                 visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
 

@@ -239,18 +239,14 @@ def test_every_walk_keeps_its_state_in_slots():
 
 # -- the Transformer: a walk that builds a new block ------------------------------------------
 def _transformed(text, rules=None, handlers=None, prune=False):
-    from nader.compiler.passes.interpreter import Transformer
+    from nader.compiler.passes.transformer import Transformer
     from nader.dsl.format import format_block
 
-    class Rules(Transformer):
+    class Table(Transformer):  # rewrites by operation, as the other walks' tables
         __slots__ = ()
         HANDLERS = handlers or {}
 
-        def run_node(self, node, inputs):
-            rule = (rules or {}).get(node.id)
-            return super().run_node(node, inputs) if rule is None else rule(self, node, inputs)
-
-    return format_block(Rules(_block(text), prune=prune).run())
+    return format_block(Table(_block(text), rules or {}, prune=prune).run())
 
 
 def test_a_transformer_that_rewrites_nothing_gives_the_block_back_line_for_line():
@@ -280,7 +276,7 @@ def test_a_rule_adds_nodes_and_its_consumers_read_what_it_returns():
 
 
 def test_a_dropped_node_gives_its_consumers_what_it_returns_or_takes_its_wires_away():
-    from nader.compiler.passes.interpreter import GONE
+    from nader.compiler.passes.transformer import GONE
 
     bypassed = _transformed(MIXED, {2: lambda self, node, inputs: inputs[0]})  # BN 2 goes; 3 reads 1
     assert bypassed == MIXED.replace("2:BN\n", "").replace("1->2\n2->3", "1->3")
@@ -299,7 +295,7 @@ def test_a_node_kept_with_other_inputs_reads_them_in_its_lines_or_new_ones():
 
 def test_the_transformer_and_the_mutations_rewrite_keep_their_state_in_slots():
     from nader.compiler.mutate.rewrite import Rewrite
-    from nader.compiler.passes.interpreter import Transformer
+    from nader.compiler.passes.transformer import Transformer
 
     for cls in (Transformer, Rewrite):
         assert "__slots__" in vars(cls), cls.__name__

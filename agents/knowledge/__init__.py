@@ -13,7 +13,7 @@ pay for numpy.
 """
 from __future__ import annotations
 
-from nader.inputs.lazy import lazy_exports
+from nader import lazy_exports
 
 _BY_MODULE = {
     "attributes": ("ATTRIBUTE_TREE", "ATTRIBUTE_TREES", "GRANULARITIES", "MAIN_CATEGORIES", "check_tags",

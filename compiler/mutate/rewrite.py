@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Hashable, Mapping, Optional, Union
 
-from nader.compiler.passes.interpreter import Transformer
+from nader.compiler.passes.transformer import Transformer
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.expr import BinOp, Num, Sym, TupleValue, Value
 from nader.dsl.ir import Arg, Block, Node
@@ -109,17 +109,13 @@ Rule = Callable[["Rewrite", Node, tuple], Any]
 
 
 class Rewrite(Transformer):
-    """One walk of the parent block: the nodes with a rule (by id) are rewritten by it, the others copied."""
+    """One walk of the parent block: the nodes with a rule (by id) are rewritten by it, the others
+    copied; `add` makes a new node of the registry's operation with its parameters bound."""
 
-    __slots__ = ("rules",)
+    __slots__ = ()
 
     def __init__(self, block: Block, rules: Mapping[NodeId, Rule] = {}, *, prune: bool = False):
-        super().__init__(block, prune=prune)
-        self.rules = rules
-
-    def run_node(self, node: Node, inputs: tuple) -> Any:
-        rule = self.rules.get(node.id)
-        return super().run_node(node, inputs) if rule is None else rule(self, node, inputs)
+        super().__init__(block, rules, prune=prune)
 
     def add(self, op: Op, inputs, *positional: ArgValue, **keywords: ArgValue) -> NodeId:
         """A new node fed by `inputs` (one edge line each, in operand order); returns its id."""

@@ -20,18 +20,15 @@ dispatch to the table are here, once:
 * `missing_handlers` lists the operations a table has no handler for, by name: the registry tests
   use it (adding an operation means one registry entry and one handler per table).
 
-`Transformer` is the walk that builds a new block, as torch.fx pairs its `Transformer` with its
-`Interpreter`: a node's value is the id that stands for it in the new block (what its consumers
-read), each node is copied unless a handler emits something else, and `finish` assembles the new
-block, with the parent's lines in their places. The mutations are rewrites on it
-(`compiler/mutate/rewrite.py`).
+`Transformer` (`transformer.py`, beside this module so that the passes that only read a block do
+not load it) is the walk that builds a new block, as torch.fx pairs its `Transformer` with its
+`Interpreter`.
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Optional, Union
 
-from nader.dsl.ir import Block, Edge, Node, NodeId
+from nader.dsl.ir import Block, Node, NodeId
 from nader.dsl.ops import REGISTRY, Group, Op
 
 _SOURCES = Group.SOURCE
@@ -162,118 +159,6 @@ class Interpreter:
         return self.values
 
 
-#: A node's value in a `Transformer` when it was dropped with its wires: consumers lose that input.
-GONE = object()
-
-
-class Transformer(Interpreter):
-    """A walk that builds a new block from the old one (torch.fx's `Transformer`).
-
-    A node's value is the id its consumers read in the new block. A node is copied with the ids its
-    inputs now have (`keep`), unless its handler (`HANDLERS` by operation; a subclass may choose by
-    other means, as `run_node`) does something else: keep it with other inputs or as another node
-    (`keep(node, inputs, as_node)`), add new nodes (`emit`, with `fresh_id`) and give its consumers one
-    of those, or drop it, its consumers reading the id it returns (or losing that wire: `GONE`).
-
-    `finish` returns the new block: the nodes kept in the parent's order, then the new ones in the
-    order they were made; the parent's edge lines in their places (a line's sources are the ids its
-    target's inputs now have, position by position; a line left with none goes), then one line per
-    wire of each new node. Comments stay with their lines, so the text changes where the graph does.
-    `prune` leaves out the nodes (and their wires) that no longer lead to the output. The walk needs a
-    graph (it is for verified blocks: an order, ids defined once); `repair/edit.py` edits lines instead.
-    """
-
-    __slots__ = ("emitted", "added", "added_edges", "prune", "_taken", "_next", "_as_text")
-
-    REQUIRED: ClassVar[frozenset] = frozenset()  # copying is every operation's default
-    HANDLER_NAME: ClassVar[str] = "rewrite"
-
-    def __init__(self, block: Block, order: Optional[Iterable[NodeId]] = None, *, prune: bool = False):
-        super().__init__(block, order)
-        self.emitted: dict[NodeId, tuple[Node, tuple]] = {}  # a kept node's id -> (its node now, the ids it reads)
-        self.added: list[Node] = []
-        self.added_edges: list[Edge] = []
-        self.prune = prune
-        taken = {str(n.id) for n in block.nodes} | {str(i) for e in block.edges for i in (*e.sources, e.target)}
-        self._taken = taken
-        self._next = 1 + max((int(t) for t in taken if t.isdigit()), default=-1)
-        # Where every id is a string (a front end that keeps ids as text), new ids are text too.
-        self._as_text = bool(block.nodes) and all(isinstance(n.id, str) for n in block.nodes)
-
-    def run_node(self, node: Node, inputs: tuple) -> Any:
-        """Every operation, terminals included: its handler, else a copy."""
-        handler = self.HANDLERS.get(node.op)  # type: ignore[call-overload]
-        return self.keep(node, inputs) if handler is None else self.apply(handler, node, inputs)
-
-    # -- building the new block ----------------------------------------------------------------
-    def keep(self, node: Node, inputs: Sequence, as_node: Optional[Node] = None) -> NodeId:
-        """`node` in the new block (or `as_node` in its place, with its id), reading `inputs`."""
-        self.emitted[node.id] = (node if as_node is None else as_node, tuple(inputs))
-        return node.id
-
-    def fresh_id(self) -> NodeId:
-        """An integer id that no id of the block spells (as text where all ids are text)."""
-        while str(self._next) in self._taken:
-            self._next += 1
-        new = self._next
-        self._taken.add(str(new))
-        self._next += 1
-        return str(new) if self._as_text else new
-
-    def emit(self, node: Node, inputs: Sequence[NodeId]) -> NodeId:
-        """A new node (its id from `fresh_id`), fed by `inputs`: one edge line each, in operand order."""
-        self.added.append(node)
-        self.added_edges.extend(Edge((source,), node.id) for source in inputs)
-        return node.id
-
-    def finish(self) -> Block:
-        b, emitted = self.block, self.emitted
-        nodes = [emitted[n.id][0] for n in b.nodes if n.id in emitted] + self.added
-        # A kept node's lines take its inputs position by position; one whose count changed gets new lines.
-        feeds = {t: iter(reads) for t, (_, reads) in emitted.items() if len(reads) == len(self.sources.get(t, ()))}
-        edges: list[Edge] = []
-        for e in b.edges:
-            feed = feeds.get(e.target)
-            if feed is None:
-                continue  # its target is gone, or rewired below
-            sources = tuple(s for s in (next(feed) for _ in e.sources) if s is not GONE)
-            if sources:
-                edges.append(e if sources == e.sources else dataclasses.replace(e, sources=sources))
-        edges += [Edge((s,), t) for t, (_, reads) in emitted.items() if t not in feeds for s in reads if s is not GONE]
-        edges += self.added_edges
-        if self.prune:
-            nodes, edges = _pruned(nodes, edges)
-        return Block(b.name, tuple(nodes), tuple(edges), b.leading_comments, b.header_comment, b.trailing_comments)
-
-
-def _pruned(nodes: list[Node], edges: list[Edge]) -> tuple[list[Node], list[Edge]]:
-    """The nodes that lead to a sink (and the sources), and the wires between them."""
-    feeding: dict[NodeId, list[NodeId]] = {}
-    for e in edges:
-        feeding.setdefault(e.target, []).extend(e.sources)
-    alive = {n.id for n in nodes if n.op in Group.SINK}
-    stack = list(alive)
-    while stack:
-        for s in feeding.get(stack.pop(), ()):
-            if s not in alive:
-                alive.add(s)
-                stack.append(s)
-    dead = {n.id for n in nodes if n.id not in alive and n.op not in Group.SOURCE}
-    if not dead:
-        return nodes, edges
-    kept = []
-    for e in edges:
-        if e.target in dead:
-            continue
-        if dead.intersection(e.sources):
-            sources = tuple(s for s in e.sources if s not in dead)
-            if not sources:
-                continue
-            e = dataclasses.replace(e, sources=sources)
-        kept.append(e)
-    return [n for n in nodes if n.id not in dead], kept
-
-
 def missing_handlers(table: Union[Mapping[Op, Any], type], required: Optional[Iterable[Op]] = None) -> list[str]:
     """The names of the operations `table` has no handler for, in registry order.
 
@@ -289,4 +174,4 @@ def missing_handlers(table: Union[Mapping[Op, Any], type], required: Optional[It
     return [op.value for op in REGISTRY if op in wanted and op not in handlers]
 
 
-__all__ = ["GONE", "Interpreter", "MissingHandler", "Transformer", "missing_handlers"]
+__all__ = ["Interpreter", "MissingHandler", "missing_handlers"]
