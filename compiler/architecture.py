@@ -180,11 +180,11 @@ def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic
 
 def _reused(verified: Sequence[BlockReport], block: Block, role: Role, file: str,
             front_end: tuple) -> Optional[BlockReport]:
-    """A verdict of `verified` that holds for `block` as `verify_block` would give it: reached in the
-    square domain, in `role`, on an equal block (IR equality: the same lines but for their places, as a
-    formatted copy is) and with no diagnostic, whose place in the text it was reached on would be
-    wrong here (a verdict with warnings is reached again). It takes `block`, `file` and the file's
-    own front-end diagnostics of it."""
+    """A verdict of `verified` that serves for `block` as `verify_block` would give it: reached in the
+    square domain and in `role` on an equal block (IR equality ignores where the lines are, so the
+    formatted copy of a verified block is equal to it), and clean: a diagnostic points at the lines
+    of the text it was found in, so a verdict with warnings is reached again on this text. It takes
+    `block`, `file` and this file's own front-end diagnostics of the block."""
     if any(d.is_error for d in front_end):
         return None
     for report in verified:

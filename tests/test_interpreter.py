@@ -293,6 +293,16 @@ def test_a_node_kept_with_other_inputs_reads_them_in_its_lines_or_new_ones():
     assert more == MIXED.replace("0,5->6\n6->7\n", "6->7\n0->6\n5->6\n3->6\n")
 
 
+def test_a_transformer_refuses_a_block_that_is_no_graph():
+    from nader.compiler.passes.transformer import Transformer
+
+    cycle = "##C##\n0:input\n1:output\n2:ReLU\n3:BN\n0->2\n2->3\n3->2\n3->1\n"
+    twice = "##T##\n0:input\n1:output\n2:ReLU\n2:BN\n0->2\n2->1\n"
+    for text in (cycle, twice):
+        with pytest.raises(ValueError, match="no graph to walk"):
+            Transformer(parse(text).program.blocks[0])
+
+
 def test_the_transformer_and_the_mutations_rewrite_keep_their_state_in_slots():
     from nader.compiler.mutate.rewrite import Rewrite
     from nader.compiler.passes.transformer import Transformer

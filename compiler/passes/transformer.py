@@ -48,6 +48,9 @@ class Transformer(Interpreter):
     def __init__(self, block: Block, rules: Mapping[NodeId, Callable] = {}, *, order: Optional[Iterable[NodeId]] = None,
                  prune: bool = False):
         super().__init__(block, order)
+        if block.topological_order() is None or len(self.nodes) != len(block.nodes):
+            raise ValueError(f"block `{block.name}` is no graph to walk (a cycle, or an id defined twice): "
+                             "a Transformer rewrites verified blocks")
         self.rules = rules
         self.emitted: dict[NodeId, tuple[Node, tuple]] = {}  # a kept node's id -> (its node now, the ids it reads)
         self.added: list[Node] = []
