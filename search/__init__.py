@@ -20,7 +20,7 @@ See docs/search.md and docs/api.md.
 """
 from __future__ import annotations
 
-import importlib
+from nader import lazy_exports
 
 _EXPORTS = {
     "run_search": "session", "SearchSummary": "session",
@@ -37,10 +37,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'nader.search' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -120,10 +120,11 @@ def _options(ctx, param, values):
 
 
 def _strategy_epilog() -> str:
+    from .strategies import STRATEGIES
     from .strategies.catalog import listing  # the built-in strategies' declarations: no strategy module loads
 
     lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
-    for name, summary, options in listing():
+    for name, summary, options in listing(STRATEGIES):
         opts = ", ".join(f"{k}={o.default}" for k, o in options.items()) or "no options"
         lines.append(f"  {name}: {summary} [{opts}]")
     return "\n".join(lines)

@@ -269,7 +269,7 @@ class SearchLoop:
             if candidate is None:  # nothing more from this parent for now
                 break
             try:
-                checked = self.checker.check(candidate.text, self.tree, candidate.error)
+                checked = self.checker.check(candidate.text, self.tree, candidate.error, candidate.arch)
             except Exception as exc:  # noqa: BLE001 - a text the checks raise on is that candidate's failure
                 message = f"the candidate could not be checked: {type(exc).__name__}: {str(exc)[:500]}"
                 checked = Checked("invalid", diagnostics={"message": message, "diagnostics": []})

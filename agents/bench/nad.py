@@ -4,6 +4,11 @@
 reply must pass (`agents/bench/checks.py`) and one reference answer. `score(request, text)`
 judges a reply's block text: it must parse, verify as a base block, differ from the base block
 and pass every check.
+
+The base blocks (`nad/*.nad`) are the benchmark's own, frozen: each request's prompt holds its
+block's text, which a recorded run replays (`--replay`). `resnet_basic.nad` is the graph of the
+shipped example's base block (examples/resnet_basic.nad, the one source the compiler's worked
+examples read), kept as its own copy so that editing the example never changes the benchmark.
 """
 from __future__ import annotations
 

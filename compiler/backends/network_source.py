@@ -131,7 +131,7 @@ def emit_network_source(parsed, options) -> Emitted:
         info = analyze("", skel.name, dataset, widths=options.widths, depths=options.depths,
                        input_size=options.input_size, arch=arch)
     except BuildError as error:
-        raise EmitError(str(error)) from None
+        raise EmitError(str(error), error.diagnostics) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
     return Emitted(network_source(arch, plan, info), tuple(note_lines(parsed.program.path, info)))
 

@@ -124,7 +124,7 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         raise SystemExit(1)
     except EmitError as error:
         _echo_notes(error)
-        report_all()
+        report_all(error.diagnostics)
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
     report_all()
@@ -160,7 +160,7 @@ def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOp
         try:
             classes = dataset_info(header["dataset"]).num_classes
         except BuildError as error:
-            raise EmitError(f"{parsed.program.path}: the network line: {error}") from None
+            raise EmitError(f"{parsed.program.path}: the network line: {error}", error.diagnostics) from None
         if classes != header["classes"]:
             raise EmitError(f"{parsed.program.path}: the network line says classes={header['classes']} but "
                             f"{header['dataset']} has {classes}; correct the line or give --dataset")

@@ -87,11 +87,6 @@ def graph_facts(block: Block) -> GraphFacts:
     return block.analysis("graph_facts", _compute_facts)
 
 
-def _node_span(block: Block, node_id: int) -> Span:
-    node = block.node(node_id)
-    return node.span if node else block.header_span
-
-
 def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
     if facts.unique_ids and facts.defined_ends:

@@ -21,8 +21,7 @@ from nader.compiler.architecture import load_architecture
 from nader.compiler.passes.canonical import equivalent
 from nader.runtime.errors import ConfigError
 
-from ..candidate import Candidate
-from ..strategies.base import mutation_candidate
+from ..candidate import Candidate, mutation_candidate
 from . import nb201
 
 

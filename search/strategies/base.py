@@ -47,7 +47,7 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
-from ..candidate import Candidate
+from ..candidate import Candidate, mutation_candidate
 from ..objectives import DEFAULT
 from ..tree import TreeNode, Tree
 
@@ -129,19 +129,6 @@ class Option:
         if self.choices is not None and out not in self.choices:
             raise ConfigError(f"option {name}: choose one of {', '.join(map(str, self.choices))}, got {out!r}")
         return out
-
-
-def mutation_candidate(parent: TreeNode, rng: random.Random) -> Candidate:
-    """The offline proposer: one graph-rewrite mutation of the parent (`nader.compiler.mutate`)."""
-    from nader.compiler.mutate import CannotApply, MutationError, mutate
-
-    try:
-        m = mutate(parent.text, rng)
-    except CannotApply as exc:
-        return Candidate(None, operator=None, error=str(exc))
-    except MutationError as exc:
-        return Candidate(None, operator=None, error=str(exc))
-    return Candidate(m.arch_text, operator=m.operator, change={"operator": m.operator, "args": m.args})
 
 
 class Strategy:

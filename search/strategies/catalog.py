@@ -13,7 +13,6 @@ from typing import Dict, List, NamedTuple, Tuple
 from nader.agents.llm.options import LLM_FLAGS
 
 from ..selection import POLICIES
-from . import STRATEGIES
 from .base import Option
 
 
@@ -99,14 +98,15 @@ DECLARED: Dict[str, Declared] = {
 }
 
 
-def listing() -> List[Tuple[str, str, Dict[str, Option]]]:
-    """(name, summary, options) of every strategy: a built-in one from `DECLARED` (its module is not
-    imported), a registered one from its class."""
+def listing(strategies) -> List[Tuple[str, str, Dict[str, Option]]]:
+    """(name, summary, options) of every strategy of the registry `strategies` (the package's
+    `STRATEGIES`, which imports the strategy modules that import this one: hence passed in): a
+    built-in one from `DECLARED` (its module is not imported), a registered one from its class."""
     out = []
-    for name in STRATEGIES:
-        if STRATEGIES.is_builtin(name):
+    for name in strategies:
+        if strategies.is_builtin(name):
             out.append((name, *DECLARED[name]))
         else:
-            cls = STRATEGIES[name]
+            cls = strategies[name]
             out.append((name, cls.summary, cls.options))
     return out

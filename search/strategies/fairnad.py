@@ -159,7 +159,7 @@ class FairNADStrategy(Strategy):
             written = team.fairnad.write(parent.text, plan, arch_id=arch_id, progress=change)
             if written.feedback:
                 change["feedback"] = written.feedback
-            return self._candidate(written.text, change, error=written.error)
+            return self._candidate(written.text, change, error=written.error, arch=written.arch)
         except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
             return self._candidate(None, change, error=proposal_failure(exc))
 
@@ -196,11 +196,12 @@ class FairNADStrategy(Strategy):
                  and n.change.get("round") == rnd and n.change.get("chain") == chain and n.change.get("step") == step]
         return found[-1] if found else None
 
-    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None) -> Candidate:
+    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None, arch=None) -> Candidate:
         spent = self.team().counting.take()
         change = {**change, "tokens": spent.by_role}
         return Candidate(text, origin="llm", operator=f"fairnad/{change['stage']}", change=change, error=error,
-                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd,
+                         arch=arch)
 
 
 class _Team(LLMTeam):

@@ -90,7 +90,7 @@ def test_a_registered_strategy_is_listed_from_its_class():
 
     STRATEGIES["mine-listed"] = Mine
     try:
-        assert ("mine-listed", "a registered strategy", {}) in listing()
+        assert ("mine-listed", "a registered strategy", {}) in listing(STRATEGIES)
         assert STRATEGIES.is_builtin("rea") and not STRATEGIES.is_builtin("mine-listed")
     finally:
         del STRATEGIES["mine-listed"]

@@ -28,7 +28,12 @@ TORCH_NORM_EPS = 1e-5
 
 
 class OnnxLoweringError(Exception):
-    """The block or module cannot be lowered (the message says why; no traceback for users)."""
+    """The block or module cannot be lowered (the message says why; no traceback for users).
+    `diagnostics`: the verifier's, where a `BuildError` was the cause."""
+
+    def __init__(self, message: str, diagnostics: Sequence = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 def check_opset(opset: int) -> None:
