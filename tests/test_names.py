@@ -2,7 +2,7 @@
 
 1. A public name (a class or function without a leading underscore, at the top level of a module
    of the package) is defined in one module only, so `Evaluator`, `Node` or `ConfigError` cannot
-   come to mean two things again. The modules of a package found by discovery (`DISCOVERING`:
+   come to mean two things again. The modules of a package found by discovery (`discovering()`:
    lint rules, mutation operators, fix kinds) share the names their package looks up in each of
    them, among themselves only; `SAME_NAME` lists the few names kept on purpose, with the reason.
 2. No private name (one leading underscore) is imported across packages, by `from M import _x`
@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from conftest import REPO_ROOT
-from test_imports import DISCOVERING, modules
+from test_imports import by_name_sites, modules
 
 #: the folders scanned besides the library's (`test_imports.modules`): the bundled examples
 EXTRA = {"examples": "nader.examples"}
@@ -59,11 +59,16 @@ def public_definitions() -> dict[str, list[str]]:
     return out
 
 
+def discovering() -> set[str]:
+    """The packages that import every module of their own (lint rules, fix kinds, mutation operators)."""
+    return {module for module, _, how in by_name_sites() if how == "discover"}
+
+
 def duplicates() -> dict[str, list[str]]:
     found = {}
     for name, where in public_definitions().items():
         packages = {package_of(m) for m in where}
-        if len(where) < 2 or name in SAME_NAME or (len(packages) == 1 and packages <= set(DISCOVERING)):
+        if len(where) < 2 or name in SAME_NAME or (len(packages) == 1 and packages <= discovering()):
             continue
         found[name] = where
     return found
