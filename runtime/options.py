@@ -43,8 +43,8 @@ EXECUTOR = Setting("--executor", Choice(EXECUTORS, aliases=OLD_EXECUTORS),
 #: `--progress`: rich (drawn in place), plain (one line per finished trial, for logs), off;
 #: auto: rich on a terminal, plain elsewhere (`progress.resolve_progress`).
 PROGRESS = Setting("--progress", Choice(PROGRESS_MODES), name="progress_mode", default="auto",
-                   help="stderr while training: rich (a live display, drawn in place), plain (one line per finished "
-                        "trial, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
+                   help="stderr while training: rich (an epoch bar per job, drawn in place), plain (one line per "
+                        "finished job, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
 TRIAL_TIMEOUT = Setting("--trial-timeout", Duration(),
                         "Kill a trial after this long (600, 90s, 10m, 2h; pool executor).", toml=True, keyword=True)
 DATASET = Setting("--dataset", Choice(DATASETS), default="digits", toml=True, keyword=True,

@@ -39,13 +39,13 @@ def read_toml(path) -> dict:
         if name not in TOML_KEYS:
             raise ConfigError(f"{path}: unknown setting {key!r}; known: {', '.join(TOML_KEYS)}")
         setting = TOML_KEYS[name]
+        if setting.field in PATH_FIELDS and isinstance(value, str) and value and \
+                not Path(value).expanduser().is_absolute():  # relative to the file, before it is looked at
+            value = str(path.parent / Path(value).expanduser())
         try:
             out[setting.field] = setting.read(value, name)
         except InputError as exc:
             raise ConfigError(f"{path}: {exc}") from None
-    for attr in PATH_FIELDS:
-        if attr in out and not Path(out[attr]).expanduser().is_absolute():
-            out[attr] = str((path.parent / Path(out[attr]).expanduser()))
     if "data_dir" in out:
         out["data_dir"] = str(Path(out["data_dir"]).expanduser().resolve())
     if "evaluator" in out:
