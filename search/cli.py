@@ -32,8 +32,8 @@ def _strategy_epilog() -> str:
     from .strategies.catalog import listing  # the built-in strategies' declarations: no strategy module loads
 
     lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
-    for name, summary, options in listing():
-        opts = ", ".join(f"{k}={o.default}" for k, o in options.items()) or "no options"
+    for name, summary, declared in listing():
+        opts = ", ".join(f"{k}={o.default}" for k, o in declared.items()) or "no options"
         lines.append(f"  {name}: {summary} [{opts}]")
     return "\n".join(lines)
 
