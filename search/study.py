@@ -31,12 +31,13 @@ from nader.compiler.skeletons import skeleton_info
 from nader.runtime.errors import ConfigError
 
 from . import records
-from .config import SearchConfig, merge
+from .config import merge
 from .config_file import resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .loop import Stop
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
 from .session import run_search
+from .settings import read_keywords
 from .spaces import nb201
 from .store import RunReader
 from .tree import TRIALS
@@ -400,8 +401,9 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     first "maximize") and value_1, value_2, ...; `objectives` names them instead
     (``["valid_acc:max", "params:min"]``; params and flops may be left out of the function's return:
     the compiler counts them). `strategy` and `options` as ``--strategy``/``--option``; `root` is a
-    .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are
-    SearchConfig fields (dataset, seeds, max_params, ...). `evaluator` is ``"python"`` (the function
+    .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are the
+    search's settings by their API keyword (dataset, seeds, max_params, ...: `search/settings.py`),
+    each read and checked as its flag is, so a refused value is a ConfigError with the flag's reason. `evaluator` is ``"python"`` (the function
     given to `optimize`), ``"training"`` (the runtime trains each architecture, as the CLI does), a
     table (``"nats-bench:FILE"``, ``"table:FILE"``) or a registered evaluator's name. With
     `load_if_exists`, an existing study there is opened (its settings must match, as a CLI
@@ -412,19 +414,15 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     if (run_dir / "runs.sqlite").exists() and not load_if_exists:
         raise ConfigError(f"{run_dir} holds a study already; pass load_if_exists=True to continue it, or "
                           f"choose another storage or study_name")
-    known = {f for f in SearchConfig.__dataclass_fields__}
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise ConfigError(f"create_study: unknown setting {', '.join(unknown)}")
-    values = dict(settings, space=space, strategy=strategy, strategy_options=dict(options or {}), seed=seed,
-                  run_dir=str(run_dir), evaluator=evaluator, objectives=[str(o) for o in chosen])
+    values = read_keywords(dict(settings, space=space, strategy=strategy, options=dict(options or {}), seed=seed,
+                                evaluator=evaluator))
+    values.update(run_dir=str(run_dir), objectives=[str(o) for o in chosen])
     if evaluator != PYTHON_EVALUATOR:
-        values["evaluator"] = resolve_evaluator(evaluator)
+        values["evaluator"] = resolve_evaluator(values["evaluator"])
     if root is not None:
-        if str(root).strip().startswith("|") or "\n" in str(root):
-            values["root_text"] = str(root)
-        else:
-            values["root"] = str(root)
+        text = str(root) if isinstance(root, str) else None
+        keyword = "root_text" if text is not None and (text.strip().startswith("|") or "\n" in text) else "root"
+        values.update(read_keywords({keyword: root}))
     return Study(run_dir, values, chosen)
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import click
 
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Path as PathKind, Setting
+
 SUFFIXES = (".nad", ".toml", ".py")
 
 
@@ -37,9 +40,8 @@ def leading_comment(name: str, text: str) -> str:
 
 @click.command("examples")
 @click.argument("name", required=False)
-@click.option("-o", "--output", type=click.Path(), default=None,
-              help="Write the example to this file, or into this folder under its own name.")
-@click.option("--all", "every", is_flag=True, help="Write every example into the folder given by -o.")
+@options(Setting(("-o", "--output"), PathKind(), "Write the example to this file, or into this folder under its own name."),
+         Setting("--all", Flag(), "Write every example into the folder given by -o.", name="every"))
 def examples_cmd(name, output, every):
     """List the shipped examples, print one (NAME), or write it out (-o).
 

@@ -18,21 +18,24 @@ from collections import Counter
 
 import click
 
-from nader.compiler.commands.common import format_option, load
+from nader.compiler.commands.common import FORMAT, load
 from nader.compiler.lint.config import LintConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
 from nader.compiler.reporting import render_diagnostics, render_json
 from nader.dsl.diagnostics import sort_key
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting, Text
 
 
 @click.command("lint")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--select", "select", multiple=True, metavar="CODES",
-              help="Report only these codes, prefixes or names (comma-separated; replaces the configured `select`).")
-@click.option("--ignore", "ignore", multiple=True, metavar="CODES",
-              help="Do not report these codes, prefixes or names (replaces the configured `ignore`).")
-@click.option("--isolated", is_flag=True, help="Ignore pyproject.toml configuration.")
-@format_option
+@options(Setting("--select", Text(), multiple=True, metavar="CODES",
+                 help="Report only these codes, prefixes or names (comma-separated; replaces the configured "
+                      "`select`)."),
+         Setting("--ignore", Text(), multiple=True, metavar="CODES",
+                 help="Do not report these codes, prefixes or names (replaces the configured `ignore`)."),
+         Setting("--isolated", Flag(), "Ignore pyproject.toml configuration."),
+         FORMAT)
 def lint_cmd(files, select, ignore, isolated, fmt):
     """Lint block FILEs (`-` reads stdin)."""
     try:

@@ -14,10 +14,15 @@ from pathlib import Path
 
 import click
 
-from nader.compiler.commands.common import PositiveFinite
-from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
+from nader.inputs.cli import options
+from nader.inputs.settings import Choice, Flag, Integer, Path as PathKind, Real, Setting, output_format
+from nader.runtime.cli import repair_cells, store_problem, warn_problems
+from nader.runtime.options import REPAIR_STORE
 
-from ..cli import objectives_callback
+from ..settings import BY_NAME
+
+
+_OUTPUT = Setting(("-o", "--output"), PathKind("file"), "Write to a file.")
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -50,13 +55,13 @@ def write_report(run_dir: Path, output: Path, top: int, problems: list | None = 
 
 @click.command("report")
 @click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the HTML (default RUN/report.html; for several runs compare.html).")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 200),
-              help="How many of the best architectures to show with drawings and diffs.")
-@click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=PositiveFinite(least=0.5, most=86400.0),
-              metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
-@repair_option
+@options(_OUTPUT.but(kind=PathKind("file", as_path=True), help="Where to write the HTML.",
+                     shown_default="RUN/report.html; for several runs compare.html"),
+         Setting("--top", Integer(1, 200), "How many of the best architectures to show with drawings and diffs.",
+                 default=10),
+         Setting("--watch", Real(0.5, 86400.0, positive=True), flag_value=5.0, metavar="[SECONDS]",
+                 help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops."),
+         REPAIR_STORE)
 def report_command(run_dirs: tuple, output, top: int, watch, repair):
     """Write a self-contained HTML report of the search in RUN: summary, modification tree,
     curves, top architectures with drawings and diffs, failures. It needs no server and no
@@ -183,8 +188,7 @@ def _write(text: str, output) -> None:
 
 @click.command("status", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@repair_option
+@options(output_format("table", "json"), REPAIR_STORE)
 def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
     from .. import records
@@ -215,24 +219,23 @@ def status_command(run_dir, fmt, repair):
 
 @click.command("best", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
-              help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
-@click.option("--trial", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Architecture #N instead of the best (ids as `nader-search status` lists them).")
-@click.option("--emit", type=click.Choice(("nad", "torch", "onnx")), default=None,
-              help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
-                   "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o.")
-@click.option("--weights", is_flag=True,
-              help="--emit: also the trained weights: OUT.pt, a state_dict for the emitted network (onnx: "
-                   "its initializers).")
-@click.option("--seed", "weights_seed", type=int, default=None,
-              help="--weights: the seed whose training to take [default: the one with the best validation accuracy].")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-@click.option("--pareto", is_flag=True,
-              help="List the non-dominated set over the run's objectives (a table; --format json: the records).")
-@click.option("--objective", "objectives", callback=objectives_callback, default=None, metavar="NAME:max|min,...",
-              help="--pareto over these objectives instead of the run's.")
-@repair_option
+@options(output_format("nad", "json", help="nad: the architecture's text (a comment line, then the blocks); json: "
+                                             "its whole record."),
+         Setting("--trial", Integer(0), metavar="N",
+                 help="Architecture #N instead of the best (ids as `nader-search status` lists them)."),
+         Setting("--emit", Choice(("nad", "torch", "onnx"), case_sensitive=True),
+                 help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
+                      "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o."),
+         Setting("--weights", Flag(), "--emit: also the trained weights: OUT.pt, a state_dict for the emitted "
+                                      "network (onnx: its initializers)."),
+         BY_NAME["seed"].but(name="weights_seed", default=None, shown_default="the one with the best validation "
+                                                                              "accuracy",
+                             help="--weights: the seed whose training to take."),
+         _OUTPUT,
+         Setting("--pareto", Flag(), "List the non-dominated set over the run's objectives (a table; --format json: "
+                                     "the records)."),
+         BY_NAME["objective"].but(name="objectives", help="--pareto over these objectives instead of the run's.", shown_default=None),
+         REPAIR_STORE)
 def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, pareto, objectives, repair):
     """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
     non-dominated set; with --emit, write the trained network (and with --weights its weights) so
@@ -305,9 +308,7 @@ def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("csv", "json")), default="csv", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-@repair_option
+@options(output_format("csv", "json"), _OUTPUT, REPAIR_STORE)
 def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
     from .. import records

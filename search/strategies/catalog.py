@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Tuple
 
-from nader.agents.llm.options import LLM_FLAGS
+from nader.agents.llm.options import LLM_SETTINGS, RUN_CAPS
+from nader.inputs.settings import Integer, Real
 
 from ..selection import POLICIES
 from .base import Option
@@ -23,12 +24,13 @@ class Declared(NamedTuple):
 
 SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")  # optuna's
 
-# The LLM strategies' endpoint options: the shared LLM flags, less the run's caps (the loop holds
-# those: SearchContext.llm_caps). "" and 0 leave the setting to the configuration.
-_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
-LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
-               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
-               for f in LLM_FLAGS if not f.run_cap}
+# The LLM strategies' endpoint options: the shared LLM settings, less the run's caps (the loop holds
+# those: SearchContext.llm_caps), as strategy options of their type. "" and 0 leave the setting to
+# the configuration.
+_NUMBERS = {Real: float, Integer: int}
+LLM_OPTIONS = {s.name: Option(_NUMBERS[type(s.kind)], 0, s.help.rstrip(".") + " [0: the configuration's]", minimum=0)
+               if type(s.kind) in _NUMBERS else Option(str, "", s.help.rstrip("."))
+               for s in LLM_SETTINGS if s not in RUN_CAPS}
 # Where the endpoint is may change between the sessions of one run.
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
