@@ -27,11 +27,12 @@ from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Block, Edge, Node, Program, node_id
 from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
-                     nodes_problem, read_bounded, text_problem, text_size)
+                     nodes_problem, text_problem, text_size)
 from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
 from .ops import lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, FIX_KINDS, INVALID_SYNTAX, MALFORMED_HEADER,
-                          MARKDOWN_FENCE, MISSING_HEADER, fix_message, SYNTAX_CODES, UNREADABLE_FILE, Problem)
+                          MARKDOWN_FENCE, MISSING_HEADER, fix_message, SYNTAX_CODES, Problem)
+from .source_file import read_block_file
 from .span import ColSpan, Span
 
 
@@ -450,33 +451,9 @@ def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, tex
 
 
 def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
-    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic, one past the size limit
-    NAD122 (no more of it is read than the limit)."""
-    name = str(path)
-    try:
-        text = _read_text(path, limits.text_bytes)
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
-                          "check the path and that the file is UTF-8 text", name)
-        return ParseResult(Program((), name), [diag], "")
-    if type(text) is int:
-        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, "")
-    return parse(text, name, limits)
-
-
-def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
-    """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
-    newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
-    `most` bytes is not read: its size instead."""
-    with open(path, "rb") as file:
-        data = read_bounded(file, most)
-    if type(data) is int:
-        return data
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return Path(path).read_text(encoding="utf-8-sig")  # raises the error a text-mode read reports
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    """Parse a file from disk (`-`: standard input) as `nader.dsl.source_file` reads it; a file it
+    refuses gives that one diagnostic (NAD100, or NAD122 past the size limit, of which no more is read)."""
+    source, refused = read_block_file(path, limits)
+    if refused is not None:
+        return ParseResult(Program((), refused.file), [refused], "")
+    return parse(source.text, "<stdin>" if str(path) == "-" else str(path), limits)

@@ -1,7 +1,6 @@
 """Shared pieces of the subcommands: file loading, diagnostic output, exit codes."""
 from __future__ import annotations
 
-import sys
 from typing import Iterable, Optional
 
 import click
@@ -10,7 +9,7 @@ from nader.compiler.reporting import FORMATS, render
 from nader.inputs import InputError, positive
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse, parse_file
+from nader.dsl.parser import ParseResult, parse_file
 
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
                              help="How to print diagnostics.")
@@ -27,9 +26,7 @@ def load_one(path: str) -> ParseResult:
         limits = limits_for(path)
     except LimitsError as error:
         raise click.UsageError(str(error)) from None
-    if path == "-":
-        return parse(sys.stdin.read(limits.text_bytes + 1), "<stdin>", limits)  # past the limit: NAD122
-    return parse_file(path, limits)
+    return parse_file(path, limits)  # `-` too: every command reads a block file alike (dsl/source_file.py)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],
