@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from nader.inputs import WriteRefused, write_file
+
 SUFFIXES = (".nad", ".toml", ".py")
 
 
@@ -75,7 +77,7 @@ def examples_cmd(name, output, every):
 
 def _put(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_file(path, text, what="example")
+    except WriteRefused as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {path}", err=True)
