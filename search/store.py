@@ -120,6 +120,7 @@ def _node(row, problems: list) -> Node:
     hsh = None if isinstance(hsh, BadText) else hsh
     operator = None if isinstance(operator, BadText) else operator
     valid_acc = number_cell(valid_acc, *where, "valid_acc", problems)
+    params, flops = (number_cell(v, *where, name, problems) for name, v in (("params", params), ("flops", flops)))
     return Node(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
                 duplicate_of=dup, origin=origin, operator=operator,
                 change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},
