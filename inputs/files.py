@@ -16,7 +16,6 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
@@ -28,8 +27,8 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 _BOM = b"\xef\xbb\xbf"
-#: paths that name a descriptor this process inherited: `<(...)` gives /dev/fd/N
-_DESCRIPTOR = re.compile(r"/dev/fd/(\d+)|/proc/self/fd/(\d+)|/dev/(stdin)")
+#: paths that name a descriptor this process inherited: `<(...)` gives /dev/fd/N (compiled when met)
+_DESCRIPTOR = r"/dev/fd/(\d+)|/proc/self/fd/(\d+)|/dev/(stdin)"
 
 
 class FileRefused(InputError):
@@ -103,7 +102,7 @@ def _read(path, what: str, max_bytes: int, pipes: bool) -> bytes:
 def _inherited_pipe(path) -> bool:
     """True for an anonymous pipe this process inherited under a descriptor's name (process
     substitution, `/dev/stdin` fed by a pipe); a named FIFO is refused (nothing may be waiting on it)."""
-    match = _DESCRIPTOR.fullmatch(str(path))
+    match = re.fullmatch(_DESCRIPTOR, str(path))
     if match is None:
         return False
     fd = 0 if match.group(3) else int(match.group(1) or match.group(2))
@@ -131,16 +130,27 @@ def read_bounded_text(path: Union[str, Path], what: str, *, max_bytes: int = DEF
 
 # -- source texts ------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class SourceText:
-    """A source file as read: `text` has `\\n` line ends and no byte-order mark; `newline` (the first
-    line end: `\\n`, `\\r\\n` or a bare `\\r`), `bom` and `mixed` (line ends of more than one kind) say
-    how the file was written, so that a rewrite keeps its form (`encode`)."""
+    """A source file as read: `text` has `\n` line ends and no byte-order mark; `newline` (the first
+    line end: `\n`, `\r\n` or a bare `\r`), `bom` and `mixed` (line ends of more than one kind) say
+    how the file was written, so that a rewrite keeps its form (`encode`). A plain class, not a
+    dataclass: it is made on `nadc verify`'s start-up path, where a dataclass costs 4 M instructions."""
 
-    text: str
-    newline: str = "\n"
-    bom: bool = False
-    mixed: bool = False
+    __slots__ = ("text", "newline", "bom", "mixed")
+
+    def __init__(self, text: str, newline: str = "\n", bom: bool = False, mixed: bool = False):
+        self.text, self.newline, self.bom, self.mixed = text, newline, bom, mixed
+
+    def _key(self) -> tuple:
+        return self.text, self.newline, self.bom, self.mixed
+
+    def __eq__(self, other) -> bool:
+        return type(other) is SourceText and self._key() == other._key()
+
+    __hash__ = None  # compared by value, not hashed
+
+    def __repr__(self) -> str:
+        return "SourceText({!r}, {!r}, {!r}, {!r})".format(*self._key())
 
     def render(self, text: str) -> str:
         """`text` (with `\\n` line ends) in the file's own form: its line ends, its byte-order mark."""
