@@ -14,17 +14,7 @@ from .files import DEFAULT_MAX_BYTES, FileRefused, SourceText, read_bounded_byte
 from .numbers import bounded_str, finite_number, non_negative, positive
 from .structured import (DEFAULT_MAX_DEPTH, DEFAULT_MAX_FIELD_CHARS, DEFAULT_MAX_NUMBER_DIGITS, check_depth,
                          csv_rows, load_json, load_toml, nesting_depth)
-
-_WRITES = ("WriteRefused", "claim_outputs", "write_file")
-
-
-def __getattr__(name: str):
-    """The writer (`writes.py`) loads when first named: `nadc verify` writes nothing."""
-    if name in _WRITES:
-        from . import writes
-
-        return getattr(writes, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+from .writes import WriteRefused, claim_outputs, write_file
 
 __all__ = ["InputError", "DEFAULT_MAX_BYTES", "FileRefused", "SourceText", "read_bounded_bytes", "read_bounded_text",
            "read_source", "WriteRefused", "claim_outputs", "write_file", "bounded_str",

@@ -22,7 +22,8 @@ from typing import Callable, Iterable, Optional, Union
 
 from .errors import InputError
 
-_DESCRIPTOR = re.compile(r"/dev/(stdout|stderr)|/dev/fd/(\d+)|/proc/self/fd/(\d+)")
+#: a descriptor's name (compiled when first used: `nadc verify` imports this module and writes nothing)
+_DESCRIPTOR = r"/dev/(stdout|stderr)|/dev/fd/(\d+)|/proc/self/fd/(\d+)"
 
 
 class WriteRefused(InputError):
@@ -31,7 +32,7 @@ class WriteRefused(InputError):
 
 
 def _descriptor(path) -> Optional[int]:
-    match = _DESCRIPTOR.fullmatch(str(path))
+    match = re.fullmatch(_DESCRIPTOR, str(path))
     if match is None:
         return None
     name, *numbers = match.groups()

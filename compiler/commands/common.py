@@ -26,7 +26,7 @@ def load_one(path: str) -> ParseResult:
         limits = limits_for(path)
     except LimitsError as error:
         raise click.UsageError(str(error)) from None
-    return parse_file(path, limits)  # `-` too: every command reads a block file alike (dsl/source_file.py)
+    return parse_file(path, limits)  # `-` too: every command reads a block file alike (read_block_file)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],

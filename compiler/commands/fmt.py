@@ -17,7 +17,7 @@ from nader.compiler.reporting import render
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
 from nader.dsl.limits import InputLimits, LimitsError, limits_for
-from nader.dsl.source_file import read_block_file
+from nader.dsl.parser import read_block_file
 from nader.inputs import SourceText, WriteRefused, write_file
 
 
