@@ -3,7 +3,7 @@
 `-o RUN/runs.sqlite` would overwrite the search's database, `-o RUN/checkpoints/JOB.pt` a training
 checkpoint a resume reads. A command that writes files claims them first (`claim`), which refuses
 such a path, and two outputs that are one file, before anything is written; then it writes each
-with `nader.inputs.write_file`. A run directory is a folder holding the store's database.
+with `nader.inputs.writes.write_file`. A run directory is a folder holding the store's database.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from nader.inputs import claim_outputs
+from nader.inputs.writes import claim_outputs
 
 from .integrity import RECOVERED_NAME
 from .lock import LOCK_NAME
@@ -42,5 +42,5 @@ def run_file(path: Union[str, Path]) -> Optional[str]:
 
 def claim(paths: Iterable[Union[str, Path]]) -> list[Path]:
     """`paths`, the outputs of one command, once none is a run directory's own file and no two are one
-    file; `nader.inputs.WriteRefused` (one line) otherwise. Call it before writing any of them."""
+    file; `nader.inputs.writes.WriteRefused` (one line) otherwise. Call it before writing any of them."""
     return claim_outputs(paths, refuse=run_file)

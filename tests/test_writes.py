@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_nadc
-from nader.inputs import WriteRefused, claim_outputs, write_file
 from nader.inputs import writes
+from nader.inputs.writes import WriteRefused, claim_outputs, write_file
 from nader.runtime.outputs import CHECKPOINTS, OWN_FILES, claim, run_file
 
 # A block whose unsafe fix (merge the BN's two inputs with an Add) makes the text longer.

@@ -11,7 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Sequence
 
-from nader.inputs import InputError, WriteRefused, load_toml, read_bounded_text, write_file
+from nader.inputs import InputError, load_toml, read_bounded_text
+from nader.inputs.writes import WriteRefused, write_file
 
 from .config import MAX_BYTES, MAX_DEPTH, load_config
 from .errors import LLMConfigError

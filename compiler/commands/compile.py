@@ -175,7 +175,7 @@ def _write(outputs: list, out_path: Optional[str]) -> None:
     if binary and len(outputs) > 1:
         raise click.UsageError("binary output (onnx) takes one input file")
     if out_path and out_path != "-":
-        from nader.inputs import WriteRefused, write_file
+        from nader.inputs.writes import WriteRefused, write_file
         from nader.runtime.outputs import claim
 
         try:  # not a run directory's own file; written whole or not at all

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from nader.inputs import WriteRefused, write_file
+from nader.inputs.writes import WriteRefused, write_file
 
 SUFFIXES = (".nad", ".toml", ".py")
 

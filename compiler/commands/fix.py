@@ -17,7 +17,7 @@ from nader.compiler.reporting import FORMATS, render
 from nader.dsl.ir import Role
 from nader.dsl.limits import LimitsError, limits_for
 from nader.dsl.parser import read_block_file
-from nader.inputs import WriteRefused, write_file
+from nader.inputs.writes import WriteRefused, write_file
 
 #: `--max-rounds`' default: each round is one `repair_text`, bounded by its own budget
 MAX_ROUNDS = 8

@@ -18,7 +18,8 @@ from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
 from nader.dsl.limits import InputLimits, LimitsError, limits_for
 from nader.dsl.parser import read_block_file
-from nader.inputs import SourceText, WriteRefused, write_file
+from nader.inputs import SourceText
+from nader.inputs.writes import WriteRefused, write_file
 
 
 def _files(count: int) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from nader.compiler.commands.common import PositiveFinite
-from nader.inputs import WriteRefused, write_file
+from nader.inputs.writes import WriteRefused, write_file
 from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
 
 from ..cli import _objectives

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from nader.inputs import write_file
+from nader.inputs.writes import write_file
 
 from .load import load_run
 from .render import _env, _static, content_security_policy
