@@ -110,17 +110,17 @@ def _check_preset(ctx, param, value):
     return value
 
 
-def _memory(ctx, param, value):
-    """`--max-memory`: bytes, parsed as `run`'s (`search.config_file.parse_memory`)."""
+def memory_size(ctx, param, value):
+    """`--max-memory` of `eval` and `run`: bytes (`6G`; a number is MiB: `search.config_file.parse_memory`)."""
     if value is None:
         return None
     from nader.runtime.errors import ConfigError
-    from nader.search.config_file import parse_memory
+    from nader.search.config_file import parse_memory  # the command line may name the search's parser
 
     try:
         return parse_memory(value)
     except ConfigError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc).partition(": ")[2]) from None
 
 
 def _fmt(v, spec):
@@ -238,7 +238,7 @@ def render_table(results) -> str:
 @click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
               help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
                    "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
-@click.option("--max-memory", "max_memory", callback=_memory, default=None, metavar="SIZE",
+@click.option("--max-memory", "max_memory", callback=memory_size, default=None, metavar="SIZE",
               help="Memory a training step may take, MiB or with a unit (512M, 6G), as `run --max-memory` "
                    "[default: half the RAM, or 90% of the GPU's memory]; a network over it is refused before training.")
 @click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")

@@ -25,6 +25,7 @@ from nader.agents.llm.cli import llm_options
 from nader.agents.llm.options import LLM_FLAGS
 from nader.inputs import InputError
 from nader.runtime.cli import executor_option, progress_option, store_problem, trial_timeout_option
+from nader.runtime.cli import memory_size as _memory  # eval's --max-memory too
 
 from .config_file import DATASETS, PROXIES  # not .config: it loads the compiler, and --help needs none of it
 
@@ -39,19 +40,6 @@ def _count(ctx, param, value):
     if not m:
         raise click.BadParameter("expected a number such as 1500000, 1.5M or 0.2G")
     return int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
-
-
-def _memory(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_memory
-
-    if value is None:
-        return None
-    try:
-        return parse_memory(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
 
 
 def _time_limit(ctx, param, value):
