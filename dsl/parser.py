@@ -451,16 +451,17 @@ def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, tex
     return ParseResult(Program((), sink.file), sink.items, text)
 
 
-def read_block_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS,
-                    stdin=None) -> tuple[Optional[SourceText], Optional[Diagnostic]]:
+def read_block_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS, stdin=None,
+                    pipes: bool = True) -> tuple[Optional[SourceText], Optional[Diagnostic]]:
     """The one reader of block files, for every `nadc` command: (the file's text, None), or (None, the
     diagnostic saying why it was not read: NAD122 past the size limit, NAD100 otherwise). `-` reads
     standard input (or `stdin`). `nader.inputs.read_source` reads it: a regular file, `-` or `<(...)`;
     a named FIFO or a device refused without being opened; a byte-order mark dropped, `\r\n` and a
-    bare `\r` each one line end."""
+    bare `\r` each one line end. The language server passes `pipes=False` for a document it was not
+    sent: `/dev/fd/0` is its own protocol stream."""
     name = "<stdin>" if str(path) == "-" else str(path)
     try:
-        return read_source(path, "block file", max_bytes=limits.text_bytes, stdin=stdin), None
+        return read_source(path, "block file", max_bytes=limits.text_bytes, stdin=stdin, pipes=pipes), None
     except FileRefused as error:
         problem = text_problem(error.size, limits) if error.size is not None else None
         if problem is not None:

@@ -154,3 +154,18 @@ def test_past_the_size_limit_nothing_more_is_read(tmp_path):
         run = run_nadc(argv, cwd=tmp_path)
         assert run.code == 1 and "NAD122" in run.stdout + run.stderr, (argv, run)
     assert (tmp_path / "big.nad").read_text() == CLEAN
+
+
+def test_a_server_reading_for_a_client_gets_no_pipe_and_one_diagnostic(tmp_path):
+    from nader.dsl.parser import read_block_file
+
+    read_end, write_end = os.pipe()
+    try:
+        source, refused = read_block_file(f"/dev/fd/{read_end}", pipes=False)
+        assert source is None and refused.code.code == "NAD100" and "FIFO" in refused.message
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    (tmp_path / "a.nad").write_bytes(b"##A##\r0:input\r")
+    source, refused = read_block_file(tmp_path / "a.nad", pipes=False)
+    assert refused is None and source.text == "##A##\n0:input\n" and source.newline == "\r"
