@@ -159,13 +159,15 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     `disabled` names fix kinds not to use; `verify_options` are `verify_program`'s (role,
     stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds
     the repaired text, the fixes applied and the errors that remain; the same text and options
-    always give the same result. A file with more than MOST_ERRORS errors is left as it is.
+    always give the same result. A file with more than MOST_ERRORS errors is left as it is. The
+    result's `stopped` says when the repair stopped before a fixed point: `errors` (too many to
+    start), `budget` (MOST_VERIFICATIONS ran out), `steps` (MOST_STEPS fixes applied).
     """
     state = _verify(text, verify_options)
     budget = _Budget(text)
     applied: list[AppliedFix] = []
     if len(state.errors) > MOST_ERRORS:
-        return RepairResult(text, text, (), tuple(d for _, d in state.errors))
+        return RepairResult(text, text, (), tuple(d for _, d in state.errors), stopped="errors")
     phases = (frozenset({SAFE}), frozenset({SAFE, UNSAFE})) if unsafe else (frozenset({SAFE}),)
     for allowed in phases:
         while state.errors and len(applied) < MOST_STEPS:
@@ -174,7 +176,9 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
                 break
             state, fix = step
             applied.append(fix)
-    return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors))
+    # why it stopped short of a fixed point, if it did: `nadc fix` runs again on the result, or says so
+    stopped = "budget" if budget.left < 0 else "steps" if state.errors and len(applied) >= MOST_STEPS else None
+    return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors), stopped=stopped)
 
 
 def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict) -> Optional[tuple[tuple, int, int]]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Optional
 
 from nader.dsl.diagnostics import Diagnostic
 
@@ -28,6 +29,7 @@ class RepairResult:
     text: str  # the repaired text (== original when nothing applied)
     applied: tuple[AppliedFix, ...]
     remaining: tuple[Diagnostic, ...]  # errors left after repair
+    stopped: Optional[str] = None  # errors | budget | steps: it stopped before a fixed point (engine.repair_text)
 
     @property
     def changed(self) -> bool:
