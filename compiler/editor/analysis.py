@@ -18,6 +18,7 @@ from nader.dsl.diagnostics import Diagnostic, sort_key
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS, InputLimits, LimitsError, limits_for
 from nader.dsl.parser import ParseResult, parse
+from nader.inputs import InputError, read_bounded_text
 
 
 @dataclass
@@ -86,6 +87,19 @@ def analyze(text: str, path: str) -> Analysis:
     linted = lint_parsed(parsed, selection).diagnostics if selection is not None else []
     out.diagnostics = sorted(verified + [d for d in linted if _key(d) not in seen], key=sort_key)
     return out
+
+
+def analyze_file(path: str) -> Analysis:
+    """`analyze` of a file on disk (a document the editor has not opened). Only a regular file of at
+    most the `text-bytes` limit is read: InputError for a FIFO, a device or a larger file, which
+    would block the server or fill its memory. The one place the editor reads a file."""
+    if "\0" in path:  # the operating system takes no such path: say so rather than fail in `stat`
+        raise InputError(f"{path!r}: a path with a NUL character names no file")
+    try:
+        most = limits_for(path).text_bytes
+    except LimitsError:
+        most = DEFAULT_LIMITS.text_bytes
+    return analyze(read_bounded_text(path, "block file", max_bytes=most), path)
 
 
 def _key(d: Diagnostic) -> tuple:
