@@ -19,6 +19,7 @@ error); the server never exits, and nothing it writes to stderr is a traceback.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -353,7 +354,7 @@ def drive(wire: Wire, cases, report: Report, patience: float = 60.0) -> Report:
         wire.write(case.data)
         sentinel = wire.request("nadc/sentinel", {}, msg_id=f"sentinel-{n}")
         wanted = [sentinel] + ([case.id] if case.id is not None else [])
-        answers = wire.responses(wanted, patience)
+        answers = wire.responses(wanted, patience, since=mark)  # nothing before `mark` answers what was just sent
         if sentinel not in answers or _outcome(answers[sentinel]) != METHOD_NOT_FOUND:
             report.problems.append(f"unanswered sentinel after {case.kind} (the server is deaf or gone)")
             break
@@ -378,10 +379,8 @@ def drive(wire: Wire, cases, report: Report, patience: float = 60.0) -> Report:
         elif since:
             report.problems.append(f"{case.kind}: unexpected answers {since[:2]}")
     wire.drain(0.3)
-    for msg_id in ids:
-        count = len(wire.answers_to(msg_id))
-        if count != 1:
-            report.problems.append(f"id {msg_id!r} answered {count} times")
+    counts = collections.Counter(m.get("id") for m in wire.seen if "method" not in m)
+    report.problems.extend(f"id {msg_id!r} answered {counts[msg_id]} times" for msg_id in ids if counts[msg_id] != 1)
     internal = [m for m in wire.seen if "error" in m and m["error"].get("code") == INTERNAL_ERROR]
     report.problems.extend(f"internal error: {m}" for m in internal[:5])
     if wire.process.poll() is not None:

@@ -86,10 +86,11 @@ class Wire:
         self.seen.append(message)
         return message
 
-    def responses(self, ids, patience: float = PATIENCE) -> dict:
-        """The responses to every id in `ids` (a missing one: absent), reading until all came."""
+    def responses(self, ids, patience: float = PATIENCE, since: int = 0) -> dict:
+        """The responses to every id in `ids` (a missing one: absent), reading until all came; those
+        read before are looked for from `seen[since]` on."""
         wanted, found = set(ids), {}
-        for m in self.seen:
+        for m in self.seen[since:]:
             if "method" not in m and m.get("id") in wanted:
                 found.setdefault(m["id"], m)
         deadline = time.monotonic() + patience

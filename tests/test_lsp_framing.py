@@ -10,10 +10,13 @@ when the message itself could be read. No pygls needed: this layer reads bytes o
 from __future__ import annotations
 
 import json
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import REPO_ROOT
+from nader.compiler.commands import lsp_transport as transport
 from nader.compiler.commands.lsp_transport import (INVALID_REQUEST, MAX_BODY, MAX_HEADER_LINE, PARSE_ERROR,
                                                    FrameReader, Message, Refusal, envelope)
 
@@ -167,3 +170,13 @@ def test_the_envelope_refusals():
     ok = envelope({"jsonrpc": "2.0", "id": "a", "method": "m", "params": None})
     assert isinstance(ok, Message) and ok.kind == "request"
     assert envelope({"jsonrpc": "2.0", "id": None, "error": {}}).kind == "response"
+
+
+def test_the_editors_page_states_the_limits_and_codes_the_transport_has():
+    page = (REPO_ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    assert f"at most {MAX_BODY:,} bytes" in page
+    assert f"at most {MAX_HEADER_LINE:,} bytes a line and {transport.MAX_HEADER_BYTES:,} bytes of headers" in page
+    documented = {int(code) for code in re.findall(r"^\| (-32\d{3}) ", page, re.M)}
+    defined = {value for name, value in vars(transport).items() if name.isupper() and isinstance(value, int)
+               and -32899 <= value <= -32000}
+    assert defined <= documented, defined - documented

@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("pygls", reason="the `lsp` extra (pygls) is not installed")
 
+from conftest import REPO_ROOT  # noqa: E402
 from lsp_hostile import BROKEN, EXAMPLE  # noqa: E402
 from lsp_wire import Wire, frame  # noqa: E402
 
@@ -143,6 +144,8 @@ def test_finding_9_rename_refusals_are_request_failed_with_the_reason(wire):
 
 def test_the_open_documents_hold_a_bounded_amount_of_text(wire):
     """Past 64 Mi characters in all, the document that grew is dropped as if closed, and the editor told."""
+    from nader.compiler.commands.lsp_server import MAX_OPEN_TEXT
+    assert f"at most {MAX_OPEN_TEXT >> 20} Mi characters together" in (REPO_ROOT / "docs" / "editors.md").read_text()
     text = "#" * (13 << 20)  # 13 Mi characters, a frame under the 16 MiB limit
     uris = [(wire.folder / f"huge{k}.nad").as_uri() for k in range(5)]
     for uri in uris:
@@ -161,7 +164,12 @@ def test_finding_9_the_lifecycle_s_codes_and_exit_status(tmp_path):
     try:
         uri = (tmp_path / "a.nad").as_uri()
         assert code(server.call("textDocument/hover", hover(uri))) == NOT_INITIALIZED
-        server.initialize(tmp_path)
+        assert code(server.call("initialize", {"processId": None, "capabilities": 5})) == INVALID_PARAMS
+        assert code(server.call("textDocument/hover", hover(uri))) == NOT_INITIALIZED  # that one did not count
+        answer = server.call("initialize", {"processId": None, "rootUri": "file://%%%/x", "capabilities": {
+            "general": {"positionEncodings": ["utf-32", "bogus"]}}, "initializationOptions": {"explainUrl": 5}})
+        assert answer["result"]["capabilities"]["positionEncoding"] == "utf-32"
+        server.notify("initialized", {})
         assert code(server.call("initialize", {"processId": None, "rootUri": None, "capabilities": {}})) == INVALID_REQUEST
         assert server.call("shutdown") == {"jsonrpc": "2.0", "id": server.next_id, "result": None}
         assert code(server.call("textDocument/hover", hover(uri))) == INVALID_REQUEST
