@@ -9,7 +9,9 @@ when the message itself could be read. No pygls needed: this layer reads bytes o
 """
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 
 from hypothesis import HealthCheck, given, settings
@@ -17,8 +19,8 @@ from hypothesis import strategies as st
 
 from conftest import REPO_ROOT
 from nader.compiler.commands import lsp_transport as transport
-from nader.compiler.commands.lsp_transport import (INVALID_REQUEST, MAX_BODY, MAX_HEADER_LINE, PARSE_ERROR,
-                                                   FrameReader, Message, Refusal, envelope)
+from nader.compiler.commands.lsp_transport import (INTERNAL_ERROR, INVALID_REQUEST, MAX_BODY, MAX_HEADER_LINE,
+                                                   PARSE_ERROR, FrameReader, Message, Refusal, Writer, envelope, pump)
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -180,3 +182,54 @@ def test_the_editors_page_states_the_limits_and_codes_the_transport_has():
     defined = {value for name, value in vars(transport).items() if name.isupper() and isinstance(value, int)
                and -32899 <= value <= -32000}
     assert defined <= documented, defined - documented
+
+
+class _Items:
+    """A reader that gives `items`, then raises `error` (or ends)."""
+
+    def __init__(self, items, error=None):
+        self.items, self.error = list(items), error
+
+    def next(self):
+        if self.items:
+            return self.items.pop(0)
+        if self.error:
+            raise self.error
+        return None
+
+
+def _pumped(reader, handle) -> list:
+    """Run `pump` over `reader`; the messages it wrote (to a pipe), parsed."""
+    out, into = os.pipe()
+    try:
+        asyncio.run(asyncio.wait_for(pump(reader, handle, Writer(into)), 60))  # a hang fails, not waits
+        os.close(into)
+        written = b""
+        while chunk := os.read(out, 1 << 16):
+            written += chunk
+    finally:
+        os.close(out)
+    return read_all(written)
+
+
+def test_a_bug_in_handling_is_answered_and_the_session_goes_on(caplog):
+    request = envelope({"jsonrpc": "2.0", "id": 5, "method": "m"})
+    seen = []
+
+    def handle(item):
+        seen.append(item)
+        if len(seen) == 1:
+            raise KeyError("boom")
+        return True
+
+    written = _pumped(_Items([request, request]), handle)
+    assert len(seen) == 2  # the second message was still handled
+    assert written == [{"jsonrpc": "2.0", "id": 5, "error": {"code": INTERNAL_ERROR,
+                                                             "message": "nadc: internal error: KeyError: 'boom'"}}]
+    assert "internal error: KeyError" in caplog.text and "Traceback" not in caplog.text
+
+
+def test_a_bug_in_reading_ends_the_session_with_one_line(caplog):
+    seen = []
+    assert _pumped(_Items([], ValueError("boom")), lambda item: seen.append(item) or True) == []
+    assert seen == [] and "internal error reading the input, the session ends: ValueError: boom" in caplog.text

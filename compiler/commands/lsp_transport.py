@@ -419,6 +419,9 @@ async def pump(reader: FrameReader, handle: Callable[[Union[Message, Refusal]], 
             except OSError as error:  # an input that cannot be read ends like one that ended
                 log.warning("cannot read the input: %s", error)
                 item = None
+            except Exception as error:  # noqa: BLE001 - a bug here: one line, and the session ends
+                log.error("internal error reading the input, the session ends: %s: %s", type(error).__name__, error)
+                item = None
             try:
                 asyncio.run_coroutine_threadsafe(items.put(item), loop).result()
             except (RuntimeError, concurrent.futures.CancelledError):  # the loop is gone
