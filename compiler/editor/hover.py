@@ -9,7 +9,6 @@ from typing import Optional
 
 from nader import __version__
 from nader.compiler.codes import code_table
-
 from nader.compiler.passes import BlockReport
 from nader.compiler.passes.shape_types import shape_str
 from nader.dsl.diagnostics import Diagnostic
