@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -208,3 +210,41 @@ def test_finding_9_no_traceback_when_the_input_ends_during_an_analysis(tmp_path)
         status = server.close()  # at once: the analysis of the open is running, or about to
     assert b"Traceback" not in server.stderr and b"Error" not in server.stderr, server.stderr.decode()[-2000:]
     assert status == 1  # the input ended without shutdown and exit
+
+
+LEAK_PROBE = """
+import json, os, sys, threading
+from nader.compiler.commands import lsp_server
+into_server, client_out = os.pipe()
+server_out, from_server = os.pipe()
+threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(server_out, 1 << 16), b"")], daemon=True).start()
+
+def send(message):
+    body = json.dumps(message).encode()
+    os.write(client_out, b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
+
+def client():
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}})
+    doc = {"uri": "file:///nowhere/a.nad", "languageId": "nad", "version": 0, "text": "##B##\\n0:input\\n1:output\\n0->1\\n"}
+    send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": doc}})
+    for version in range(1, 501):
+        send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {"textDocument": {"uri": doc["uri"],
+              "version": version}, "contentChanges": [{"text": doc["text"] + "# %d\\n" % version}]}})
+    send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    send({"jsonrpc": "2.0", "method": "exit"})
+
+threading.Thread(target=client, daemon=True).start()
+status = lsp_server.serve(into_server, from_server)
+print(status, len(lsp_server.server.protocol._request_futures))
+"""
+
+
+def test_notifications_leave_nothing_behind(tmp_path):
+    """pygls keeps each notification handler's future until a request's answer takes it out, which a
+    notification never gets: 500 changes left 1,000 futures, and an editor's session grew with every
+    keystroke."""
+    probe = subprocess.run([sys.executable, "-c", LEAK_PROBE], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path)
+    status, futures = probe.stdout.split()
+    assert (status, "Traceback" in probe.stderr) == ("0", False), probe.stderr[-2000:]
+    assert int(futures) < 10

@@ -5,13 +5,9 @@ loop keeps answering while it runs and analyses never run at the same time (the 
 are shared). A result is published only if the document is still at the version it analysed:
 a stale one is dropped and the newest text analysed instead. Requests (hover, completion, ...)
 reuse the analysis of the current version, or wait for one on the same thread.
-
-Messages reach pygls only through `lsp_transport.py`, which reads the frames strictly and checks
-the envelope and the lifecycle; here they are typed by lsprotocol (params that do not fit their
-method's type get -32602) and every answer is the spec's: a request the server declines (a rename
-it refuses, a file it cannot read) gets -32803 with the reason, a bug -32603 with one line, never
-a traceback.
-
+Messages reach pygls only through `lsp_transport.py` (strict frames, envelope, lifecycle); here
+they are typed by lsprotocol (params that do not fit get -32602), and a request the server
+declines gets -32803 with the reason, a bug -32603 with one line, never a traceback.
 Positions: the compiler counts characters from 1; the protocol counts lines from 0 and, by
 default, UTF-16 code units; pygls's position codec converts between them.
 """
@@ -78,6 +74,13 @@ class _Protocol(LanguageServerProtocol):
         if error is not None and error.data is not None:
             error = T.ResponseError(code=error.code, message=error.message)
         super()._send_response(msg_id, result, error)
+
+    def forget_finished(self) -> None:
+        """pygls keeps the future of each notification's handlers in `_request_futures`, and only a
+        request's answer takes one out: without this, every keystroke's didChange stayed (two
+        futures each). A finished one is answered or needs no answer."""
+        for key in [key for key, future in self._request_futures.items() if future.done()]:
+            del self._request_futures[key]
 
 
 CONVERTER = default_converter()
@@ -237,17 +240,10 @@ def initialize(ls: LanguageServer, params: T.InitializeParams) -> None:
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
-async def did_open(ls: LanguageServer, params: T.DidOpenTextDocumentParams) -> None:
-    await refresh(ls, params.text_document.uri)
-
-
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
-async def did_change(ls: LanguageServer, params: T.DidChangeTextDocumentParams) -> None:
-    await refresh(ls, params.text_document.uri)
-
-
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
-async def did_save(ls: LanguageServer, params: T.DidSaveTextDocumentParams) -> None:
+async def did_edit(ls: LanguageServer, params) -> None:
+    """An open, a change or a save: analyse the document again."""
     await refresh(ls, params.text_document.uri)
 
 
@@ -460,6 +456,8 @@ def _dispatch(item) -> bool:
         log.warning("refused %s: %s is not open", item.method, uri)
         return True
     server.protocol.handle_message(typed)
+    if item.kind == "notification":
+        server.protocol.forget_finished()
     if item.method == T.SHUTDOWN:
         session.shut_down = True
     elif item.method in (T.TEXT_DOCUMENT_DID_OPEN, T.TEXT_DOCUMENT_DID_CHANGE):
@@ -485,11 +483,13 @@ def _bound_open_text(ls: LanguageServer, uri: str) -> None:
 writer = wire.Writer(1)
 
 
-def serve() -> int:
-    """Answer over standard input and output until the editor ends the session; the exit status
-    (0 after shutdown and exit, 1 when the session ended any other way, as the spec says)."""
+def serve(stdin: int = 0, stdout: int = 1) -> int:
+    """Answer over standard input and output (file descriptors) until the editor ends the session;
+    the exit status (0 after shutdown and exit, 1 when the session ended any other way, as the spec
+    says)."""
     wire.configure_logging()
+    writer.fd = stdout
     server.protocol.set_writer(writer)
-    asyncio.run(wire.pump(wire.FrameReader(lambda n: os.read(0, n)), _dispatch, writer))
+    asyncio.run(wire.pump(wire.FrameReader(lambda n: os.read(stdin, n)), _dispatch, writer))
     state.executor.shutdown(wait=False, cancel_futures=True)
     return session.exit_code if session.exit_code is not None else (0 if session.shut_down else 1)
