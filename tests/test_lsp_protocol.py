@@ -123,7 +123,7 @@ def test_finding_8_documents_not_open_are_read_only_as_bounded_regular_files(wir
     assert [code(answers.get(i)) for i in ids] == [REQUEST_FAILED] * len(ids)
     messages = [answers[i]["error"]["message"] for i in ids]
     assert "FIFO" in messages[0] and "character device" in messages[2] and "directory" in messages[3]
-    assert "larger than" in messages[4] and "No such file" in messages[5] and "not open" in messages[6]
+    assert "more than the limit" in messages[4] and "No such file" in messages[5] and "not open" in messages[6]
     assert [s["name"] for s in answers[readable]["result"]][:1] == ["ResNetBasic"]  # a regular file still is read
 
 
