@@ -39,13 +39,13 @@ import hashlib
 import json
 import sqlite3
 import sys
-import tomllib
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from llm_families import requests as family_requests  # noqa: E402
 from llm_records import parent_of  # noqa: E402
 from nader.agents.bench import nad  # noqa: E402
 from nader.compiler.passes.canonical import canonical_hash  # noqa: E402
@@ -60,8 +60,6 @@ HELD_OUT_BELOW = 8  # of 16 first hex digits: about half the requests
 SPLIT_RULE = ("a block is held out when the first hex digit of the SHA-256 of its request's id (UTF-8) is below "
               f"{HELD_OUT_BELOW:x}, else it is for tuning; the request's id is the arch_id of its calls without "
               "bench-nad's setting prefix")
-#: the block-family requests of benchmarks/llm_families.py
-FAMILIES = HERE / "data" / "family_requests.toml"
 
 
 def request_key(arch_id: str) -> str:
@@ -75,10 +73,7 @@ def split_of(key: str) -> str:
 
 def plans() -> dict[str, str]:
     """Each known request's plan, by id: the NAD benchmark's and the block families'."""
-    out = {r.id: r.text for r in nad.load()}
-    if FAMILIES.is_file():
-        out.update({r["id"]: r["text"] for r in tomllib.loads(FAMILIES.read_text(encoding="utf-8"))["request"]})
-    return out
+    return {**{r.id: r.text for r in nad.load()}, **{r["id"]: r["text"] for r in family_requests()}}
 
 
 def _errors(text: str) -> list[str]:
