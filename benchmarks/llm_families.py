@@ -7,7 +7,9 @@ nobody here designed (issue 39). Not in the suite.
 
 The requests (`benchmarks/data/family_requests.toml`) ask for a squeeze-and-excitation gate,
 attention, several branches, dense connections or an inverted bottleneck, each of every parent of
-the NAD benchmark (its five base blocks), NAD-style: the request is the Modifier's plan. Each goes
+the NAD benchmark (its five base blocks), NAD-style: the request is the Modifier's plan; so are
+FairNAD's refinement plans (its stage II: scale up, tune; `fairnad_plan.v1`), to see what a small
+model makes of FairNAD's wording. Each goes
 to the Modifier (`nader.agents.modifier`) through the one LLM client, recorded in a run folder
 (`runs.sqlite`, `llm_calls`), as `nader-search` sends it: the prompt the model's profile asks for
 (`modifier_edits.v2` with the parent's edit grammar where `llm check` recommends edits and a
@@ -42,11 +44,25 @@ from real_llm import ALIAS, DEFAULT_CACHE, ensure_server, nader_search, profile_
 REQUESTS = HERE / "data" / "family_requests.toml"
 
 
+#: FairNAD's stage II plans (`fairnad_plan.v1`: scale up, tune), its wordings in order, as families
+FAIRNAD_STAGES = {"fairnad-upscale": "upscale", "fairnad-tune": "tune"}
+FAIRNAD_WORDINGS = 4
+
+
+def fairnad_families() -> list[dict]:
+    """FairNAD's refinement plans as the Modifier gets them (`nader.agents.fairnad.render_plan`)."""
+    from nader.agents.fairnad import render_plan
+
+    return [{"name": name, "texts": [render_plan(stage=stage, pick=(i + 0.5) / FAIRNAD_WORDINGS)
+                                     for i in range(FAIRNAD_WORDINGS)]} for name, stage in FAIRNAD_STAGES.items()]
+
+
 def requests(wordings: int | None = None) -> list[dict]:
-    """Every request: id FAMILY/PARENT/N, family, parent, plan text; the first `wordings` of each family."""
+    """Every request: id FAMILY/PARENT/N, family, parent, plan text; the first `wordings` of each
+    family, FairNAD's refinements after the block families."""
     spec = tomllib.loads(REQUESTS.read_text(encoding="utf-8"))
     out = []
-    for family in spec["family"]:
+    for family in [*spec["family"], *fairnad_families()]:
         for n, text in enumerate(family["texts"][:wordings], 1):
             for parent in spec["parents"]:
                 out.append({"id": f"{family['name']}/{parent}/{n}", "family": family["name"], "parent": parent,
