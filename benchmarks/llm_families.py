@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import time
 import tomllib
@@ -39,7 +38,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from llm_records import first_replies  # noqa: E402
-from real_llm import ALIAS, DEFAULT_CACHE, ensure_server, nader_search, profile_variant, serve, step  # noqa: E402
+from real_llm import ALIAS, DEFAULT_CACHE, nader_search, profile_variant, served, step  # noqa: E402
 
 REQUESTS = HERE / "data" / "family_requests.toml"
 
@@ -119,14 +118,7 @@ def main(argv=None) -> int:
         return 0
     work = args.work or args.cache / time.strftime("families-%Y%m%d-%H%M%S")
     work.mkdir(parents=True, exist_ok=True)
-    server = None
-    try:
-        if args.base_url is None:
-            python, gguf = ensure_server(args.cache)
-            server, base_url = serve(python, gguf, threads=args.threads, context=args.context, log=work / "server.log")
-            print(f"serving {gguf.name} at {base_url}; load average {os.getloadavg()[0]:.2f}", flush=True)
-        else:
-            base_url = args.base_url
+    with served(args, work) as base_url:
         config = work / "nader.toml"
         if not config.exists():
             step("llm check", [*nader_search(), "llm", "check", "--llm-base-url", base_url, "--llm-model", args.model,
@@ -140,17 +132,9 @@ def main(argv=None) -> int:
             run = work / f"families-{form}-{re.sub(r'[^a-z0-9]+', '-', grammar)}"
             print(f"\n== {len(todo)} requests, reply form {form}, grammar {grammar}: {run}", flush=True)
             ask(cfg, base_url, args.model, run, todo, args.rounds)
-        summarize(work)
-        print(f"\nwork folder: {work}; load average {os.getloadavg()}")
-        return 0
-    finally:
-        if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-
+    summarize(work)
+    print(f"\nwork folder: {work}; load average {os.getloadavg()}")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

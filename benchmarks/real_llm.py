@@ -47,6 +47,7 @@ printed output is lost).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -131,6 +132,26 @@ def serve(python: Path, model: Path, *, threads: int, context: int, log: Path) -
             time.sleep(0.5)
     server.kill()
     raise SystemExit(f"the server did not answer within 180 s; see {log}")
+
+
+@contextlib.contextmanager
+def served(args, work: Path):
+    """`args.base_url`, or Gemma 3 270M served on loopback (built when missing) until the block ends."""
+    if args.base_url is not None:
+        yield args.base_url
+        return
+    python, gguf = ensure_server(args.cache)
+    server, base_url = serve(python, gguf, threads=args.threads, context=args.context, log=work / "server.log")
+    print(f"serving {gguf.name} as {args.model!r} at {base_url} (llama-cpp-python {LLAMA_CPP}, {args.threads} threads,"
+          f" n_ctx {args.context}); load average {os.getloadavg()[0]:.2f}", flush=True)
+    try:
+        yield base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 # ---------------------------------------------------------------------- the steps
@@ -231,16 +252,7 @@ def main(argv=None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     work = args.cache / time.strftime("work-%Y%m%d-%H%M%S")
     work.mkdir()
-    server = None
-    try:
-        if args.base_url is None:
-            python, gguf = ensure_server(args.cache)
-            server, base_url = serve(python, gguf, threads=args.threads, context=args.context,
-                                     log=work / "server.log")
-            print(f"serving {gguf.name} as {args.model!r} at {base_url} (llama-cpp-python {LLAMA_CPP},"
-                  f" {args.threads} threads, n_ctx {args.context}); load average {os.getloadavg()[0]:.2f}")
-        else:
-            base_url = args.base_url
+    with served(args, work) as base_url:
         llm = ["--llm-base-url", base_url, "--llm-model", args.model]
         if args.api_key_env:
             llm += ["--llm-api-key-env", args.api_key_env]
@@ -263,16 +275,9 @@ def main(argv=None) -> int:
             results.update(run_nad(args, work, config, llm, grammar, report, base_url))
         if "genius" in steps:
             results.update(run_genius(args, work, config, llm, grammar))
-        print_summary(results)
-        print(f"\nwork folder (runs, logs, configs): {work}; load average {os.getloadavg()}")
-        return 0
-    finally:
-        if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    print_summary(results)
+    print(f"\nwork folder (runs, logs, configs): {work}; load average {os.getloadavg()}")
+    return 0
 
 
 def run_nad(args, work: Path, config: Path, llm: list[str], grammar: str, report: dict, base_url: str) -> dict:
