@@ -22,10 +22,12 @@ as a user runs it, in a fresh work folder under the cache:
 3. `run --strategy genius --space nb201` for `--queries` proposals (10, GENIUS's own) on
    NAS-Bench-201's real CIFAR-100 table (`../shared/nb201`, GENIUS's published 200-epoch
    accuracies; `--genius-table FILE`; a generated table, `nb201_synthetic.py`, when there is
-   none), stopping after `--max-invalid` invalid proposals in a row, three times: as before
-   (`genius_cell.v2`, no grammar), with the cell-first prompt of a small model (the profile's
-   `small = true`, `genius_cell.v3`), and with that and the cell grammar (`nadc grammar --reply
-   cell` in the server's grammar field).
+   none), stopping after `--max-invalid` invalid proposals in a row, three times: with the
+   cell-first prompt of a small model (the profile's `small = true`, `genius_cell.v3`) and the
+   cell grammar (`nadc grammar --reply cell` in the server's grammar field), with that prompt
+   alone, and as before (`genius_cell.v2`, no grammar).
+
+`--steps` runs the steps named, in that order, after `llm check`.
 
 It prints, per step and role, from the runs' own call records: calls, latency (median and
 slowest), tokens per second, attempts that timed out, valid replies (the Modifier's: block text
@@ -199,9 +201,9 @@ def genius_table(args, work: Path) -> tuple[Path, str, list[str]]:
 
 #: GENIUS's runs: the profile's keys for each (`small`: the cell-first prompt; `grammar`: the cell grammar)
 GENIUS_RUNS = {
-    "GENIUS, genius_cell.v2, no grammar": {"grammar": "none", "small": False},
-    "GENIUS, cell first, no grammar": {"grammar": "none", "small": True},
     "GENIUS, cell first, cell grammar": {"small": True},
+    "GENIUS, cell first, no grammar": {"grammar": "none", "small": True},
+    "GENIUS, genius_cell.v2, no grammar": {"grammar": "none", "small": False},
 }
 
 
@@ -233,6 +235,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", default="nad,genius", help="what to run: nad (bench-nad), genius, or both")
     parser.add_argument("--replies", default="block,edits",
                         help="the Modifier's reply forms to run bench-nad with (block, edits, or both)")
+    parser.add_argument("--grammar", choices=("both", "with", "without"), default="both",
+                        help="bench-nad with the profile sending the compiler's grammar, without, or both")
     parser.add_argument("--requests", type=int, default=12, help="NAD requests per bench-nad setting")
     parser.add_argument("--queries", type=int, default=10, help="GENIUS's proposals to evaluate (the root besides)")
     parser.add_argument("--max-invalid", type=int, default=3, help="GENIUS's invalid proposals in a row")
@@ -247,7 +251,7 @@ def main(argv=None) -> int:
     if args.summarize is not None:
         print_summary(recorded_results(args.summarize))
         return 0
-    steps = {s.strip() for s in args.steps.split(",") if s.strip()}
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
 
     args.cache.mkdir(parents=True, exist_ok=True)
     work = args.cache / time.strftime("work-%Y%m%d-%H%M%S")
@@ -271,10 +275,11 @@ def main(argv=None) -> int:
             config = profile_variant(config, "nader-context.toml", context=args.context)
         grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
         results = {}
-        if "nad" in steps:
-            results.update(run_nad(args, work, config, llm, grammar, report, base_url))
-        if "genius" in steps:
-            results.update(run_genius(args, work, config, llm, grammar))
+        for name in steps:  # in the order given
+            if name == "nad":
+                results.update(run_nad(args, work, config, llm, grammar, report, base_url))
+            elif name == "genius":
+                results.update(run_genius(args, work, config, llm, grammar))
     print_summary(results)
     print(f"\nwork folder (runs, logs, configs): {work}; load average {os.getloadavg()}")
     return 0
@@ -286,12 +291,14 @@ def run_nad(args, work: Path, config: Path, llm: list[str], grammar: str, report
     configs = {}
     for form in [f.strip() for f in args.replies.split(",") if f.strip()]:
         label = "whole block" if form == "block" else "edit replies"
-        configs[f"{label}, without grammar"] = profile_variant(config, f"nader-{form}-no-grammar.toml",
-                                                               grammar="none", reply=form)
-        configs[f"{label}, with grammar ({grammar})"] = profile_variant(config, f"nader-{form}-grammar.toml",
-                                                                        grammar=grammar, reply=form)
+        if args.grammar != "with":
+            configs[f"{label}, without grammar"] = profile_variant(config, f"nader-{form}-no-grammar.toml",
+                                                                   grammar="none", reply=form)
+        if args.grammar != "without":
+            configs[f"{label}, with grammar ({grammar})"] = profile_variant(config, f"nader-{form}-grammar.toml",
+                                                                            grammar=grammar, reply=form)
     print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
-          " bench-nad runs both ways")
+          f" bench-nad runs {args.grammar if args.grammar != 'both' else 'both ways'}")
     results = {}
     for label, cfg in configs.items():
         run = work / ("nad-" + re.sub(r"\W+", "-", label))
