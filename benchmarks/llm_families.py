@@ -69,14 +69,16 @@ def requests(wordings: int | None = None) -> list[dict]:
     return out
 
 
-def ask(config: Path, base_url: str, model: str, run: Path, todo: list[dict], rounds: int) -> None:
+def ask(config: Path, base_url: str, model: str, run: Path, todo: list[dict], rounds: int,
+        timeout: float | None = None) -> None:
     """The Modifier on each request, its calls recorded in `run` (answered from there when made before)."""
     from nader.agents.bench.nad import base_blocks
     from nader.agents.llm import LLMClient, load_config
     from nader.agents.modifier import Modifier
 
     bases = base_blocks()
-    client = LLMClient.from_config(load_config(config, {"base_url": base_url, "model": model}), store=run)
+    overrides = {"base_url": base_url, "model": model, "request_timeout": timeout}
+    client = LLMClient.from_config(load_config(config, overrides), store=run)
     try:
         modifier = Modifier(client, rounds=rounds)
         for i, request in enumerate(todo, 1):
@@ -108,6 +110,8 @@ def main(argv=None) -> int:
     ap.add_argument("--grammar-field", choices=("llama.cpp", "vllm"), default="llama.cpp")
     ap.add_argument("--wordings", type=int, default=1, help="each family's first N wordings")
     ap.add_argument("--rounds", type=int, default=1, help="the Modifier's replies per request at most")
+    ap.add_argument("--timeout", type=float, help="seconds per HTTP attempt ([llm] request_timeout)")
+    ap.add_argument("--max-tokens", type=int, help="the profile's max_tokens, whatever `llm check` measured")
     ap.add_argument("--threads", type=int, default=2, help="the built server's threads")
     ap.add_argument("--context", type=int, default=8192, help="the built server's context length")
     ap.add_argument("--work", type=Path, help="the work folder (a finished or cut one goes on)")
@@ -125,13 +129,15 @@ def main(argv=None) -> int:
                                "--format", "json", "--write", str(config)], work / "check.log")
             if args.base_url is None:  # llama-cpp-python's server does not say its n_ctx
                 profile_variant(config, config.name, context=args.context)
+        if args.max_tokens:
+            profile_variant(config, config.name, max_tokens=args.max_tokens)
         todo = requests(args.wordings)
         for form in [f.strip() for f in args.replies.split(",") if f.strip()]:
             grammar = args.grammar_field if form == "edits" else "none"
             cfg = profile_variant(config, f"nader-{form}.toml", reply=form, grammar=grammar)
             run = work / f"families-{form}-{re.sub(r'[^a-z0-9]+', '-', grammar)}"
             print(f"\n== {len(todo)} requests, reply form {form}, grammar {grammar}: {run}", flush=True)
-            ask(cfg, base_url, args.model, run, todo, args.rounds)
+            ask(cfg, base_url, args.model, run, todo, args.rounds, args.timeout)
     summarize(work)
     print(f"\nwork folder: {work}; load average {os.getloadavg()}")
     return 0

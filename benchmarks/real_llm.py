@@ -243,6 +243,9 @@ def main(argv=None) -> int:
     parser.add_argument("--genius-table", type=Path, help="the NAS-Bench-201 table GENIUS runs on "
                         "[default: ../shared/nb201/genius_nasbench201_cifar100.json ($NADER_SHARED), else a"
                         " generated one]")
+    parser.add_argument("--timeout", type=float, help="seconds per HTTP attempt (--llm-timeout) for every step")
+    parser.add_argument("--max-tokens", type=int, help="the profile's max_tokens, whatever `llm check` measured (a"
+                        " loaded machine makes the check recommend a small cap; quoted runs used 768)")
     parser.add_argument("--threads", type=int, default=2, help="the built server's threads")
     parser.add_argument("--context", type=int, default=8192, help="the built server's context length")
     parser.add_argument("--summarize", type=Path, metavar="WORK_FOLDER",
@@ -260,6 +263,8 @@ def main(argv=None) -> int:
         llm = ["--llm-base-url", base_url, "--llm-model", args.model]
         if args.api_key_env:
             llm += ["--llm-api-key-env", args.api_key_env]
+        if args.timeout:
+            llm += ["--llm-timeout", str(args.timeout)]
         config = work / "nader.toml"
 
         code, out, _ = step("llm check", [*nader_search(), "llm", "check", *llm, "--format", "json",
@@ -273,6 +278,8 @@ def main(argv=None) -> int:
         if args.base_url is None and not report["profile"]["context"]:
             # llama-cpp-python's server does not say its n_ctx: a user adds what they served.
             config = profile_variant(config, "nader-context.toml", context=args.context)
+        if args.max_tokens:
+            config = profile_variant(config, "nader-max-tokens.toml", max_tokens=args.max_tokens)
         grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
         results = {}
         for name in steps:  # in the order given
