@@ -58,11 +58,12 @@ class Answer:
 @dataclass(frozen=True)
 class CellReply:
     """What the cell space says of its replies, for `genius_cell.v3`: its operations' descriptions
-    in id order, the reply's grammar (GBNF) and the rationale's most words."""
+    in id order, the rationale's most words, and the reply's grammar (GBNF) given the cells tried
+    (their strings), which it leaves out."""
 
     operations: Tuple[str, ...]
-    grammar: str
     reason_words: int
+    grammar: Callable[[List[str]], str]
 
 
 class Genius:
@@ -73,15 +74,16 @@ class Genius:
         self.client, self.repairs, self.iterations = client, repairs, iterations
         self.dataset, self.skeleton, self.cell_reply = dataset, skeleton, cell_reply
 
-    def cell_prompt(self) -> Tuple[str, dict, Optional[str]]:
+    def cell_prompt(self, history: List[dict]) -> Tuple[str, dict, Optional[str]]:
         """The cell prompt, its own inputs and the grammar to send: `genius_cell.v3` where the profile
-        is small (the cell first) or names a grammar field (the reply the grammar allows), else v2."""
+        is small (the cell first) or names a grammar field (the reply the grammar allows, every cell
+        of `history` left out), else v2 and no grammar."""
         profile = profile_for(self.client)
         if self.cell_reply is None or profile is None or not (profile.small or profile.grammar != "none"):
             return CELL_PROMPT, {}, None
         c = self.cell_reply
         return BOUNDED_CELL_PROMPT, dict(operations=c.operations, cell_first=profile.small,
-                                         reason_words=c.reason_words), c.grammar
+                                         reason_words=c.reason_words), c.grammar([h["cell"] for h in history if "cell" in h])
 
     def answer(self, history: List[dict], iteration: int, check: ReplyCheck, *, cells: bool,
                arch_id: Optional[str], progress: Optional[dict] = None) -> Answer:
@@ -91,7 +93,7 @@ class Genius:
         common = {"dataset": self.dataset, "iteration": iteration, "iterations": self.iterations}
         grammar = None
         if cells:
-            prompt, inputs, grammar = self.cell_prompt()
+            prompt, inputs, grammar = self.cell_prompt(history)
             common.update(inputs)
         else:
             prompt = BLOCK_PROMPT

@@ -37,7 +37,7 @@ def grammar_cmd(fmt, reply, parent):
             raise click.UsageError(f"`{parent}` holds no block that parses")
         block = result.program.blocks[0]
     if reply == "cell":  # the cell space declares its reply (its operations); a command may import it
-        from nader.search.spaces.nb201 import reply_grammar
+        from nader.search.spaces.cell_reply import reply_grammar
 
         click.echo(reply_grammar(fmt), nl=False)
         return

@@ -48,7 +48,6 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from nader.compiler import grammar_export as gx
 from nader.compiler.network import build_network
 from nader.compiler.passes.canonical import canonical_hash, canonical_params
 from nader.dsl import parse
@@ -384,47 +383,6 @@ _OP_LIST = re.compile(r"op_list\s*=\s*\[([^\[\]]*)\]")
 _NB201_STRING = re.compile(r"\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|\+\|[^\s|]+~\d\|[^\s|]+~\d\|[^\s|]+~\d\|")
 
 
-#: What each operation is, as GENIUS's prompt lists them by id (the paper's appendix C wording).
-OP_TEXT = {
-    "none": "Zeroize()  # outputs a tensor of zeros, effectively removing the connection",
-    "skip_connect": "nn.Identity()",
-    "nor_conv_1x1": "ReLUConvBN(channels, channels, kernel_size=1, stride=1, padding=0)  # same input and output channels",
-    "nor_conv_3x3": "ReLUConvBN(channels, channels, kernel_size=3, stride=1, padding=1)  # same input and output channels",
-    "avg_pool_3x3": "nn.AvgPool2d(kernel_size=3, stride=1, padding=1)  # does not change the spatial resolution",
-}
-REASON_WORDS, WORD_CHARS = 12, 16  # a cell reply's reasoning line: at most 12 words of at most 16 characters
-
-
-def reply_rules() -> dict:
-    """The grammar of a cell reply (`nadc grammar --reply cell`, what GENIUS sends where the profile
-    names a grammar field): a reasoning line of at most REASON_WORDS words, then `op_list = [...]`
-    with one id of OPS per edge; or the op_list line first, then at most that reasoning line (the
-    prompt of a small model asks for the cell first). Ids and edges come from OPS and EDGES. Bounded
-    (about 230 characters), so a model that does not stop still names a cell: Gemma 3 270M,
-    unconstrained, ran every reply to `max_tokens` before naming one (issue 39). A reasoning word
-    has no `[`, `]` or `=`, so the reasoning line is never an op_list line."""
-    ops = [gx.Ref(gx.rule_name(f"cell-op-{op}")) for op in OPS]
-    g = {gx.ROOT: gx.alt(gx.seq(gx.Ref("reason-line"), gx.Ref("op-list-line")),
-                         gx.seq(gx.Ref("op-list-line"), gx.opt(gx.Ref("reason-line")))),
-         "op-list-line": gx.seq("op_list = [", *sum(([gx.Ref("cell-op"), ", "] for _ in EDGES[1:]), []),
-                                gx.Ref("cell-op"), "]\n"),
-         "cell-op": gx.alt(*ops),
-         **{op.name: gx.Lit(str(i)) for i, op in enumerate(ops)},
-         "reason-line": gx.seq(gx.Ref("reason-word"), gx.Rep(gx.upto(gx.seq(" ", gx.Ref("reason-word")),
-                                                                     REASON_WORDS - 1), 0, 1), "\n"),
-         "reason-word": gx.upto(gx.Ref("reason-char"), WORD_CHARS),
-         "reason-char": gx.chars(" \t\r\n[]=", negated=True)}
-    return g
-
-
-def reply_grammar(fmt: str = "gbnf") -> str:
-    """`reply_rules` in `fmt` (gbnf, lark or ebnf), as `nadc grammar --reply cell` prints it."""
-    ids = ", ".join(f"{i} {op}" for i, op in enumerate(OPS))
-    return gx.render_rules(fmt, reply_rules(), f"The form of a NAS-Bench-201 cell reply (`nadc grammar --reply cell`): "
-                           f"a reasoning line of at most {REASON_WORDS} words, then `op_list = [...]` with "
-                           f"{len(EDGES)} operation ids ({ids}); or the op_list line first.")
-
-
 def op_list_text(cell) -> str:
     """A cell as GENIUS's encoding writes it: `[a, b, c, d, e, f]`, each an index into OPS."""
     return "[" + ", ".join(str(OPS.index(op)) for op in as_cell(cell).ops) + "]"
@@ -463,6 +421,6 @@ def check_cell_reply(reply: str) -> Tuple[Optional[str], str]:
     return architecture(cell), ""
 
 
-__all__ = ["Cell", "NotInSpace", "OPS", "OP_TEXT", "REASON_WORDS", "reply_grammar", "reply_rules", "EDGES", "SPACE_SIZE", "SKELETON", "WIDTHS", "DEPTHS", "RESNET", "all_cells",
+__all__ = ["Cell", "NotInSpace", "OPS", "EDGES", "SPACE_SIZE", "SKELETON", "WIDTHS", "DEPTHS", "RESNET", "all_cells",
            "architecture", "build", "cell_block", "cell_hash", "cell_of_block", "cell_of_text", "downsample_block",
            "stem_block", "check_cell_reply", "op_list_text", "parse_cell_reply"]
