@@ -22,10 +22,11 @@ as a user runs it, in a fresh work folder under the cache:
 3. `run --strategy genius --space nb201` for `--queries` proposals (10, GENIUS's own) on
    NAS-Bench-201's real CIFAR-100 table (`../shared/nb201`, GENIUS's published 200-epoch
    accuracies; `--genius-table FILE`; a generated table, `nb201_synthetic.py`, when there is
-   none), stopping after `--max-invalid` invalid proposals in a row, three times: with the
-   cell-first prompt of a small model (the profile's `small = true`, `genius_cell.v3`) and the
-   cell grammar (`nadc grammar --reply cell` in the server's grammar field), with that prompt
-   alone, and as before (`genius_cell.v2`, no grammar).
+   none), stopping after `--max-invalid` invalid proposals in a row, once for each run of
+   `--genius`: `grammar`, the cell-first prompt of a small model (the profile's `small = true`,
+   `genius_cell.v3`) and the cell grammar (`nadc grammar --reply cell` in the server's grammar
+   field, less the cells tried); `cell-first`, that prompt alone; `v2`, as before
+   (`genius_cell.v2`, no grammar).
 
 `--steps` runs the steps named, in that order, after `llm check`.
 
@@ -201,9 +202,9 @@ def genius_table(args, work: Path) -> tuple[Path, str, list[str]]:
 
 #: GENIUS's runs: the profile's keys for each (`small`: the cell-first prompt; `grammar`: the cell grammar)
 GENIUS_RUNS = {
-    "GENIUS, cell first, cell grammar": {"small": True},
-    "GENIUS, cell first, no grammar": {"grammar": "none", "small": True},
-    "GENIUS, genius_cell.v2, no grammar": {"grammar": "none", "small": False},
+    "grammar": ("GENIUS, cell first, cell grammar", {"small": True}),
+    "cell-first": ("GENIUS, cell first, no grammar", {"grammar": "none", "small": True}),
+    "v2": ("GENIUS, genius_cell.v2, no grammar", {"grammar": "none", "small": False}),
 }
 
 
@@ -211,7 +212,8 @@ def run_genius(args, work: Path, config: Path, llm: list[str], grammar: str) -> 
     table, dataset, flags = genius_table(args, work)
     print(f"\n== GENIUS on NAS-Bench-201 ({table}, {dataset})")
     results = {}
-    for label, keys in GENIUS_RUNS.items():
+    for name in [n.strip() for n in args.genius.split(",") if n.strip()]:
+        label, keys = GENIUS_RUNS[name]
         keys = {"grammar": grammar, **keys}
         cfg = profile_variant(config, "nader-" + re.sub(r"\W+", "-", label).strip("-").lower() + ".toml", **keys)
         run = work / ("genius-" + re.sub(r"\W+", "-", label.removeprefix("GENIUS, ")).strip("-"))
@@ -239,6 +241,8 @@ def main(argv=None) -> int:
                         help="bench-nad with the profile sending the compiler's grammar, without, or both")
     parser.add_argument("--requests", type=int, default=12, help="NAD requests per bench-nad setting")
     parser.add_argument("--queries", type=int, default=10, help="GENIUS's proposals to evaluate (the root besides)")
+    parser.add_argument("--genius", default=",".join(GENIUS_RUNS),
+                        help=f"GENIUS's runs, in order: {', '.join(GENIUS_RUNS)} (below)")
     parser.add_argument("--max-invalid", type=int, default=3, help="GENIUS's invalid proposals in a row")
     parser.add_argument("--genius-table", type=Path, help="the NAS-Bench-201 table GENIUS runs on "
                         "[default: ../shared/nb201/genius_nasbench201_cifar100.json ($NADER_SHARED), else a"
