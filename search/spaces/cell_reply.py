@@ -53,11 +53,20 @@ def _after(prefix: tuple) -> str:
 
 def _id_rules(ops: list, excluded: set) -> dict:
     """The rules of the six ids: free after a prefix no excluded cell starts with (`cell-tail-N`: the
-    N ids left), a trie of the excluded cells' prefixes otherwise, their last ids left out."""
+    N ids left), a trie of the excluded cells' prefixes otherwise, their last ids left out. A prefix
+    all of whose continuations are left out is left out too: a rule with no alternative is no
+    grammar (llama-cpp-python's server failed to parse one and died)."""
     n = len(EDGES)
     g = {f"cell-tail-{gx.rule_name(str(k))}": gx.seq(*sum(([", ", gx.Ref("cell-op")] for _ in range(k)), []))
          for k in range(1, n)}
-    prefixes = {cell[:k] for cell in excluded for k in range(n)}
+    excluded = set(excluded)
+    for k in range(n - 1, 0, -1):  # a prefix whose every continuation is left out is left out itself
+        for prefix in {cell[:k] for cell in excluded if len(cell) == k + 1}:
+            if all((*prefix, i) in excluded for i in range(len(ops))):
+                excluded.add(prefix)
+    if all((i,) in excluded for i in range(len(ops))):
+        excluded = set()  # every cell tried: nothing left to ask for, so nothing is left out
+    prefixes = {cell[:k] for cell in excluded for k in range(len(cell))} - excluded
     for prefix in sorted(prefixes, key=lambda p: (len(p), p)):
         items = []
         for i, op in enumerate(ops):

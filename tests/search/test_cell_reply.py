@@ -81,6 +81,18 @@ def test_the_grammar_leaves_out_the_cells_tried_and_only_them():
     allowed = _ids(language(R.reply_rules(tried)))
     assert allowed == set(itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))) - left
     sampler = CellSampler(5, tried)
+    # every continuation of a prefix tried (GENIUS on Gemma walked the last id through all five):
+    # the prefix goes, and no rule is left without an alternative
+    walked = [(1, 2, 3, 4, 0, i) for i in range(len(S.OPS))] + [(1, 2, 3, 4, j, i) for j in range(1, len(S.OPS))
+                                                                for i in range(len(S.OPS))]
+    cells = [S.Cell(tuple(S.OPS[i] for i in ids)) for ids in walked]
+    g = R.reply_rules(cells)
+    assert all(not isinstance(body, gx.Alt) or body.items for body in g.values())
+    assert _ids(language(g)) == set(itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))) - set(walked)
+    assert "::= \n" not in R.reply_grammar("gbnf", cells) + "\n"
+    everything = [S.Cell(tuple(S.OPS[i] for i in ids))
+                  for ids in itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))]
+    assert R.reply_rules(everything) == R.reply_rules()  # all tried: nothing left out
     for _ in range(200):
         assert S.parse_cell_reply(sampler.sample()) not in {S.Cell.parse(c) for c in tried}
 
