@@ -87,7 +87,8 @@ def harvest(run: Path, source: str, known: dict[str, str]) -> tuple[list[tuple[s
     """(block text, manifest entry) for each failing block of a run's Modifier replies, and counts."""
     conn = sqlite3.connect(f"file:{run / 'runs.sqlite'}?mode=ro", uri=True)
     rows = conn.execute("SELECT call_id, key, prompt, arch_id, model, request, reply, created FROM llm_calls "
-                        "WHERE kind = 'chat' AND role = 'modifier' AND status != 'failed' ORDER BY call_id").fetchall()
+                        "WHERE kind = 'chat' AND role = 'modifier' AND status != 'failed' AND source != 'cache' "
+                        "ORDER BY call_id").fetchall()
     conn.close()
     out, counts = [], {"replies": 0, "valid": 0, "no block": 0, "the parent": 0, "failing": 0}
     for call_id, digest, prompt, arch_id, model, request, reply, created in rows:

@@ -98,7 +98,8 @@ def first_replies(run_dir: Path) -> list[dict]:
     """The Modifier's first reply to each request, in request order, judged as issue 28 defines E:
     the reply's block (or the block its edits make of the parent) verifies as a base block and is
     not the parent's graph, as written (`ok`) and after the compiler's repair (`repaired`, what
-    `--repair auto` runs, with no further call). `block` is the block E counted (None: none)."""
+    `--repair auto` runs, with no further call). `block` is the block E counted (None: none). A
+    reply the run's record answered again (a resumed run) counts once."""
     from nader.compiler.edit_reply import check_edit_reply
     from nader.compiler.passes.canonical import canonical_hash
     from nader.compiler.reply_checks import check_base_block
@@ -106,7 +107,8 @@ def first_replies(run_dir: Path) -> list[dict]:
     from nader.dsl.parser import parse
 
     rows = _read(run_dir, "SELECT arch_id, prompt, request, reply FROM llm_calls WHERE kind = 'chat' "
-                          "AND role = 'modifier' AND status != 'failed' AND prompt IN (?, ?, ?) ORDER BY call_id",
+                          "AND role = 'modifier' AND status != 'failed' AND source != 'cache' AND prompt IN (?, ?, ?) "
+                          "ORDER BY call_id",
                  FIRST_PROMPTS)
     out = []
     for arch_id, prompt, request, reply in rows:
