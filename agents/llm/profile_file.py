@@ -66,6 +66,7 @@ def _values(profile: ModelProfile) -> dict:
     return {"token_param": profile.token_param, "temperature": profile.temperature,
             "reasoning_effort": profile.reasoning_effort, "json": profile.json, "system": profile.system,
             "grammar": profile.grammar, **({"reply": profile.reply} if profile.reply != "block" else {}),
+            **({"small": True} if profile.small else {}),
             **{key: getattr(profile, key) for key in ("context", "max_tokens") if getattr(profile, key) is not None}}
 
 
