@@ -262,7 +262,8 @@ async def test_code_actions_are_marked_safe_or_unsafe(client):
 
 
 async def test_fix_all_repairs_as_nadc_fix_does(client, tmp_path):
-    source = REPO_ROOT / "tests" / "golden" / "NAD104" / "input.nad"
+    # two typos on one line, which safe fixes mend (a block they cannot make verify is left as it was)
+    source = REPO_ROOT / "tests" / "fixtures" / "repair_classes" / "u-two-typos.nad"
     path = tmp_path / "fixall.nad"
     path.write_text(source.read_text())
     diagnostics = await open_doc(client, path, path.read_text())

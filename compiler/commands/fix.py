@@ -3,7 +3,9 @@
 Safe fixes (meaning kept) always apply; unsafe ones (the architecture changes, minimally) with
 `--unsafe` or `unsafe = true` in `[tool.nadc.fix]`. Fixes apply until nothing changes, each
 only where the block then verifies better (`nader.compiler.repair`). The files are rewritten
-in place; `--diff` prints unified diffs instead, `--check` lists what would change. The errors
+in place; `--diff` prints unified diffs instead, `--check` lists what would change. A block that
+the fixes found do not make verify is left as it was, unless `--partial`; `--list` prints every
+verified repair of each error instead (compiler/commands/fix_list.py). The errors
 left are printed as diagnostics, then a summary. Exit status: 0 when no error remains (and, with
 `--diff` or `--check`, nothing would change), 1 otherwise, 2 on a usage or internal error.
 """
@@ -43,9 +45,15 @@ def _stdin_result(record: dict, text: str, fmt: str) -> None:
               help="Stride of stems (default: the stride each stem has, as `nadc verify`).")
 @click.option("--domain", default="square", show_default=True, metavar="square|any|N",
               help="Input sizes the repaired blocks must verify for (as `nadc verify --domain`).")
+@click.option("--partial", is_flag=True,
+              help="Apply the fixes found for a block even where they do not make it verify (by default such a "
+                   "block is left as it was, and a note says so).")
+@click.option("--list", "list_fixes", is_flag=True,
+              help="Write nothing; list every verified repair of each error (safety, what it does, its diff, whether "
+                   "the block then verifies), best first.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
               help="How to print what remains (`json`: one object per file on stdout).")
-def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
+def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, partial, list_fixes, fmt):
     """Fix the errors of FILEs in place: safe fixes, and unsafe ones with --unsafe (`-` reads standard
     input and prints the result; in JSON, as the record's `text`).
 
@@ -54,6 +62,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
     nadc fix --unsafe blocks/*.nad  also unsafe ones (merge inputs with Add, 1x1 Conv2d, ...)
     nadc fix --diff block.nad       print what would change
     nadc fix --check blocks/*.nad   exit 1 if anything would change
+    nadc fix --list block.nad       every verified repair of each error, best first
     `nadc explain fixes` lists the fix kinds; `[tool.nadc.fix] disable = [...]` turns kinds off.
     """
     from nader.compiler.passes import parse_domain
@@ -67,6 +76,10 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--domain") from None
     options = {"role": Role(role) if role else None, "stem_stride": stem_stride, "domain": domain}
+    if list_fixes:
+        from nader.compiler.commands.fix_list import list_cmd
+
+        raise SystemExit(list_cmd(files, fmt, options))
     records, remaining, sources = [], [], {}
     fixed = would_change = failed = 0
     more_with_unsafe = 0
@@ -83,7 +96,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
             records.append({"file": name, "changed": False, "ok": False, "applied": [],
                             "remaining": [unreadable.to_json()]})
             continue
-        result = repair_text(text, unsafe=unsafe or config.unsafe, disabled=config.disabled,
+        result = repair_text(text, unsafe=unsafe or config.unsafe, disabled=config.disabled, partial=partial,
                              input_limits=limits, path=name, **options)
         sources[name] = result.text
         remaining.extend(result.remaining)
@@ -111,6 +124,8 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, fmt):
             verb = "would fix" if (show_diff or check) else "fixed"
             for f in result.applied:
                 click.echo(f"{name}: {verb} {f.code} ({f.kind}, {f.safety}): {f.message}", err=True)
+            for block in result.left:
+                click.echo(f"note: {name}: {block.message()}", err=True)
             if show_diff and result.changed:
                 click.echo(result.diff(name), nl=False)
             if check and result.changed:
