@@ -49,7 +49,7 @@ def check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) -
             _SATISFIABLE.clear()
         satisfiable = _SATISFIABLE[key] = _satisfiable(result.constraints)
     if satisfiable:
-        _check_network_widths(block, result, sink)
+        _check_network_widths(block, result, sink, key)
         return
     sink.emit(UNSATISFIABLE, "no width satisfies the constraints " + "; ".join(str(c) for c in result.constraints),
               block.header_span, "relax one of them, e.g. choose `groups` that divides the channel count", block.name)
@@ -73,9 +73,22 @@ def network_sizes(role: Role, domain) -> list[dict[str, int]]:
     return [{"B": 2, "C": c, "dim": dim, "H": side or h, "W": side or h} for c, dim, h in NETWORK_SIZES.get(role, ())]
 
 
-def _check_network_widths(block: Block, result: ShapeResult, sink: DiagnosticSink) -> None:
+# The first of `network_sizes` a set of constraints fails at, by the constraints' sizes and moduli, role
+# and domain (-1: none): the same constraints recur across blocks.
+_NETWORK_FAILS: dict[tuple, int] = {}
+
+
+def _check_network_widths(block: Block, result: ShapeResult, sink: DiagnosticSink, key: tuple) -> None:
     """NAD318 where a valid block's constraints fail at a width NAS-Bench-201's network gives its role."""
-    for sizes in network_sizes(result.role, result.domain):
+    memo = (key, result.role, result.domain)
+    first = _NETWORK_FAILS.get(memo)
+    all_sizes = network_sizes(result.role, result.domain) if first != -1 else ()
+    if first is None:
+        if len(_NETWORK_FAILS) > 65_536:
+            _NETWORK_FAILS.clear()
+        first = _NETWORK_FAILS[memo] = next((k for k, sizes in enumerate(all_sizes) if not result.satisfied(sizes)), -1)
+    if first >= 0:
+        sizes = all_sizes[first]
         failed = [c for c in result.constraints if not c.holds(sizes)]
         if failed:
             at = "C = 3 -> dim = 16" if result.role is Role.STEM else \
@@ -85,7 +98,6 @@ def _check_network_widths(block: Block, result: ShapeResult, sink: DiagnosticSin
                       f"NAS-Bench-201's network (NADER's) builds this {result.role.value} block at",
                       block.header_span, "divide by what 16 is a multiple of (`C/16`, not `C/32`) and use `groups` "
                       "that divide the channels there", block.name)
-            return
 
 
 # Whether some sizes meet a set of constraints, by their sizes and moduli (what `holds` reads).

@@ -318,6 +318,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
         if report.ok or not starts[index] < starts[index + 1]:
             continue
         before = _block_progress(report)
+        warnings = len(report.diagnostics) - before[2]
         for k, d in enumerate(report.diagnostics):
             if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS:
                 continue
@@ -337,7 +338,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                         kind.order if kind else 50, position)
                 if best is None or rank < best[0]:
                     best = (rank, fix)
-                if after[0][2] == 0 and after[2] <= len(report.block.nodes):
+                if after[0][2] == 0 and after[1] <= warnings and after[2] <= len(report.block.nodes):
                     break  # nothing can rank better but a later, equally good candidate
             if best is not None:
                 report.diagnostics[k] = replace(d, fix=best[1])

@@ -24,8 +24,10 @@ def discovered() -> tuple[ModuleType, ...]:
     return tuple(sorted(modules, key=lambda m: m.KIND.name))
 
 
+@lru_cache(maxsize=1)
 def all_kinds() -> dict[str, FixKind]:
-    """Every fix kind by name: the built-in ones and the discovered ones."""
+    """Every fix kind by name: the built-in ones and the discovered ones (one dict, not to be changed:
+    `nadc verify` asks for it per failing file)."""
     kinds = {k.name: k for k in BUILT_IN}
     for module in discovered():
         if module.KIND.name in kinds:
@@ -34,6 +36,7 @@ def all_kinds() -> dict[str, FixKind]:
     return dict(sorted(kinds.items()))
 
 
-def kinds_for(code: str) -> list[ModuleType]:
+@lru_cache(maxsize=256)
+def kinds_for(code: str) -> tuple[ModuleType, ...]:
     """The discovered kind modules answering `code`, in their order."""
-    return sorted((m for m in discovered() if code in m.KIND.codes or "*" in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name))
+    return tuple(sorted((m for m in discovered() if code in m.KIND.codes or "*" in m.KIND.codes), key=lambda m: (m.KIND.order, m.KIND.name)))

@@ -19,7 +19,8 @@ _NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
     written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
-    yield from _every_undefined(ctx, defined, written, diagnostic)
+    if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
+        yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
     for index, edge in enumerate(ctx.block.edges):
         if edge.span.line != diagnostic.span.line:
             continue
@@ -40,7 +41,7 @@ def candidates(ctx, diagnostic):
         return
 
 
-def _every_undefined(ctx, defined, written, diagnostic):
+def _every_undefined(ctx, defined, written):
     """One fix removing every wire that names an undefined node: a model caught in a loop writes dozens."""
     edit, dropped = ctx.editor(), 0
     for index, edge in enumerate(ctx.block.edges):
@@ -54,5 +55,5 @@ def _every_undefined(ctx, defined, written, diagnostic):
             if edge.sources[position] not in defined:
                 edit.remove_wire(index, position)
                 dropped += 1
-    if dropped > 1 and any(e.span.line == diagnostic.span.line for e in ctx.block.edges):
+    if dropped > 1:
         yield edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE)
