@@ -204,3 +204,19 @@ def test_nad318_warns_where_constraints_exclude_the_network_widths_and_fit_divis
 def test_a_valid_block_keeps_its_warning_and_no_repair_touches_it():
     text = text_of("c6-se-c32.nad").replace("10->11\n0->11\n", "10->11\n")
     assert error_codes(text) == [] and not repair_text(text, unsafe=True).changed
+
+
+def test_the_editor_offers_each_verified_repair_as_a_quick_fix_of_its_own():
+    from nader.compiler.editor import analyze, quick_fixes
+    from nader.dsl.diagnostics import apply_fix
+
+    text = text_of("u-narrow-width.nad")
+    analysis = analyze(text, "narrow.nad")
+    (error,) = [d for d in analysis.diagnostics if d.is_error]
+    fixes = quick_fixes(analysis, error.span.line, error.span.line)
+    kinds = [d.fix.kind for d, _ in fixes]
+    assert kinds[0] == "match-width" and "match-channels" in kinds
+    assert all(d.code.code == "NAD301" and d.span == error.span for d, _ in fixes)
+    assert [preferred for _, preferred in fixes] == [False] * len(fixes)  # all unsafe: none preferred
+    assert len({apply_fix(text, d.fix) for d, _ in fixes}) == len(fixes)  # no two make the same text
+    assert quick_fixes(analysis, 1, 2) == []  # nothing on the header's lines

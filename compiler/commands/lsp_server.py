@@ -27,7 +27,7 @@ from pygls.uris import to_fs_path
 from nader import __version__
 from nader.compiler.codes import code_table
 from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references
-from nader.compiler.editor import rename_edits, symbols
+from nader.compiler.editor import quick_fixes, rename_edits, symbols
 from nader.compiler.passes import SQUARE, Limits
 from nader.compiler.repair import repair_text
 from nader.compiler.repair.config import FixConfigError, fix_config_for
@@ -296,8 +296,8 @@ async def on_range_formatting(ls: LanguageServer, params: T.DocumentRangeFormatt
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(
     code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL]))
 async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list[T.CodeAction]:
-    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked), and `nadc fix`'s
-    safe repair of the whole file as a fix-all action."""
+    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked) and the other verified
+    repairs of its errors, and `nadc fix`'s safe repair of the whole file as a fix-all action."""
     uri = params.text_document.uri
     _, analysis = await _analysis(ls, uri)
     lines = analysis.lines
@@ -305,12 +305,12 @@ async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list
     wanted = params.context.only
     actions = []
     if not wanted or any(k.startswith(T.CodeActionKind.QuickFix) for k in wanted):
-        for d in analysis.diagnostics:
-            if d.fix is None or d.span.end_line < first or d.span.line > last:
-                continue
+        # each diagnostic's fix, then the other verified repairs of each error (compiler/editor/actions.py)
+        fixes = await asyncio.get_running_loop().run_in_executor(state.executor, quick_fixes, analysis, first, last)
+        for d, preferred in fixes:
             actions.append(T.CodeAction(
                 title=_fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
-                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=getattr(d.fix, "safety", "safe") == "safe",
+                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=preferred,
                 edit=T.WorkspaceEdit(changes={uri: _text_edits(lines, d.fix)})))
     if wanted and any(FIX_ALL.startswith(k) for k in wanted) and any(d.is_error for d in analysis.diagnostics):
         repaired = await asyncio.get_running_loop().run_in_executor(state.executor, _repaired, analysis)

@@ -6,10 +6,11 @@ so the server holds no second copy of a check and other front ends (tests, scrip
 same questions. Positions are the compiler's: 1-based lines, 1-based character columns, end
 columns exclusive.
 """
+from .actions import quick_fixes
 from .analysis import Analysis, analyze
 from .complete import Completion, completions
 from .hover import hover
 from .navigate import Symbol, definition, folding_ranges, references, rename_edits, symbols
 
 __all__ = ["Analysis", "Completion", "Symbol", "analyze", "completions", "definition", "folding_ranges", "hover",
-           "references", "rename_edits", "symbols"]
+           "quick_fixes", "references", "rename_edits", "symbols"]

@@ -52,20 +52,24 @@ class ErrorAlternatives:
 
 
 def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = frozenset(), complete: bool = True,
-                     **verify_options) -> list[ErrorAlternatives]:
-    """For each error of `text` (the first MOST_DIAGNOSTICS of each block), every fix that gets the verifier
-    further in its block: safe ones, and unsafe ones when `unsafe`; best first. Errors of the file itself
-    (not of a block) get their own fix only. `verify_options` as `repair_text`'s."""
+                     lines: Optional[tuple[int, int]] = None, **verify_options) -> list[ErrorAlternatives]:
+    """For each error of `text` (the first MOST_DIAGNOSTICS of each block; with `lines`, those on lines
+    `lines[0]` to `lines[1]` only), every fix that gets the verifier further in its block: safe ones, and
+    unsafe ones when `unsafe`; best first. Errors of the file itself (not of a block) get their own fix
+    only. `verify_options` as `repair_text`'s."""
     state = _verify(text, verify_options)
     if not state.errors or len(state.errors) > MOST_ERRORS:
         return [ErrorAlternatives(d, ()) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
     budget = _Budget(text, MOST_LIST_VERIFICATIONS)
     kinds = all_kinds()
+    wanted = lines
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in state.reports] + [len(lines) + 1]
     out: list[ErrorAlternatives] = []
     for report, d in state.errors:
+        if wanted is not None and (d.span.end_line < wanted[0] or d.span.line > wanted[1]):
+            continue
         if report is None:
             fixes = (d.fix,) if d.fix is not None and d.fix.safety in allowed and d.fix.kind not in disabled else ()
             out.append(ErrorAlternatives(d, tuple(Alternative(f, 0, _diff(text, f)) for f in fixes)))
@@ -78,9 +82,13 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
         ranked, seen = [], set()
         single = _State(text, state.reports, [(report, d)], 0)
         for position, (_, fix) in enumerate(_candidates(single, single.errors, allowed, frozenset(disabled))):
-            if fix.edits in seen or not budget.take():
+            try:
+                result = apply_fix(text, fix)
+            except (IndexError, ValueError):
                 continue
-            seen.add(fix.edits)
+            if result in seen or not budget.take():
+                continue  # one alternative per text it makes (`Relu` -> `ReLU`: two kinds, one edit)
+            seen.add(result)
             try:
                 after = _block_after(lines, starts[index], starts[index + 1], fix, verify_options)
             except (IndexError, ValueError):
