@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import run_nadc
 from reference_executor import runs
@@ -23,6 +24,7 @@ from nader.compiler.repair.alternatives import fix_alternatives
 from nader.dsl.parser import parse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "repair_classes"
+torch.set_num_threads(1)  # tiny tensors: threads only contend on the shared machine
 
 #: The fix kinds that repair each fixture, in the order applied.
 REPAIRED_BY = {
