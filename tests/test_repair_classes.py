@@ -222,3 +222,23 @@ def test_the_editor_offers_each_verified_repair_as_a_quick_fix_of_its_own():
     assert [preferred for _, preferred in fixes] == [False] * len(fixes)  # all unsafe: none preferred
     assert len({apply_fix(text, d.fix) for d, _ in fixes}) == len(fixes)  # no two make the same text
     assert quick_fixes(analysis, 1, 2) == []  # nothing on the header's lines
+
+
+def test_an_operation_is_renamed_only_to_a_close_name_not_to_another_operation():
+    """With the error an unknown operation hides now counted first, a rename that reveals one was kept:
+    `Frobnicate` became `concat` (difflib's 0.62), then the one-input concat was removed. `ZeroPad2d`
+    became `Zero`, `MatMul` `Mul`: other operations, offered as safe fixes."""
+    base = "##B##\n0:input\n1:output\n2:{op}\n3:Add\n0->2\n2->3\n0->3\n3->1\n"
+    for far in ("Frobnicate", "ZeroPad2d", "LeakyReLU"):
+        (report,), _ = verify_program(parse(base.format(op=far)))
+        (error,) = [d for d in report.diagnostics if d.code.code == "NAD104"]
+        assert error.fix is None and "did you mean" not in error.help, far
+        assert not repair_text(base.format(op=far), unsafe=True).changed, far
+    for typo, meant in (("Sigmod", "Sigmoid"), ("Conv2dd", "Conv2d"), ("MaxPool", "MaxPool2d")):
+        (report,), _ = verify_program(parse(base.format(op=typo)))
+        assert report.diagnostics[0].fix.edits[0].text == meant
+    matmul = base.format(op="MatMul").replace("2:MatMul", "2:MatMul\n4:ReLU").replace("0->2\n", "0->2\n0->4\n4->2\n")
+    fixed = repair_text(matmul, unsafe=True)
+    assert "2:multiply" in fixed.text and [f.kind for f in fixed.applied][0] == "torch-operation-name"
+    pooled = repair_text(base.format(op="GlobalAvgPool"), unsafe=True)  # PyTorch's name: its own kind
+    assert "2:AdaptiveAvgPool2d(output_size=1)" in pooled.text and pooled.ok
