@@ -18,7 +18,7 @@ from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix
 
 from .engine import (MOST_DIAGNOSTICS, MOST_ERRORS, _block_after, _block_progress, _Budget, _candidates, _State,
                      _verify, repair_text)
-from .kinds import all_kinds
+from .kinds import order_of
 
 #: Verifications one listing may run per file (its candidates; the follow-up repairs have their own budget).
 MOST_LIST_VERIFICATIONS = 200
@@ -62,7 +62,6 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
         return [ErrorAlternatives(d, ()) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
     budget = _Budget(text, MOST_LIST_VERIFICATIONS)
-    kinds = all_kinds()
     wanted = lines
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in state.reports] + [len(lines) + 1]
@@ -95,9 +94,8 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
                 continue
             if after is None or after[0] >= before:
                 continue
-            kind = kinds.get(fix.kind)
             added = after[2] - len(report.block.nodes)
-            ranked.append(((after[:2], added, fix.safety != SAFE, kind.order if kind else 50, position), fix, added))
+            ranked.append(((after[:2], added, fix.safety != SAFE, order_of(fix.kind), position), fix, added))
         ranked.sort(key=lambda r: r[0])
         found = []
         for _, fix, added in ranked:

@@ -32,7 +32,7 @@ from ..passes.contract import SQUARE
 from ..passes.shapes import Limits
 from ..passes.verify import BlockReport, verify_block, verify_program
 from .context import RepairContext
-from .kinds import all_kinds, kinds_for
+from .kinds import kinds_for, order_of
 from .result import AppliedFix, LeftBlock, RepairResult
 
 #: Fixes applied at most per repair, and diagnostics and candidates looked at per step: a bound on
@@ -169,7 +169,6 @@ def _step(state: _State, region, allowed: frozenset, disabled: frozenset, option
           lookahead: int = LOOKAHEAD) -> Optional[tuple[_State, list[AppliedFix]]]:
     """The best (new state, fixes applied) from one candidate for the errors `region(state)` picks (or,
     when none gets the verifier further, from two in a row), or None."""
-    kinds = all_kinds()
     best, level = None, []
     for index, (code, fix) in enumerate(_candidates(state, region(state), allowed, disabled)):
         if not budget.take():
@@ -181,8 +180,7 @@ def _step(state: _State, region, allowed: frozenset, disabled: frozenset, option
         if text == state.text:
             continue
         after = _verify(text, options)
-        kind = kinds.get(fix.kind)
-        rank = (after.score, after.nodes - state.nodes, fix.safety != SAFE, kind.order if kind else 50, index)
+        rank = (after.score, after.nodes - state.nodes, fix.safety != SAFE, order_of(fix.kind), index)
         applied = AppliedFix(code, fix.kind, fix.safety, fix.message)
         if after.progress == state.progress:
             level.append((rank, after, applied))
@@ -310,7 +308,6 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     if sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
         return
     budget = _Budget(text, MOST_SUGGESTION_VERIFICATIONS)
-    kinds = all_kinds()
     lines = text.split("\n")
     both = frozenset({SAFE, UNSAFE})
     starts = [r.block.header_span.line for r in reports] + [len(lines) + 1]
@@ -333,9 +330,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                     continue
                 if after is None or after[0] >= before:
                     continue
-                kind = kinds.get(fix.kind)
-                rank = (after[:2], after[2] - len(report.block.nodes), fix.safety != SAFE,
-                        kind.order if kind else 50, position)
+                rank = (after[:2], after[2] - len(report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position)
                 if best is None or rank < best[0]:
                     best = (rank, fix)
                 if after[0][2] == 0 and after[1] <= warnings and after[2] <= len(report.block.nodes):
