@@ -98,8 +98,8 @@ _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
 # An edge line, up to its end (what may follow an edge is the same as after any item: `_TAIL`).
 _EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}(#(?!#).*)?\Z")
-# A chain `a,b->c->d`: group 2 holds its targets (`c->d`).
-_CHAIN = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}(?:{_WS}->{_WS}{_ID})+){_WS}(#(?!#).*)?\Z")
+# A chain `a,b->c->d`: group 2 holds its targets (`c->d`). Compiled when a line first has two arrows.
+_CHAIN_PATTERN = rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}(?:{_WS}->{_WS}{_ID})+){_WS}(#(?!#).*)?\Z"
 _IDS = re.compile(_ID)
 # The grammar's HEADER terminal as the grammar's lexer matches it (atomic: the tail cannot take
 # hashes back from it), up to the line's end.
@@ -140,7 +140,7 @@ def read_line(text: str) -> Optional[RawLine]:
         edge = _EDGE.match(text)
         if edge is not None:
             return _edge(text, edge)
-        chain = _CHAIN.match(text) if text.count("->") > 1 else None
+        chain = re.match(_CHAIN_PATTERN, text) if text.count("->") > 1 else None
         if chain is not None:
             return _chain(text, chain)
     header = _HEADER.match(text)
