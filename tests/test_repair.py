@@ -328,6 +328,7 @@ KIND_EXAMPLES = {
     "reverse-edge": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:ReLU\n0->2\n3->2\n3->1\n",
     "drop-repeated-edges": _H + "2:ReLU\n0->2\n2->1\n2->1\n",
     "feed-starved-node": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n2->3\n3->1\n",
+    "drop-output-layout": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:permute(0,2,3,1)\n0->2\n2->3\n3->1\n",
     # NAD318 comes with an error's repair: valid blocks are not touched
     "fit-divisor": _H + "2:Conv2d(out_channels=C/32,kernel_size=1)\n3:Conv2d(out_channels=C,kernel_size=1)\n"
                         "4:BN\n0->2\n2->3\n3->4\n4->1\n4->1\n",

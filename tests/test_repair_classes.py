@@ -242,3 +242,11 @@ def test_an_operation_is_renamed_only_to_a_close_name_not_to_another_operation()
     assert "2:multiply" in fixed.text and [f.kind for f in fixed.applied][0] == "torch-operation-name"
     pooled = repair_text(base.format(op="GlobalAvgPool"), unsafe=True)  # PyTorch's name: its own kind
     assert "2:AdaptiveAvgPool2d(output_size=1)" in pooled.text and pooled.ok
+
+
+def test_a_width_shape_inference_prints_with_floor_is_written_as_the_language_writes_it():
+    """`C//4` is `floor(C/4)` to shape inference; match-width once wrote that, a line that does not parse."""
+    text = ("##B##\n0:input\n1:output\n2:Conv2d(out_channels=C//4,kernel_size=1)\n3:Conv2d(out_channels=64,kernel_size=1)\n"
+            "4:Add\n5:Conv2d(out_channels=C,kernel_size=1)\n0->2\n0->3\n2,3->4\n4->5\n5->1\n")
+    result = repair_text(text, unsafe=True)
+    assert result.ok and "3:Conv2d(out_channels=C//4,kernel_size=1)" in result.text and "floor" not in result.text

@@ -11,6 +11,7 @@ CODES: dict[str, tuple[str, ...]] = {
     "connect_terminal": ("NAD204",),
     "drop_argument": ("NAD105", "NAD106", "NAD107",),
     "drop_dead_node": ("*",),
+    "drop_output_layout": ("NAD311",),
     "drop_repeated_edges": ("NAD207", "NAD205",),
     "drop_sized_layer": ("NAD210",),
     "feed_starved": ("NAD207",),
