@@ -398,10 +398,10 @@ def main(argv=None) -> int:
 def grammars_accepted(base_url: str, model: str, field: str, key: str | None) -> None:
     """`nadc grammar --format gbnf`, whole and `--reply`, each sent once with a short request:
     whether the server takes it, and whether what it wrote parses."""
-    from nader.compiler.grammar_export import render
+    from nader.compiler.grammar_export import render_grammar
 
     for label, reply in (("nadc grammar", False), ("nadc grammar --reply", True)):
-        gbnf = render("gbnf", reply=reply)
+        gbnf = render_grammar("gbnf", reply=reply)
         extra = {"grammar": gbnf} if field == "llama.cpp" else {"structured_outputs": {"grammar": gbnf}}
         body = {"model": model, "max_tokens": 256, "temperature": 0, **extra,
                 "messages": [{"role": "user", "content": "Write a residual block: two 3x3 convolutions."}]}

@@ -140,7 +140,7 @@ REPLIES = ("block", "edits")
 
 
 def reply_form(reply: Union[bool, str, None]) -> Optional[str]:
-    """`block`, `edits` or None (the language) from `rules`' and `render`'s `reply` (True: `block`)."""
+    """`block`, `edits` or None (the language) from `rules`' and `render_grammar`'s `reply` (True: `block`)."""
     if reply is True:
         return "block"
     if not reply:
@@ -337,7 +337,7 @@ class _Style(NamedTuple):
     atom: Callable[[Union[Lit, Chars]], str]
 
 
-def render(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
+def render_grammar(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
     """The grammar in `fmt` (one of FORMATS); of an LLM's reply with `reply` (see `rules`), edits of
     `parent` with one."""
     form = reply_form(reply)

@@ -58,7 +58,7 @@ def render_json(diagnostics: Iterable[Diagnostic]) -> str:
     return json.dumps([d.to_json() for d in sorted(diagnostics, key=sort_key)], indent=2) + "\n"
 
 
-def render(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) -> str:
+def render_diagnostics(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) -> str:
     if fmt == "concise":
         return render_concise(diagnostics)
     if fmt == "json":

@@ -136,7 +136,7 @@ def _lark() -> Lark:
                 maybe_placeholders=True, cache=True)
 
 
-def grammar_parser() -> Lark:
+def lark_grammar_parser() -> Lark:
     """The Lark parser of the whole language (`start="program"` for whole files).
 
     It builds IR pieces as it parses (an inline transformer), not a parse tree.

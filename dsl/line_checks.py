@@ -11,7 +11,7 @@ import difflib
 import re
 from typing import NamedTuple, Optional
 
-from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
+from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols_in
 from .fast_lines import RawHeader, RawNode
 from .ir import Arg, NodeId, default_value
 from .ops import OpDef, Param, all_names, lookup
@@ -126,7 +126,7 @@ def _has_unknown_symbol(value: Value) -> bool:
 
 
 def _check_symbols(value: Value, problems: list[Problem]) -> None:
-    for sym in symbols(value):
+    for sym in symbols_in(value):
         if sym.name not in _SIZE_SYMBOLS:
             guess = _suggest(sym.name, list(SIZE_SYMBOLS))
             problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",

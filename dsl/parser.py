@@ -119,9 +119,9 @@ def grammar_parser():
 
     It builds the raw line pieces as it parses (an inline transformer), not a parse tree.
     """
-    from .lark_parser import grammar_parser as lark_parser
+    from .lark_parser import lark_grammar_parser
 
-    return lark_parser()
+    return lark_grammar_parser()
 
 
 def _parse_one(text: str) -> ParsedLine:

@@ -1,5 +1,5 @@
 """Regenerate the doc tables that list what the code defines (and the fix kinds' code index), so adding
-a strategy, a mutation operator or a fix kind is one file and a run of this script:
+a strategy, a mutation operator, a search setting or a fix kind is one declaration and a run of this script:
 
     python scripts/gen_docs.py           # rewrite the generated tables in place
     python scripts/gen_docs.py --check   # exit 1 naming each out-of-date file (tests/test_doc_tables.py)
@@ -42,6 +42,27 @@ def _option(key: str, option) -> str:
     return f"{text} ({', '.join(others)})" if others else text
 
 
+def options_table() -> str:
+    """docs/search.md's table of the search's settings, from `nader.search.settings`: each flag with
+    its search.toml key and `create_study` keyword (one setting, one reader), default and help."""
+    from nader.search.settings import SEARCH_SETTINGS
+
+    rows = ["| flag | search.toml key | `create_study` keyword | default | |", "|---|---|---|---|---|"]
+    for s in SEARCH_SETTINGS:
+        if s.hidden:
+            continue
+        flag = ""
+        if s.long:
+            value = "" if s.is_flag else " " + (s.metavar or s.kind.metavar).strip("[]")
+            flag = f"`{s.long}{value}`" + "".join(f", `{old}` (old, hidden)" for old in s.old)
+        toml = ", ".join(f"`{key}`" for key in ((s.toml,) if s.toml else ()) + s.old_toml)
+        keyword = f"`{s.keyword}`" if s.keyword else ""
+        default = s.shown() or ""
+        cells = [flag, toml, keyword, f"`{default}`" if default and " " not in default else default, s.help]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)
+
+
 def mutation_table() -> str:
     from nader.compiler.mutate.table import reference_table
 
@@ -70,12 +91,13 @@ def kind_index() -> str:
             "CODES: dict[str, tuple[str, ...]] = {\n" + "\n".join(sorted(rows)) + "\n}\n")
 
 
-#: file -> (marker name, generator)
-TABLES: dict[str, tuple[str, Callable[[], str]]] = {
-    "docs/search.md": ("strategies", strategy_table),
-    "docs/mutations.md": ("mutations", mutation_table),
-    "docs/language.md": ("fixes", fix_table),
-}
+#: (file, marker name, generator)
+TABLES: list[tuple[str, str, Callable[[], str]]] = [
+    ("docs/search.md", "strategies", strategy_table),
+    ("docs/search.md", "options", options_table),
+    ("docs/mutations.md", "mutations", mutation_table),
+    ("docs/language.md", "fixes", fix_table),
+]
 #: file -> generator of the whole file
 FILES: dict[str, Callable[[], str]] = {
     "compiler/repair/kinds/_index.py": kind_index,
@@ -94,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a table is out of date")
     args = parser.parse_args(argv)
     stale = []
-    for rel, (marker, generate) in TABLES.items():
+    for rel, marker, generate in TABLES:
         path = REPO_ROOT / rel
         text = path.read_text(encoding="utf-8")
         try:

@@ -20,14 +20,14 @@ from nader.runtime.errors import ConfigError, DatasetError
 from nader.runtime.executors import make_executor
 from nader.runtime.faults import InfrastructureError
 from nader.runtime.integrity import StoreError
+from nader.runtime.lock import RunLock
 from nader.runtime.presets import get_preset
 
 from . import records
 from .config import SearchConfig, differences, merge
 from .evaluator import TrainingEvaluator
-from .evaluators.base import EvaluatorError
-from .evaluators.lookup import TableEvaluator
-from .lock import RunLock
+from .tables.base import TableError
+from .tables.lookup import TableEvaluator
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .preflight import check_rungs, preflight
 from .prescreen import Prescreener
@@ -88,7 +88,7 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
         try:
             evaluator = TableEvaluator.open(config.evaluator, config.dataset,
                                             config.epochs or get_preset(config.preset).epochs, config.table_map)
-        except EvaluatorError as exc:
+        except TableError as exc:
             raise ConfigError(str(exc)) from None
         _check_rungs(config, evaluator)
         return None, evaluator
@@ -220,10 +220,10 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     _close(evaluator, executor, abort=False)
     store.end_session(session, stop.code, loop.tree.trials())
     damaged: list = []  # cells that could not be read, as warnings
-    best = records.best(store.conn, damaged)
+    best = records.best(store, damaged)
     warnings = list(dict.fromkeys(warnings + store.problems + damaged))
-    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
-                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn))
+    return SearchSummary(str(run_dir), stop, loop.tree.trials(), store.counts(), best,
+                         time.monotonic() - t0, resumed, warnings, records.failures(store))
 
 
 def _end_anyway(store, session, reason: str, trials: int) -> None:

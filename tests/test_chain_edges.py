@@ -6,7 +6,7 @@ then deleted the `Mul` the chain fed. Now the language accepts a chain as the ed
 from __future__ import annotations
 
 from conftest import run_nadc
-from nader.compiler.grammar_export import render
+from nader.compiler.grammar_export import render_grammar
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.verify import verify_program
 from nader.compiler.repair import repair_text
@@ -94,9 +94,9 @@ def test_a_chained_se_block_needs_no_repair_and_a_repaired_chain_is_written_one_
 
 
 def test_the_language_grammar_has_chains_and_the_reply_grammars_do_not():
-    assert '"->" node-id ("->" node-id)*' in render("ebnf")
+    assert '"->" node-id ("->" node-id)*' in render_grammar("ebnf")
     for reply in ("block", "edits"):
-        assert '("->" node-id)*' not in render("ebnf", reply=reply)
+        assert '("->" node-id)*' not in render_grammar("ebnf", reply=reply)
 
 
 def test_reply_extraction_keeps_chain_lines():

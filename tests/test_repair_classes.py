@@ -209,11 +209,11 @@ def test_a_valid_block_keeps_its_warning_and_no_repair_touches_it():
 
 
 def test_the_editor_offers_each_verified_repair_as_a_quick_fix_of_its_own():
-    from nader.compiler.editor import analyze, quick_fixes
+    from nader.compiler.editor import analyze_document, quick_fixes
     from nader.dsl.diagnostics import apply_fix
 
     text = text_of("u-narrow-width.nad")
-    analysis = analyze(text, "narrow.nad")
+    analysis = analyze_document(text, "narrow.nad")
     (error,) = [d for d in analysis.diagnostics if d.is_error]
     fixes = quick_fixes(analysis, error.span.line, error.span.line)
     kinds = [d.fix.kind for d, _ in fixes]

@@ -17,8 +17,11 @@ from pathlib import Path
 import click
 
 from nader.compiler.commands.fmt import _read
-from nader.compiler.reporting import FORMATS, render
+from nader.compiler.commands.common import DOMAIN, FORMAT, ROLE, STEM_STRIDE
+from nader.compiler.reporting import render_diagnostics
 from nader.dsl.ir import Role
+from nader.inputs.cli import options as setting_options
+from nader.inputs.settings import Flag, Setting
 from nader.dsl.limits import LimitsError, limits_for
 
 
@@ -36,23 +39,16 @@ def _stdin_result(record: dict, text: str, fmt: str) -> None:
 
 @click.command("fix")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--unsafe", is_flag=True, help="Also apply unsafe fixes: they change the architecture, minimally.")
-@click.option("--diff", "show_diff", is_flag=True, help="Print the changes as unified diffs instead of writing them.")
-@click.option("--check", is_flag=True, help="Write nothing; list the files that would change and exit 1 if any.")
-@click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
-              help="Verify every block in this role instead of the one its header implies.")
-@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
-              help="Stride of stems (default: the stride each stem has, as `nadc verify`).")
-@click.option("--domain", default="square", show_default=True, metavar="square|any|N",
-              help="Input sizes the repaired blocks must verify for (as `nadc verify --domain`).")
-@click.option("--partial", is_flag=True,
-              help="Apply the fixes found for a block even where they do not make it verify (by default such a "
-                   "block is left as it was, and a note says so).")
-@click.option("--list", "list_fixes", is_flag=True,
-              help="Write nothing; list every verified repair of each error (safety, what it does, its diff, whether "
-                   "the block then verifies), best first.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
-              help="How to print what remains (`json`: one object per file on stdout).")
+@setting_options(Setting("--unsafe", Flag(), "Also apply unsafe fixes: they change the architecture, minimally."),
+         Setting("--diff", Flag(), "Print the changes as unified diffs instead of writing them.", name="show_diff"),
+         Setting("--check", Flag(), "Write nothing; list the files that would change and exit 1 if any."),
+         ROLE, STEM_STRIDE.but(help="Stride of stems.", shown_default="the stride each stem has, as `nadc verify`"),
+         DOMAIN.but(help="Input sizes the repaired blocks must verify for (as `nadc verify --domain`)."),
+         Setting("--partial", Flag(), "Apply the fixes found for a block even where they do not make it verify (by "
+                 "default such a block is left as it was, and a note says so)."),
+         Setting("--list", Flag(), "Write nothing; list every verified repair of each error (safety, what it does, "
+                 "its diff, whether the block then verifies), best first.", name="list_fixes"),
+         FORMAT.but(help="How to print what remains (`json`: one object per file on stdout)."))
 def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, partial, list_fixes, fmt):
     """Fix the errors of FILEs in place: safe fixes, and unsafe ones with --unsafe (`-` reads standard
     input and prints the result; in JSON, as the record's `text`).
@@ -65,16 +61,11 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, partial,
     nadc fix --list block.nad       every verified repair of each error, best first
     `nadc explain fixes` lists the fix kinds; `[tool.nadc.fix] disable = [...]` turns kinds off.
     """
-    from nader.compiler.passes import parse_domain
     from nader.compiler.repair import repair_text
     from nader.compiler.repair.config import FixConfigError, fix_config_for
 
     if show_diff and check:
         raise click.UsageError("--diff and --check exclude each other")
-    try:
-        domain = parse_domain(domain)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--domain") from None
     options = {"role": Role(role) if role else None, "stem_stride": stem_stride, "domain": domain}
     if list_fixes:
         from nader.compiler.commands.fix_list import list_cmd
@@ -134,7 +125,7 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, partial,
         click.echo(json.dumps(records, indent=2))
     else:
         if remaining:
-            click.echo(render(remaining, fmt, sources), err=True, nl=False)
+            click.echo(render_diagnostics(remaining, fmt, sources), err=True, nl=False)
         errors = sum(d.is_error for d in remaining)
         verb = "Would apply" if (show_diff or check) else "Applied"
         summary = (f"{verb} {_plural(fixed, 'fix')} in {_plural(would_change, 'file')}; "

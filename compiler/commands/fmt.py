@@ -15,13 +15,15 @@ from pathlib import Path
 
 import click
 
-from nader.compiler.commands.common import format_option
-from nader.compiler.reporting import render
+from nader.compiler.commands.common import FORMAT
+from nader.compiler.reporting import render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
 from nader.dsl.limits import InputLimits, LimitsError, limits_for, read_bounded, text_problem, text_size
 from nader.dsl.parser import UNREADABLE_FILE
 from nader.dsl.span import Span
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting
 
 _BOM = "\ufeff"
 
@@ -62,11 +64,11 @@ def _format_one(path: str, source: str, renumber: bool, limits: InputLimits) -> 
 
 @click.command("fmt")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--check", is_flag=True, help="Change nothing; list the files that would change and exit 1 if any.")
-@click.option("--write", is_flag=True, help="Rewrite the files that change, in place.")
-@click.option("--renumber", is_flag=True,
-              help="Also renumber nodes: inputs first, then output, then the rest in topological order.")
-@format_option
+@options(Setting("--check", Flag(), "Change nothing; list the files that would change and exit 1 if any."),
+         Setting("--write", Flag(), "Rewrite the files that change, in place."),
+         Setting("--renumber", Flag(), "Also renumber nodes: inputs first, then output, then the rest in topological "
+                                       "order."),
+         FORMAT)
 def fmt_cmd(files, check, write, renumber, fmt):
     """Print FILEs in canonical form (`-` reads standard input).
 
@@ -123,7 +125,7 @@ def fmt_cmd(files, check, write, renumber, fmt):
             click.echo(result.text, nl=False)
 
     if diagnostics:
-        click.echo(render(diagnostics, fmt, sources), err=True, nl=False)
+        click.echo(render_diagnostics(diagnostics, fmt, sources), err=True, nl=False)
     if check:
         parts = []
         if changed:

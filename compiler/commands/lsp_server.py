@@ -26,7 +26,7 @@ from pygls.uris import to_fs_path
 
 from nader import __version__
 from nader.compiler.codes import code_table
-from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references
+from nader.compiler.editor import Analysis, analyze_document, completions, definition, folding_ranges, hover, references
 from nader.compiler.editor import quick_fixes, rename_edits, symbols
 from nader.compiler.passes import SQUARE, Limits
 from nader.compiler.repair import repair_text
@@ -76,7 +76,7 @@ async def _analysis(ls: LanguageServer, uri: str) -> tuple[Optional[int], Analys
     if cached is not None and cached[0] == doc.version:
         return cached
     version, text = doc.version, doc.source
-    analysis = await asyncio.get_running_loop().run_in_executor(state.executor, analyze, text, _path(uri))
+    analysis = await asyncio.get_running_loop().run_in_executor(state.executor, analyze_document, text, _path(uri))
     return version, analysis
 
 

@@ -7,10 +7,10 @@ same questions. Positions are the compiler's: 1-based lines, 1-based character c
 columns exclusive.
 """
 from .actions import quick_fixes
-from .analysis import Analysis, analyze
+from .analysis import Analysis, analyze_document
 from .complete import Completion, completions
 from .hover import hover
 from .navigate import Symbol, definition, folding_ranges, references, rename_edits, symbols
 
-__all__ = ["Analysis", "Completion", "Symbol", "analyze", "completions", "definition", "folding_ranges", "hover",
+__all__ = ["Analysis", "Completion", "Symbol", "analyze_document", "completions", "definition", "folding_ranges", "hover",
            "quick_fixes", "references", "rename_edits", "symbols"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from nader.compiler.lint.config import ConfigError, selection_for
+from nader.compiler.lint.config import LintConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
 from nader.compiler.passes import SQUARE, BlockReport, Limits, verify_program
 from nader.compiler.repair import suggest_fixes
@@ -57,7 +57,7 @@ class Analysis:
         return block, node, edge
 
 
-def analyze(text: str, path: str) -> Analysis:
+def analyze_document(text: str, path: str) -> Analysis:
     """Parse, verify and lint `text`, the content of `path` (which need not exist on disk)."""
     config_error = None
     try:
@@ -79,7 +79,7 @@ def analyze(text: str, path: str) -> Analysis:
     out = Analysis(path, parsed, reports, [], verified, config_error, limits)
     try:
         selection = selection_for(path)
-    except ConfigError as error:
+    except LintConfigError as error:
         out.config_error = out.config_error or str(error)
         selection = None
     seen = {_key(d) for d in verified}

@@ -282,18 +282,18 @@ def test_a_reply_cap_or_a_context_too_small_for_a_whole_block_recommends_edit_re
 
 def test_the_report_names_the_edit_reply_and_why():
     from nader.agents.llm.check import _recommend
-    from nader.agents.llm.cli import render
+    from nader.agents.llm.cli import render_check
     from nader.agents.llm.config import LLMConfig
     from nader.agents.llm.profiles import ModelProfile
 
     report = _measured(200.0)
     report.context_length = 2048
     report.profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
-    text = render(report)
+    text = render_check(report)
     assert 'grammar = "llama.cpp", context = 2048, reply = "edits"' in text
     assert "reply         a context of 2048 tokens" in text
     report.profile, report.reply_note = ModelProfile("x"), ""
-    assert "reply" not in render(report).split("recommended", 1)[1]
+    assert "reply" not in render_check(report).split("recommended", 1)[1]
 
 
 @pytest.mark.parametrize("rambles", [False, True])

@@ -84,7 +84,7 @@ def test_genius_in_the_cell_space_completes_resumes_and_shows_the_history(server
     assert [h[1] for h in history][:1] == [S.RESNET] and len(history) == 4
     for op_list, cell, result in history:
         assert result == f"validation accuracy {T.valid_accuracy(cell):.2f}%"
-        assert S.parse_cell_reply(f"op_list = {op_list}") == S.Cell.parse(cell)
+        assert S.parse_cell_reply(f"op_list = {op_list}") == S.CellStructure.parse(cell)
     assert "This is proposal 4 of 4" in prompt
     rows = _rows(run, "SELECT arch_id, parent_id, status, operator, valid_acc, tokens_in, tokens_out FROM archs "
                       "ORDER BY arch_id")

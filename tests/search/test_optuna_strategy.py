@@ -94,7 +94,7 @@ def test_optuna_is_refused_outside_the_cell_space(tmp_path):
 def test_baselines_in_the_cell_space_train_no_root_by_default(tmp_path, smooth, strategy):
     """The issue's done-when: with no root trial, random's 10-trial figure is no longer the
     root's (the ResNet cell, trial 1 of every search before)."""
-    root = S.Cell.parse(S.RESNET)
+    root = S.CellStructure.parse(S.RESNET)
     figures = []
     for seed in range(3):
         s = run_search(_settings(tmp_path / f"s{seed}", smooth, strategy=strategy, trials=10, seed=seed))

@@ -5,7 +5,7 @@ import re
 from fractions import Fraction
 
 from nader.dsl.diagnostics import UNSAFE
-from nader.dsl.expr import evaluate
+from nader.dsl.expr import evaluate_expr
 from nader.dsl.ops import ParamKind
 
 from ...passes.size_checks import network_sizes
@@ -64,7 +64,7 @@ def candidates(ctx, diagnostic):
 def _whole(value, sizes) -> bool:
     """Whether a size expression is a positive whole number at every one of `sizes`."""
     try:
-        values = [evaluate(value, s) for s in sizes]
+        values = [evaluate_expr(value, s) for s in sizes]
     except (ArithmeticError, KeyError, TypeError, ValueError):
         return True  # not this kind's to judge
     return all(isinstance(v, Fraction) and v.denominator == 1 and v >= 1 for v in values)
@@ -79,8 +79,8 @@ def _groups_fit(ctx, node, sizes) -> bool:
         return True
     try:
         for s in sizes:
-            groups = evaluate(node.arg("groups").value, s)
-            channels = (Fraction(shape[1].evaluate(s)), evaluate(out.value, s))
+            groups = evaluate_expr(node.arg("groups").value, s)
+            channels = (Fraction(shape[1].evaluate(s)), evaluate_expr(out.value, s))
             if groups < 1 or any(c % groups for c in channels):
                 return False
     except (ArithmeticError, KeyError, TypeError, ValueError, AttributeError):

@@ -1,4 +1,5 @@
-"""The modification tree, stored in the run directory's database beside the runtime's tables.
+"""The search's storage in SQLite: the modification tree in the run directory's database, beside
+the runtime's tables (`SearchStore`, the writer; its reads are `reads.TreeReads`).
 
 ``RUN/runs.sqlite`` holds the runtime's tables (meta, jobs, results, epochs; see
 ``nader.runtime.store``) and these:
@@ -17,20 +18,18 @@ committed together.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from pathlib import Path
 from typing import Iterable, List, Optional
 
-from nader.runtime.integrity import (BadText, StoreDamaged, cell_problem, check_database, connect_readonly, json_cell,
-                                     number_cell, unreadable_cell)
+from nader.runtime.integrity import StoreDamaged, json_cell
 from nader.runtime.jobs import Result
-from nader.runtime.store import DB_NAME, RunStore
+from nader.runtime.store import RunStore
 
-from .tree import Node
+from ..tree import TreeNode
+from .base import BaseStore
+from .reads import CONFIG_KEY, TreeReads
 
 SEARCH_SCHEMA_VERSION = "1"
-CONFIG_KEY = "search.config"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS archs (
@@ -92,40 +91,12 @@ CREATE TABLE IF NOT EXISTS arch_rungs (
 CREATE INDEX IF NOT EXISTS arch_rungs_bracket ON arch_rungs(bracket, rung);
 """
 
-_NODE_COLUMNS = ("arch_id, parent_id, depth, status, text, hash, duplicate_of, origin, operator, change, "
-                 "widths, params, flops, valid_acc, finished, seeds_done, attempts, "
-                 "COALESCE((SELECT MAX(rung) FROM arch_rungs r WHERE r.arch_id=archs.arch_id), 0), objectives")
-
 # Columns added after the first release: (table, column, type). A store opened for writing gains
 # the ones it lacks (NULL in old rows); readers treat a missing column as NULL.
 ADDED_COLUMNS = (
     ("archs", "objectives", "TEXT"),       # JSON: the mean over ok seeds of each reported objective (objectives.py)
     ("arch_seeds", "objectives", "TEXT"),  # JSON: what the evaluator reported beyond the accuracies
 )
-
-
-def _node(row, problems: list) -> Node:
-    (arch_id, parent_id, depth, status, text, hsh, dup, origin, operator, change, widths, params, flops, valid_acc,
-     finished, seeds_done, attempts, rung, objectives) = row
-    where = ("archs", f"arch_id={arch_id}")
-    widths = json_cell(widths, *where, "widths", problems, expect=(list,))
-    if widths is not None and not all(isinstance(w, int) for w in widths):
-        problems.append(f"{DB_NAME}: table archs, row arch_id={arch_id}, column widths: not a list of integers; "
-                        f"left out")
-        widths = None
-    for name, value in (("status", status), ("text", text), ("hash", hsh), ("origin", origin), ("operator", operator)):
-        if isinstance(value, BadText):  # the search cannot use it; the readers say the same per cell
-            problems.append(cell_problem(*where, name, unreadable_cell(value)))
-    text = None if isinstance(text, BadText) else text
-    hsh = None if isinstance(hsh, BadText) else hsh
-    operator = None if isinstance(operator, BadText) else operator
-    valid_acc = number_cell(valid_acc, *where, "valid_acc", problems)
-    return Node(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
-                duplicate_of=dup, origin=origin, operator=operator,
-                change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},
-                widths=widths, params=params, flops=flops, valid_acc=valid_acc, finished=finished,
-                seeds_done=seeds_done, attempts=attempts, rung=rung,
-                objectives=json_cell(objectives, *where, "objectives", problems, expect=(dict,)) or {})
 
 
 def _mean_std(values: List[float]):
@@ -152,8 +123,8 @@ def _mean_objectives(cells: List[Optional[str]]) -> Optional[str]:
     return json.dumps(means, sort_keys=True) if means else None
 
 
-class SearchStore(RunStore):
-    """The run store with the search's tables. Open it only while holding the run's lock."""
+class SearchStore(TreeReads, RunStore, BaseStore):
+    """The run store with the search's tables, in SQLite. Open it only while holding the run's lock."""
 
     def _create_schema(self) -> None:
         super()._create_schema()
@@ -199,16 +170,6 @@ class SearchStore(RunStore):
                       (time.time(), reason, trials, session))
 
     # ------------------------------------------------------------------ the tree
-    def nodes(self) -> List[Node]:
-        with self._lock:
-            rows = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs ORDER BY arch_id").fetchall()
-        return [_node(r, self.problems) for r in rows]
-
-    def node(self, arch_id: int) -> Node:
-        with self._lock:
-            row = self.conn.execute(f"SELECT {_NODE_COLUMNS} FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
-        return _node(row, self.problems)
-
     def insert(self, records: Iterable[dict]) -> None:
         """Insert new architectures (dicts of archs columns), all in one transaction."""
         now = time.time()
@@ -250,20 +211,6 @@ class SearchStore(RunStore):
             c.execute("UPDATE archs SET tokens_in=tokens_in+?, tokens_out=tokens_out+?, cost_usd=cost_usd+?, updated=? "
                       "WHERE arch_id=?", (int(tokens_in), int(tokens_out), float(cost_usd), time.time(), arch_id))
 
-    def spent(self) -> tuple:
-        """(tokens in + out, dollars) over the whole run, all sessions, as the LLM client's caps count
-        them: its ledger (`llm_calls` rows an endpoint answered) when the run has one, so the loop
-        stops where the client would; else the usage recorded on the architectures."""
-        with self._lock:
-            if self.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='llm_calls'").fetchone():
-                t, d = self.conn.execute(
-                    "SELECT COALESCE(SUM(COALESCE(prompt_tokens, 0) + COALESCE(completion_tokens, 0)), 0), "
-                    "COALESCE(SUM(COALESCE(cost_usd, 0)), 0) FROM llm_calls WHERE source='endpoint'").fetchone()
-            else:
-                t, d = self.conn.execute("SELECT COALESCE(SUM(tokens_in + tokens_out), 0), "
-                                         "COALESCE(SUM(cost_usd), 0) FROM archs").fetchone()
-        return int(t), float(d)
-
     # ------------------------------------------------------------------ evaluations
     def seeds_done(self, arch_id: int) -> dict:
         """seed -> status of the evaluations recorded for an architecture."""
@@ -274,7 +221,7 @@ class SearchStore(RunStore):
 
     def record_seed(self, arch_id: int, seed: int, *, status: str, valid_acc=None, test_acc=None, seconds=None,
                     epochs=None, error=None, error_kind=None, job_id=None, result: Optional[Result] = None,
-                    seeds_total: int = 1, objectives: Optional[dict] = None) -> Optional[Node]:
+                    seeds_total: int = 1, objectives: Optional[dict] = None) -> Optional[TreeNode]:
         """Commit one seed's outcome (with the runtime's result record, if any) and, when it is the
         architecture's last seed, its aggregate and final status; returns the node when final."""
         now = time.time()
@@ -288,7 +235,7 @@ class SearchStore(RunStore):
             final = self._aggregate(c, arch_id, seeds_total, now)
         return self.node(arch_id) if final else None
 
-    def refresh(self, arch_id: int, seeds_total: int) -> Optional[Node]:
+    def refresh(self, arch_id: int, seeds_total: int) -> Optional[TreeNode]:
         """Recompute an architecture's aggregate from its seeds; the node when every seed is done."""
         with self._tx() as c:
             final = self._aggregate(c, arch_id, seeds_total, time.time())
@@ -378,22 +325,3 @@ class SearchStore(RunStore):
                           (arch_id, next_rung, bracket, epochs))
                 c.execute("UPDATE archs SET status='training', seeds_done=0, finished=NULL, started=?, updated=? "
                           "WHERE arch_id=?", (now, now, arch_id))
-
-
-# ---------------------------------------------------------------------- reading a run (no lock)
-
-
-def open_readonly(run_dir) -> sqlite3.Connection:
-    """A read-only connection to a run's database (status/best/export while a search runs), after
-    the integrity check (StoreError, one line naming the file, when it fails)."""
-    path = Path(run_dir) / DB_NAME
-    if not path.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a search run directory (no {DB_NAME})")
-    check_database(path)
-    conn = connect_readonly(path)
-    conn.row_factory = sqlite3.Row
-    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "archs" not in have:
-        conn.close()
-        raise FileNotFoundError(f"{run_dir} holds no search (no architectures table); `nader-search run` creates one")
-    return conn

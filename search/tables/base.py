@@ -1,7 +1,7 @@
-"""What every evaluator shares: the record of an answered trial, the error of one it cannot answer,
-and the interface the search loop calls (:class:`Evaluator`).
+"""What every table shares: the record it answers a lookup with, the error of a lookup it cannot
+answer, and the interface (:class:`Table`) the loop's `lookup.TableEvaluator` reads through.
 
-The evaluators (`tabular.py` for NAS-Bench-201/NATS-Bench, `table.py` for a derived table) build on
+The tables (`benchmark.py` for NAS-Bench-201/NATS-Bench, `derived.py` for a derived table) build on
 these, so neither has to import the other for them.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from nader.inputs import InputError, finite_number
 ACCURACY = (0.0, 100.0)
 
 
-class EvaluatorError(Exception):
-    """A trial the evaluator cannot answer, or a benchmark file it cannot read; the message says why
+class TableError(Exception):
+    """A trial the table cannot answer, or a benchmark file it cannot read; the message says why
     and ``kind`` what is missing: ``not-in-space``, ``missing-entry`` (no record of the
     architecture), ``missing-epoch`` (no result at that epoch budget), ``missing-seed``,
     ``missing-value`` (a record without the number), ``unreadable`` (the file)."""
@@ -27,23 +27,23 @@ class EvaluatorError(Exception):
 
 
 def number(value, what: str, lo: Optional[float] = None, hi: Optional[float] = None) -> float:
-    """A table's number, finite and in [lo, hi], or EvaluatorError(missing-value) for None, NaN, an
+    """A table's number, finite and in [lo, hi], or TableError(missing-value) for None, NaN, an
     infinity, text that is not a number or a value out of range (`nader.inputs.finite_number`)."""
     if value is None:
-        raise EvaluatorError(f"{what} is None, not a number", "missing-value")
+        raise TableError(f"{what} is None, not a number", "missing-value")
     if not isinstance(value, (int, float, str)):  # numpy scalars and the like
         try:
             value = float(value)
         except (TypeError, ValueError):
-            raise EvaluatorError(f"{what} is {type(value).__name__}, not a number", "missing-value") from None
+            raise TableError(f"{what} is {type(value).__name__}, not a number", "missing-value") from None
     try:
         return float(finite_number(value, what, lo=lo, hi=hi, from_text=True))
     except InputError as exc:
-        raise EvaluatorError(str(exc), "missing-value") from None
+        raise TableError(str(exc), "missing-value") from None
 
 
 @dataclass
-class TrialRecord:
+class TableRecord:
     arch: str  # the NAS-Bench-201 string that was looked up
     dataset: str
     epochs: int
@@ -60,12 +60,13 @@ class TrialRecord:
         return asdict(self)
 
 
-class Evaluator(Protocol):
-    """What the search loop needs from any evaluator (tabular here, training elsewhere)."""
+class Table(Protocol):
+    """A benchmark table: what `lookup.TableEvaluator` asks of one (the official benchmarks', a
+    derived file)."""
 
     def test_schedules(self, dataset: str) -> set: ...
 
     def valid_schedules(self, dataset: str) -> set: ...
 
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
-                 test_epochs: Optional[int] = None) -> TrialRecord: ...
+                 test_epochs: Optional[int] = None) -> TableRecord: ...

@@ -1,4 +1,4 @@
-"""Derived tables as evaluators (``--evaluator table:FILE.csv|FILE.json``): the tables researchers
+"""Derived tables (``--evaluator table:FILE.csv|FILE.json``): the tables researchers
 keep beside the official benchmark files, read without any API package.
 
 * **CSV**: a header row with an ``arch`` column (NAS-Bench-201 strings, ``|op~0|+|op~0|op~1|+...``)
@@ -22,8 +22,8 @@ number per metric (usually a mean over trials): every seed reads the same one.
 
 Loading checks the file against the space and keeps a summary (`FileTable.summary`): rows, cells
 of the space covered, strings that are not cells, duplicates, and per metric the rows without a
-number. A trial the table cannot answer raises EvaluatorError with its kind (``missing-entry``,
-``missing-epoch``, ``missing-value``; see `tabular.EvaluatorError`), which the search records as
+number. A trial the table cannot answer raises TableError with its kind (``missing-entry``,
+``missing-epoch``, ``missing-value``; see `base.TableError`), which the search records as
 a failed trial and goes on.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from nader.inputs import InputError, csv_rows, load_json, read_bounded_text
 from nader.runtime.errors import ConfigError
 from nader.search.spaces import nb201
 
-from .base import ACCURACY, EvaluatorError, TrialRecord, number
+from .base import ACCURACY, TableError, TableRecord, number
 
 KIND = "table"
 MAX_BYTES = 512 * 2**20  # a whole NB201 table with every epoch is far smaller
@@ -66,7 +66,7 @@ def check_table_map(table_map: Optional[dict]) -> None:
 
 
 def _rows(path: Path) -> Dict[str, dict]:
-    """arch string (as written) -> {column: value}; EvaluatorError when the file cannot be read or is
+    """arch string (as written) -> {column: value}; TableError when the file cannot be read or is
     refused (a special file, a symlink loop, past the size, not UTF-8, a field, number or nesting past
     the bounds of `nader.inputs`): one line naming the file."""
     try:
@@ -75,15 +75,15 @@ def _rows(path: Path) -> Dict[str, dict]:
             return _json_rows(path, text)
         return _csv_rows(path, text)
     except InputError as exc:
-        raise EvaluatorError(f"table: {exc}") from None
+        raise TableError(f"table: {exc}") from None
 
 
 def _json_rows(path: Path, text: str) -> Dict[str, dict]:
     data = load_json(text, str(path), max_depth=MAX_DEPTH, max_number_digits=MAX_NUMBER_DIGITS)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise EvaluatorError(f"table: {path}: expected {{arch: {{metric: value}}}} (an object of objects)")
+        raise TableError(f"table: {path}: expected {{arch: {{metric: value}}}} (an object of objects)")
     if len(data) > MAX_ROWS:
-        raise EvaluatorError(f"table: {path} has {len(data):,} entries, over the {MAX_ROWS:,} limit")
+        raise TableError(f"table: {path} has {len(data):,} entries, over the {MAX_ROWS:,} limit")
     out = {}
     for arch, metrics in data.items():
         flat = {}
@@ -101,7 +101,7 @@ def _csv_rows(path: Path, text: str) -> Dict[str, dict]:
     header = next(rows, None)
     names = [f.strip() for f in header or []]
     if "arch" not in names:
-        raise EvaluatorError(f"table: {path}: a CSV table needs a header row with an `arch` column "
+        raise TableError(f"table: {path}: a CSV table needs a header row with an `arch` column "
                              f"(got {', '.join(header or []) or 'no header'})")
     out = {}
     for fields in rows:
@@ -147,20 +147,20 @@ def _bounds(metric: str) -> tuple:
 def _usable(value, bounds: tuple) -> bool:
     try:
         number(value, "value", *bounds)
-    except EvaluatorError:
+    except TableError:
         return False
     return True
 
 
 class FileTable:
-    """Answers trials from a derived table; same `evaluate` as `tabular.TabularEvaluator`."""
+    """Answers trials from a derived table; same `evaluate` as `benchmark.BenchmarkTable`."""
 
     kind = KIND
 
     def __init__(self, path, table_map: Optional[dict] = None):
         self.path = Path(path).expanduser()
         if not os.path.lexists(self.path):
-            raise EvaluatorError(f"table: no file at {self.path}")
+            raise TableError(f"table: no file at {self.path}")
         check = dict(table_map or {})
         self.table_map = check
         raw = _rows(self.path)
@@ -169,7 +169,7 @@ class FileTable:
         self.duplicates = 0
         for arch, row in raw.items():
             try:
-                cell = str(nb201.Cell.parse(arch))
+                cell = str(nb201.CellStructure.parse(arch))
             except nb201.NotInSpace:
                 self.unknown.append(arch)
                 continue
@@ -264,34 +264,34 @@ class FileTable:
         return ", ".join(f"{m} <- {c}" for m, c in sorted(self.aliases.items()))
 
     # ------------------------------------------------------------------ answering
-    def cell(self, arch: str) -> nb201.Cell:
+    def cell(self, arch: str) -> nb201.CellStructure:
         text = (arch or "").strip()
         try:
-            return nb201.Cell.parse(text) if text.startswith("|") else nb201.cell_of_text(text)
+            return nb201.CellStructure.parse(text) if text.startswith("|") else nb201.cell_of_text(text)
         except nb201.NotInSpace as exc:
-            raise EvaluatorError(f"table answers only NAS-Bench-201 cells: {exc}", "not-in-space") from None
+            raise TableError(f"table answers only NAS-Bench-201 cells: {exc}", "not-in-space") from None
 
     def value(self, row: dict, cell, metric: str, dataset: str) -> float:
         column = self.column(metric, dataset)
         if column is None:
-            raise EvaluatorError(f"table {self.path.name} has no {metric} column for {dataset} "
+            raise TableError(f"table {self.path.name} has no {metric} column for {dataset} "
                                  f"(--table-map {metric}=COLUMN names one)", "missing-epoch")
         if row.get(column) is None:
-            raise EvaluatorError(f"table {self.path.name}: {cell} has no {metric} ({column})", "missing-value")
+            raise TableError(f"table {self.path.name}: {cell} has no {metric} ({column})", "missing-value")
         return number(row[column], f"table {self.path.name}: {cell}'s {metric} ({column})", *_bounds(metric))
 
     def evaluate(self, arch: str, dataset: str, epochs: int, seed: Optional[int] = None,
-                 test_epochs: Optional[int] = None) -> TrialRecord:
+                 test_epochs: Optional[int] = None) -> TableRecord:
         cell = self.cell(arch)
         row = self.rows.get(str(cell))
         if row is None:
-            raise EvaluatorError(f"table {self.path.name} has no row for {cell}", "missing-entry")
+            raise TableError(f"table {self.path.name} has no row for {cell}", "missing-entry")
         epochs = int(epochs)
         valid = self.value(row, cell, f"valid_acc@{epochs}", dataset)
         extra: dict = {}
         try:  # the reported figure: never a reason to fail the trial, whose signal is valid
             test = self.value(row, cell, f"test_acc@{int(test_epochs or epochs)}", dataset)
-        except EvaluatorError as exc:
+        except TableError as exc:
             test, extra["test_missing"] = None, str(exc)
         seconds = None
         per_epoch = self.column("epoch_seconds", dataset)
@@ -301,6 +301,6 @@ class FileTable:
         for name in ("params", "flops"):
             column = self.column(name, dataset)
             counts[name] = int(number(row[column], name, 0)) if column and row.get(column) is not None else None
-        return TrialRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid, test_acc=test,
+        return TableRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid, test_acc=test,
                            seconds=seconds, params=counts["params"], flops=counts["flops"],
                            source=f"table:{self.path.name}", extra=extra)
