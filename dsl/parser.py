@@ -21,13 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
+from nader.inputs.files import FileRefused, SourceText, read_source
+
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
 from .expr import BinOp, Neg, TupleValue
 from .fast_lines import ChainLine, EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Block, Edge, Node, Program, node_id
 from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
-                     nodes_problem, read_bounded, text_problem, text_size)
+                     nodes_problem, text_problem, text_size)
 from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
 from .ops import lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, FIX_KINDS, INVALID_SYNTAX, MALFORMED_HEADER,
@@ -459,34 +461,30 @@ def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, tex
     return ParseResult(Program((), sink.file), sink.items, text)
 
 
+def read_block_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS, stdin=None,
+                    pipes: bool = True) -> tuple[Optional[SourceText], Optional[Diagnostic]]:
+    """The one reader of block files, for every `nadc` command: (the file's text, None), or (None, the
+    diagnostic saying why it was not read: NAD122 past the size limit, NAD100 otherwise). `-` reads
+    standard input (or `stdin`). `nader.inputs.read_source` reads it: a regular file, `-` or `<(...)`;
+    a named FIFO or a device refused without being opened; a byte-order mark dropped, `\r\n` and a
+    bare `\r` each one line end. The language server passes `pipes=False` for a document it was not
+    sent: `/dev/fd/0` is its own protocol stream."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        return read_source(path, "block file", max_bytes=limits.text_bytes, stdin=stdin, pipes=pipes), None
+    except FileRefused as error:
+        problem = text_problem(error.size, limits) if error.size is not None else None
+        if problem is not None:
+            return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
+        return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {error.reason}", Span(1, 1, 1, 1),
+                                "give the path of a regular file (or `-`, or `<(command)`) holding UTF-8 text",
+                                name)
+
+
 def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
-    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic, one past the size limit
-    NAD122 (no more of it is read than the limit)."""
-    name = str(path)
-    try:
-        text = _read_text(path, limits.text_bytes)
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
-                          "check the path and that the file is UTF-8 text", name)
-        return ParseResult(Program((), name), [diag], "")
-    if type(text) is int:
-        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, "")
-    return parse(text, name, limits)
-
-
-def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
-    """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
-    newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
-    `most` bytes is not read: its size instead."""
-    with open(path, "rb") as file:
-        data = read_bounded(file, most)
-    if type(data) is int:
-        return data
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return Path(path).read_text(encoding="utf-8-sig")  # raises the error a text-mode read reports
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    """Parse a file from disk (`-`: standard input) as `read_block_file` reads it; a file it refuses
+    gives that one diagnostic (NAD100, or NAD122 past the size limit, of which no more is read)."""
+    source, refused = read_block_file(path, limits)
+    if refused is not None:
+        return ParseResult(Program((), refused.file), [refused], "")
+    return parse(source.text, "<stdin>" if str(path) == "-" else str(path), limits)

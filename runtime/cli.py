@@ -8,6 +8,7 @@ No traceback reaches the user; ``NADER_DEBUG=1`` prints them for developers.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -113,14 +114,14 @@ def render_table(results) -> str:
 @click.argument("arch", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="ARCH.nad")
 @options(*EVAL_SETTINGS)
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, trial_timeout, trials_per_gpu, builder, progress_mode,
-                 repair):
+                 batch_size, chance_epochs, device, threads, compile_, trial_timeout, trials_per_gpu, max_memory, builder,
+                 progress_mode, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
     terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
                     batch_size, chance_epochs, device, threads, compile_, trial_timeout, builder, trials_per_gpu, repair,
-                    progress_mode)
+                    progress_mode, max_memory)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
@@ -141,19 +142,48 @@ def terminate_like_interrupt() -> None:
         pass
 
 
+def over_memory_budget(text: str, name: str, skeleton: str, dataset: str, preset: str, options: dict,
+                       max_memory=None, device=None, trials_per_gpu=None):
+    """Why the compiler's network of `text` must not train (its training step over the memory budget,
+    worded as `run` refuses it), or None; errors of the architecture itself are the jobs' to report."""
+    from nader.compiler.errors import BuildError
+    from nader.compiler.fit import FitError, over_memory, preset_budget
+    from nader.compiler.network import analyze
+    from nader.compiler.plan import resolve_depths
+    from nader.compiler.skeletons import skeleton_info
+
+    from .data import dataset_spec
+    from .memory import default_memory_budget
+    from .presets import resolve
+
+    network_dataset = dataset_spec(dataset).network_dataset
+    try:
+        budget = preset_budget(skeleton, network_dataset, resolve_depths(skeleton_info(skeleton), None))
+        budget = budget.with_memory(max_memory or default_memory_budget(device, trials_per_gpu or 1)[0],
+                                    resolve(preset, options).batch_size)
+        needed = analyze(text, skeleton, network_dataset, budget=dataclasses.replace(budget, memory=None),
+                         path=name)["training_memory"]["total"]
+    except (BuildError, FitError, ValueError):
+        return None
+    return over_memory(needed, budget) if needed > budget.memory else None
+
+
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
          batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None,
-         repair=False, progress_mode=None) -> int:
+         repair=False, progress_mode=None, max_memory=None) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
     from .faults import InfrastructureError
     from .integrity import StoreError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
     tmp = lock = None
+    fresh = created = False  # a run directory this call made, or one without a store yet
     try:
         if run_dir is not None:  # a search may be using it: refuse as a second `run` does, before importing torch
             from .lock import RunLock, RunLocked
 
+            created = not Path(run_dir).exists()
+            fresh = not (Path(run_dir) / "runs.sqlite").exists()
             try:
                 Path(run_dir).mkdir(parents=True, exist_ok=True)
                 lock = RunLock(run_dir).acquire()
@@ -199,6 +229,11 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                      ("device", device), ("threads", threads), ("compile", compile_)):
             if v is not None:
                 options[k] = v
+        if builder is None:  # the compiler's network: refused over the memory budget as `run` refuses it
+            problem = over_memory_budget(text, name, skeleton, ds, preset, options, max_memory, device, trials_per_gpu)
+            if problem is not None:
+                click.echo(f"error: {arch}: {problem}", err=True)
+                return 2
         seed_list = seeds or list(get_preset(preset).seeds)
         jobs = [Job(arch=text, skeleton=skeleton, dataset=ds, preset=preset, seed=s, data_dir=data_dir,
                     builder=builder or BUILDER, options=dict(options), name=name) for s in seed_list]
@@ -209,6 +244,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
             from .store import RunStore
 
             try:
+                fresh = False  # from here on the run directory holds a store: it stays
                 RunStore(run_dir).close()
             except StoreError as exc:
                 return store_problem(exc, repair)
@@ -246,7 +282,12 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
         return 2
     finally:
-        if lock is not None:
-            lock.release()
+        if lock is not None:  # refused before the store was made: no lock file, no folder left behind
+            lock.release(remove=fresh)
+            if fresh and created:
+                try:
+                    Path(run_dir).rmdir()
+                except OSError:
+                    pass
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

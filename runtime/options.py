@@ -9,7 +9,8 @@ eval's old spellings (`--executor inprocess`, `--timeout`) still work for one re
 """
 from __future__ import annotations
 
-from nader.inputs.settings import Choice, Custom, Duration, Flag, IntList, Integer, Path, Setting, Text, output_format
+from nader.inputs.settings import (Choice, Custom, Duration, Flag, IntList, Integer, Path, Setting, Size, Text,
+                                   output_format)
 
 from .errors import ConfigError
 from .progress import PROGRESS_MODES
@@ -83,11 +84,16 @@ REPAIR_STORE = Setting("--repair", Flag(), name="repair",
 
 
 #: `nader-search eval`'s options, in --help's order
+MAX_MEMORY = Setting(
+    "--max-memory", Size(), shown_default="half the RAM, or 90% of the GPU's memory",
+    help="Memory a training step may take, MiB or with a unit (512M, 6G); a network over it is refused before "
+         "training.")
+
 EVAL_SETTINGS = (
     DATASET, DATA_DIR, PRESET, SEEDS, EXECUTOR, ADDRESS, WORKERS,
     Setting("--run-dir", Path("dir"), shown_default="a temporary folder",
             help="Run directory (SQLite store + checkpoints); rerunning with it resumes."),
     SKELETON, output_format("table", "json"), EPOCHS, BATCH_SIZE, CHANCE_EPOCHS, DEVICE, THREADS, COMPILE,
-    TRIAL_TIMEOUT.but(old=("--timeout",)), TRIALS_PER_GPU, BUILDER, PROGRESS, REPAIR_STORE,
+    TRIAL_TIMEOUT.but(old=("--timeout",)), TRIALS_PER_GPU, MAX_MEMORY, BUILDER, PROGRESS, REPAIR_STORE,
 )
 

@@ -17,7 +17,7 @@ from nader.agents.knowledge.options import KB
 from nader.agents.llm.options import LLM_MAX_COST, LLM_MAX_TOKENS, LLM_SETTINGS
 from nader.inputs import InputError
 from nader.inputs.settings import (Choice, Count, Custom, Duration, Flag, IntList, Integer, Pairs, Path, Real, Setting,
-                                   Size, Text, by_keyword, by_toml, output_format)
+                                   Text, by_keyword, by_toml, output_format)
 from nader.runtime import options as runtime
 from nader.runtime.errors import ConfigError
 
@@ -117,9 +117,9 @@ RUN_SETTINGS = (
             shown_default="the budget preset"),
     Setting("--max-flops", Count(), "FLOPs budget (e.g. 0.2G).", toml=True, keyword=True,
             shown_default="the budget preset"),
-    Setting("--max-memory", Size(), toml=True, keyword=True, shown_default="half the RAM, or 90% of the GPU's memory",
-            help="Training memory per trial (e.g. 6G; a number is MiB): a candidate whose training step needs more "
-                 "is over budget."),
+    runtime.MAX_MEMORY.but(toml=True, keyword=True,
+                           help="Training memory per trial (e.g. 6G; a number is MiB): a candidate whose training "
+                                "step needs more is over budget."),
     runtime.EPOCHS,
     Setting("--fidelity", Choice(FIDELITIES), toml=True, keyword=True,
             shown_default="off, every trial at the full budget",

@@ -7,7 +7,6 @@ click options. Settings only one command takes are declared beside it. (Here, no
 their own: `nadc verify` imports this one anyway, and each module costs its start-up.)"""
 from __future__ import annotations
 
-import sys
 from typing import Iterable, Optional
 
 import click
@@ -16,7 +15,7 @@ from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Role
 from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse, parse_file
+from nader.dsl.parser import ParseResult, parse_file
 from nader.inputs.settings import Choice, Custom, Integer, IntList, Setting
 
 
@@ -31,9 +30,7 @@ def load_one(path: str) -> ParseResult:
         limits = limits_for(path)
     except LimitsError as error:
         raise click.UsageError(str(error)) from None
-    if path == "-":
-        return parse(sys.stdin.read(limits.text_bytes + 1), "<stdin>", limits)  # past the limit: NAD122
-    return parse_file(path, limits)
+    return parse_file(path, limits)  # `-` too: every command reads a block file alike (read_block_file)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],

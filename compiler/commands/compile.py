@@ -175,10 +175,15 @@ def _write(outputs: list, out_path: Optional[str]) -> None:
     if binary and len(outputs) > 1:
         raise click.UsageError("binary output (onnx) takes one input file")
     if out_path and out_path != "-":
-        mode = "wb" if binary else "w"
-        with open(out_path, mode) as handle:
-            for o in outputs:
-                handle.write(o)
+        from nader.inputs.writes import WriteRefused, write_file
+        from nader.runtime.outputs import claim
+
+        try:  # not a run directory's own file; written whole or not at all
+            claim([out_path])
+            write_file(out_path, outputs[0] if binary else "".join(outputs), what="output")
+        except WriteRefused as error:
+            click.echo(f"nadc: error: {error}", err=True)
+            raise SystemExit(2) from None
         return
     if binary:
         if sys.stdout.isatty():

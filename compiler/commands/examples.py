@@ -10,6 +10,7 @@ import click
 
 from nader.inputs.cli import options
 from nader.inputs.settings import Flag, Path as PathKind, Setting
+from nader.inputs.writes import WriteRefused, write_file
 
 SUFFIXES = (".nad", ".toml", ".py")
 
@@ -77,7 +78,7 @@ def examples_cmd(name, output, every):
 
 def _put(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_file(path, text, what="example")
+    except WriteRefused as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {path}", err=True)

@@ -13,8 +13,8 @@ import json
 
 import click
 
-from nader.compiler.commands.fmt import _read
 from nader.dsl.limits import LimitsError, limits_for
+from nader.dsl.parser import read_block_file
 
 
 def list_cmd(files, fmt: str, options: dict) -> int:
@@ -29,14 +29,14 @@ def list_cmd(files, fmt: str, options: dict) -> int:
             config = fix_config_for(path)
         except (LimitsError, FixConfigError) as error:
             raise click.UsageError(str(error)) from None
-        text, unreadable = _read(path, limits)
+        source, unreadable = read_block_file(path, limits)
         if unreadable is not None:
             errors += 1
             records.append({"file": name, "errors": [{**unreadable.to_json(), "alternatives": []}]})
             if fmt != "json":
                 click.echo(f"{name}:1:1: error[{unreadable.code.code}] {unreadable.message}")
             continue
-        found = fix_alternatives(text, unsafe=True, disabled=config.disabled, input_limits=limits, path=name,
+        found = fix_alternatives(source.text, unsafe=True, disabled=config.disabled, input_limits=limits, path=name,
                                  **options)
         errors += len(found)
         records.append({"file": name, "errors": [e.to_json() for e in found]})

@@ -1,4 +1,4 @@
-"""`nadc grammar`: the block language's grammar for constrained decoding.
+"""`nadc grammar`: the block language's grammar for constrained decoding (and GENIUS's cell reply's).
 
 Printed, not loaded by nadc: it goes to an LLM server (llama.cpp's `grammar` field takes GBNF,
 vLLM's structured outputs a grammar too) so that a sampled reply parses. Generated from the
@@ -17,11 +17,13 @@ from nader.inputs.settings import Choice, Path, Setting, output_format
 @click.command("grammar")
 @options(output_format(*FORMATS, help="`gbnf`: llama.cpp's grammar format; `lark`: a Lark grammar (start rule "
                                         "`start`); `ebnf`: W3C-style notation for reading."),
-         Setting("--reply", Choice(REPLIES, case_sensitive=True), flag_value="block",
+         Setting("--reply", Choice((*REPLIES, "cell"), case_sensitive=True), flag_value="block",
                  help="The grammar of an LLM's reply, as the Modifier sends it. `block` (also `--reply` alone): "
                       "one block of header, node and edge lines, no comment or blank line; `edits`: a header, then "
                       "a bounded number of edits of the parent block (`add`, `remove`, `replace`, `insert`, "
-                      "`connect`, `disconnect`), the profile's `reply = \"edits\"`."),
+                      "`connect`, `disconnect`), the profile's `reply = \"edits\"`; `cell`: GENIUS's NAS-Bench-201 "
+                      "cell, a reasoning line of a few words and `op_list = [...]` with the space's operation ids, "
+                      "either first."),
          Setting("--parent", Path("file"), metavar="FILE",
                  help="With `--reply edits`: edits of FILE's first block only (its node ids and the next free ones, "
                       "computing operations), as the Modifier sends it."))
@@ -36,4 +38,9 @@ def grammar_cmd(fmt, reply, parent):
             report(result.diagnostics, "full", [result])
             raise click.UsageError(f"`{parent}` holds no block that parses")
         block = result.program.blocks[0]
+    if reply == "cell":  # the cell space declares its reply (its operations); a command may import it
+        from nader.search.spaces.cell_reply import reply_grammar
+
+        click.echo(reply_grammar(fmt), nl=False)
+        return
     click.echo(render_grammar(fmt, reply, block), nl=False)

@@ -26,4 +26,4 @@ def lsp_cmd(stdio):
     except ImportError as error:
         raise click.UsageError(f"`nadc lsp` needs pygls and lsprotocol ({error.name} is missing): "
                                "pip install 'nader-toolchain[lsp]'") from None
-    serve()
+    raise SystemExit(serve())

@@ -17,7 +17,8 @@ from nader.compiler.repair import suggest_fixes
 from nader.dsl.diagnostics import Diagnostic, sort_key
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS, InputLimits, LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse
+from nader.dsl.parser import ParseResult, parse, read_block_file
+from nader.inputs import InputError
 
 
 @dataclass
@@ -86,6 +87,23 @@ def analyze_document(text: str, path: str) -> Analysis:
     linted = lint_parsed(parsed, selection).diagnostics if selection is not None else []
     out.diagnostics = sorted(verified + [d for d in linted if _key(d) not in seen], key=sort_key)
     return out
+
+
+def analyze_file(path: str) -> Analysis:
+    """`analyze_document` of a file on disk (a document the editor has not opened). Only a regular file of at
+    most the `text-bytes` limit is read: InputError for a FIFO, a device or a larger file, which
+    would block the server or fill its memory. The one place the editor reads a file."""
+    if "\0" in path:  # the operating system takes no such path: say so rather than fail in `stat`
+        raise InputError(f"{path!r}: a path with a NUL character names no file")
+    try:
+        limits = limits_for(path)
+    except LimitsError:
+        limits = DEFAULT_LIMITS
+    # `-` would be standard input, which is the protocol's stream; and no pipe is the document's
+    source, refused = read_block_file("./-" if path == "-" else path, limits, pipes=False)
+    if refused is not None:
+        raise InputError(refused.message)
+    return analyze_document(source.text, path)
 
 
 def _key(d: Diagnostic) -> tuple:

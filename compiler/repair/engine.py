@@ -218,13 +218,15 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     stem_stride, limits, domain), and `input_limits` and `path` for the parser. The result holds
     the repaired text, the fixes applied and the errors that remain; the same text and options
     always give the same result. A file with more than MOST_ERRORS errors is left as it is. A block
-    the repair cannot make verify is left as it was (its fixes are in `left`), unless `partial`.
+    the repair cannot make verify is left as it was (its fixes are in `left`), unless `partial`. The
+    result's `stopped` says when the repair stopped before a fixed point: `errors` (too many to
+    start), `budget` (MOST_VERIFICATIONS ran out), `steps` (MOST_STEPS fixes applied).
     """
     state = _verify(text, verify_options)
     budget = _Budget(text)
     applied: list[AppliedFix] = []
     if len(state.errors) > MOST_ERRORS:
-        return RepairResult(text, text, (), tuple(d for _, d in state.errors))
+        return RepairResult(text, text, (), tuple(d for _, d in state.errors), stopped="errors")
     both = frozenset({SAFE, UNSAFE})
     phases = (frozenset({SAFE}), both) if unsafe else (frozenset({SAFE}),)
     disabled = frozenset(disabled)
@@ -259,7 +261,10 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
             left.append(LeftBlock(", ".join(names) or "(file)", tuple(fixes), len(rest)))
             state, fixes = saved, []
         applied += fixes
-    return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors), tuple(reversed(left)))
+    # why it stopped short of a fixed point, if it did: `nadc fix` runs again on the result, or says so
+    stopped = "budget" if budget.left < 0 else "steps" if state.errors and len(applied) >= MOST_STEPS else None
+    return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors), tuple(reversed(left)),
+                        stopped)
 
 
 def _line_count(text: str) -> int:

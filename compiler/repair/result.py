@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Optional
 
 from nader.dsl.diagnostics import Diagnostic
 
@@ -46,6 +47,7 @@ class RepairResult:
     applied: tuple[AppliedFix, ...]
     remaining: tuple[Diagnostic, ...]  # errors left after repair
     left: tuple[LeftBlock, ...] = ()  # blocks left as they were: no verifying repair found (not `partial`)
+    stopped: Optional[str] = None  # errors | budget | steps: it stopped before a fixed point (engine.repair_text)
 
     @property
     def changed(self) -> bool:

@@ -6,7 +6,6 @@ recovers what can be read)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 import time
@@ -16,6 +15,7 @@ import click
 
 from nader.inputs.cli import options
 from nader.inputs.settings import Choice, Flag, Integer, Path as PathKind, Real, Setting, output_format
+from nader.inputs.writes import WriteRefused, write_file
 from nader.runtime.cli import repair_cells, store_problem, warn_problems
 from nader.runtime.options import REPAIR_STORE
 
@@ -39,17 +39,15 @@ def _stamp(run_dir: Path) -> tuple:
 
 def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None,
                  repairing: bool = False) -> tuple[int, int]:
-    """Render and write atomically (a browser reloading never sees half a file); (archs, bytes).
-    Damaged cells of the database are left out and described in `problems`, as is an index that
-    disagrees with its table (raised when `repairing`)."""
+    """Render and write through `write_file` (a browser reloading never sees half a file, a full disk
+    leaves the last report); (archs, bytes). Damaged cells of the database are left out and
+    described in `problems`, as is an index that disagrees with its table (raised when `repairing`)."""
     from .load import load_run
     from .render import render_report
 
     run, archs = load_run(run_dir, problems, repairing)
     html = render_report(run, archs, top_n=top).encode("utf-8")
-    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
-    tmp.write_bytes(html)
-    os.replace(tmp, output)
+    write_file(output, html, what="report")
     return len(archs), len(html)
 
 
@@ -79,6 +77,7 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
         return
     run_dir = run_dirs[0]
     output = output or run_dir / "report.html"
+    _claim(output)
     problems: list = []
     try:
         n, size = write_report(run_dir, output, top, problems, repairing=repair)
@@ -90,8 +89,8 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
     except sqlite3.Error as error:  # a page gone bad since the check
         click.echo(f"error: cannot read {run_dir / 'runs.sqlite'}: {error}", err=True)
         sys.exit(2)
-    except OSError as error:
-        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+    except (WriteRefused, OSError) as error:  # OSError: a file of the run unreadable
+        click.echo(f"error: {error}", err=True)
         sys.exit(2)
     if repair and (code := repair_cells(run_dir, lost=(lost_architectures,))) is not None:
         sys.exit(code)
@@ -108,7 +107,7 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
                 last = now
                 try:
                     n, size = write_report(run_dir, output, top)
-                except (StoreError, sqlite3.Error, OSError) as error:  # damaged or gone while watched
+                except (StoreError, sqlite3.Error, OSError, WriteRefused) as error:  # damaged or gone while watched
                     click.echo(f"error: {error}", err=True)
                     sys.exit(2)
                 click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
@@ -125,6 +124,7 @@ def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
     if watch is not None:
         click.echo("error: --watch takes one RUN", err=True)
         sys.exit(2)
+    _claim(output)
     try:
         size = write_compare(run_dirs, output)
     except RunNotFound as error:
@@ -132,8 +132,8 @@ def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
         sys.exit(2)
     except StoreError as error:
         sys.exit(store_problem(error, repair, lost=(lost_architectures,)))
-    except OSError as error:
-        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+    except (WriteRefused, OSError) as error:  # OSError: a file of a run unreadable
+        click.echo(f"error: {error}", err=True)
         sys.exit(2)
     click.echo(f"{output} ({len(run_dirs)} runs compared, {size / 1e6:.2f} MB)")
 
@@ -175,12 +175,25 @@ def _read(run_dir, repair: bool, read):
     return out
 
 
+def _claim(output) -> None:
+    """Refuse, before reading the run, an output that is a run directory's own file (`-o
+    RUN/runs.sqlite`) or several outputs on one file (nader.runtime.outputs)."""
+    from nader.runtime.outputs import claim
+
+    try:
+        claim([output])
+    except WriteRefused as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
 def _write(text: str, output) -> None:
+    """`-o FILE` through `write_file` (a failure leaves FILE as it was), else standard output."""
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            click.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+            write_file(output, text, what="output")
+        except WriteRefused as exc:
+            click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     else:
         click.echo(text, nl=False)
@@ -313,5 +326,7 @@ def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
     from .. import records
 
+    if output:
+        _claim(output)
     recs = _read(run_dir, repair, lambda reader, problems: records.records(reader, problems=problems))
     _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)

@@ -58,6 +58,7 @@ def _tree_node(row, problems: list) -> TreeNode:
     hsh = None if isinstance(hsh, BadText) else hsh
     operator = None if isinstance(operator, BadText) else operator
     valid_acc = number_cell(valid_acc, *where, "valid_acc", problems)
+    params, flops = (number_cell(v, *where, name, problems) for name, v in (("params", params), ("flops", flops)))
     return TreeNode(arch_id=arch_id, parent_id=parent_id, depth=depth, status=status, text=text, hash=hsh,
                     duplicate_of=dup, origin=origin, operator=operator,
                     change=json_cell(change, *where, "change", problems, expect=(dict,)) or {},

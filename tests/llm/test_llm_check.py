@@ -297,7 +297,7 @@ def test_the_report_names_the_edit_reply_and_why():
 
 
 @pytest.mark.parametrize("rambles", [False, True])
-def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(rambles, tmp_path, monkeypatch):
+def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies_and_is_small(rambles, tmp_path, monkeypatch):
     from loopback import truncated
 
     from nader.agents.llm.check import BLOCK_PROBE_TOKENS
@@ -316,8 +316,10 @@ def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(ramble
     if rambles:
         assert f"did not end within {BLOCK_PROBE_TOKENS} tokens" in result.output
         assert 'reply = "edits"' in written and "# edit replies:" in written
+        assert "small = true" in written  # GENIUS's prompts then ask for the cell first
     else:
         assert "a block restated with one change: ended" in result.output and "reply =" not in written
+        assert "small" not in written
 
 
 def _paced(body: dict):
