@@ -16,7 +16,7 @@ from nader.dsl.format import format_source
 from nader.dsl.lark_parser import read_alone
 from nader.dsl.parser import parse
 
-SE_CHAINED = """##SEBlock##
+SE_NODES = """##SEBlock##
 0:input
 1:output
 2:Conv2d(out_channels=C,kernel_size=3,stride=1)
@@ -26,29 +26,9 @@ SE_CHAINED = """##SEBlock##
 6:Conv2d(out_channels=C,kernel_size=1,stride=1)
 7:Sigmoid
 8:Mul
-0->2->3->4->5->6->7  # squeeze and excite
-2,7->8->1
 """
-
-SE_SPLIT = """##SEBlock##
-0:input
-1:output
-2:Conv2d(out_channels=C,kernel_size=3,stride=1)
-3:AdaptiveAvgPool2d(output_size=1)
-4:Conv2d(out_channels=C/4,kernel_size=1,stride=1)
-5:ReLU
-6:Conv2d(out_channels=C,kernel_size=1,stride=1)
-7:Sigmoid
-8:Mul
-0->2  # squeeze and excite
-2->3
-3->4
-4->5
-5->6
-6->7
-2,7->8
-8->1
-"""
+SE_CHAINED = SE_NODES + "0->2->3->4->5->6->7  # squeeze and excite\n2,7->8->1\n"
+SE_SPLIT = SE_NODES + "0->2  # squeeze and excite\n2->3\n3->4\n4->5\n5->6\n6->7\n2,7->8\n8->1\n"
 
 
 def test_a_chain_is_its_edges_in_order_with_spans_on_its_line():

@@ -16,12 +16,11 @@ import json
 import click
 
 from nader.compiler.commands.common import DOMAIN, FORMAT, ROLE, STEM_STRIDE
+from nader.compiler.commands.fix_list import fix_inputs, list_cmd
 from nader.compiler.reporting import render_diagnostics
 from nader.dsl.ir import Role
 from nader.inputs.cli import options as setting_options
 from nader.inputs.settings import Flag, Integer, Setting
-from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import read_block_file
 from nader.inputs.writes import WriteRefused, write_file
 
 #: `--max-rounds`' default: each round is one `repair_text`, bounded by its own budget
@@ -109,26 +108,17 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, max_roun
     `nadc explain fixes` lists the fix kinds; `[tool.nadc.fix] disable = [...]` turns kinds off.
     """
     from nader.compiler.repair import repair_text
-    from nader.compiler.repair.config import FixConfigError, fix_config_for
 
     if show_diff and check:
         raise click.UsageError("--diff and --check exclude each other")
     options = {"role": Role(role) if role else None, "stem_stride": stem_stride, "domain": domain}
     if list_fixes:
-        from nader.compiler.commands.fix_list import list_cmd
-
         raise SystemExit(list_cmd(files, fmt, options))
     records, remaining, sources = [], [], {}
     fixed = would_change = failed = 0
     more_with_unsafe = 0
     for path in files:
-        name = "<stdin>" if path == "-" else path
-        try:
-            limits = limits_for(path)
-            config = fix_config_for(path)
-        except (LimitsError, FixConfigError) as error:
-            raise click.UsageError(str(error)) from None
-        source, unreadable = read_block_file(path, limits)
+        name, limits, config, source, unreadable = fix_inputs(path)
         if unreadable is not None:
             remaining.append(unreadable)
             records.append({"file": name, "changed": False, "ok": False, "applied": [],

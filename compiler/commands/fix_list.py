@@ -6,6 +6,7 @@ listed with its safety, kind, what it does, the nodes it adds, whether the block
 repair goes on from it, and its diff (`nader.compiler.repair.alternatives`). Safe and unsafe
 alternatives are listed alike (`--unsafe` decides what `nadc fix` applies, not what it lists);
 `[tool.nadc.fix] disable` still leaves kinds out. Exit status: 0 when no file has an error, else 1.
+`fix_inputs` is how `nadc fix` and its `--list` open each FILE.
 """
 from __future__ import annotations
 
@@ -17,19 +18,28 @@ from nader.dsl.limits import LimitsError, limits_for
 from nader.dsl.parser import read_block_file
 
 
-def list_cmd(files, fmt: str, options: dict) -> int:
-    from nader.compiler.repair.alternatives import fix_alternatives
+def fix_inputs(path: str):
+    """(name, limits, `[tool.nadc.fix]`, the file's source or None, its NAD100/NAD122 or None) of a FILE of
+    `nadc fix` (and of `--list`); a configuration that cannot be used is a usage error."""
     from nader.compiler.repair.config import FixConfigError, fix_config_for
+
+    name = "<stdin>" if path == "-" else path
+    try:
+        limits = limits_for(path)
+        config = fix_config_for(path)
+    except (LimitsError, FixConfigError) as error:
+        raise click.UsageError(str(error)) from None
+    source, unreadable = read_block_file(path, limits)
+    return name, limits, config, source, unreadable
+
+
+def list_cmd(files, fmt: str, options: dict) -> int:
+    """`nadc fix --list`: print each file's alternatives; the exit status."""
+    from nader.compiler.repair.alternatives import fix_alternatives
 
     records, errors = [], 0
     for path in files:
-        name = "<stdin>" if path == "-" else path
-        try:
-            limits = limits_for(path)
-            config = fix_config_for(path)
-        except (LimitsError, FixConfigError) as error:
-            raise click.UsageError(str(error)) from None
-        source, unreadable = read_block_file(path, limits)
+        name, limits, config, source, unreadable = fix_inputs(path)
         if unreadable is not None:
             errors += 1
             records.append({"file": name, "errors": [{**unreadable.to_json(), "alternatives": []}]})

@@ -16,9 +16,8 @@ from typing import Optional
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix
 
-from .engine import (MOST_DIAGNOSTICS, MOST_ERRORS, _block_after, _block_progress, _Budget, _candidates, _State,
-                     _verify, repair_text)
-from .kinds import order_of
+from .engine import (MOST_DIAGNOSTICS, MOST_ERRORS, _block_progress, _block_rank, _Budget, _candidates, _State, _verify,
+                     repair_text)
 
 #: Verifications one listing may run per file (its candidates; the follow-up repairs have their own budget).
 MOST_LIST_VERIFICATIONS = 200
@@ -88,14 +87,9 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
             if result in seen or not budget.take():
                 continue  # one alternative per text it makes (`Relu` -> `ReLU`: two kinds, one edit)
             seen.add(result)
-            try:
-                after = _block_after(lines, starts[index], starts[index + 1], fix, verify_options)
-            except (IndexError, ValueError):
-                continue
-            if after is None or after[0] >= before:
-                continue
-            added = after[2] - len(report.block.nodes)
-            ranked.append(((after[:2], added, fix.safety != SAFE, order_of(fix.kind), position), fix, added))
+            found = _block_rank(lines, starts[index], starts[index + 1], report, before, fix, position, verify_options)
+            if found is not None:
+                ranked.append((found[0], fix, found[0][1]))
         ranked.sort(key=lambda r: r[0])
         found = []
         for _, fix, added in ranked:

@@ -300,6 +300,20 @@ def _block_after(lines: list[str], start: int, end: int, fix: Fix, options: dict
     return progress, len(report.diagnostics) - progress[2], len(block.nodes)
 
 
+def _block_rank(lines: list[str], start: int, end: int, report: BlockReport, before: tuple, fix: Fix, position: int,
+                options: dict) -> Optional[tuple[tuple, tuple]]:
+    """(rank, `_block_after`) of a candidate for an error of `report` (the block on lines [start, end),
+    whose progress is `before`), ranked as the loop ranks: progress and warnings, nodes added, safety,
+    the kind's order, `position`; None when the verifier gets no further with it."""
+    try:
+        after = _block_after(lines, start, end, fix, options)
+    except (IndexError, ValueError):
+        return None
+    if after is None or after[0] >= before:
+        return None
+    return (after[:2], after[2] - len(report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position), after
+
+
 def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic] = (),
                   **verify_options) -> None:
     """Attach to each error of `reports` (verified from `text` with `verify_options`; `file_level`: the
@@ -329,13 +343,10 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
             for position, (_, fix) in enumerate(_candidates(single, single.errors, both, frozenset())):
                 if not budget.take():
                     break
-                try:
-                    after = _block_after(lines, starts[index], starts[index + 1], fix, verify_options)
-                except (IndexError, ValueError):
+                ranked = _block_rank(lines, starts[index], starts[index + 1], report, before, fix, position, verify_options)
+                if ranked is None:
                     continue
-                if after is None or after[0] >= before:
-                    continue
-                rank = (after[:2], after[2] - len(report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position)
+                rank, after = ranked
                 if best is None or rank < best[0]:
                     best = (rank, fix)
                 if after[0][2] == 0 and after[1] <= warnings and after[2] <= len(report.block.nodes):

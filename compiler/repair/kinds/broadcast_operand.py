@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Op
 
 from ..kind import FixKind
-from ._common import sizes
+from ._common import node_of, operands_of
 
 KIND = FixKind("broadcast-operand", UNSAFE, ("NAD302",),
                "Tile an operand of `concat` that is 1 where the others have `H` or `W` with `repeat(1,1,H,W)`.", """
@@ -20,11 +20,10 @@ _SPATIAL = {2: "H", 3: "W"}
 
 
 def candidates(ctx, diagnostic):
-    node = ctx.node_at(diagnostic)
-    if node is None or node.op is not Op.CONCAT:
+    node = node_of(ctx, diagnostic, Op.CONCAT)
+    if node is None:
         return
-    operands = ctx.inputs(node.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
+    operands, shapes = operands_of(ctx, node)
     if any(s is None or len(s) != 4 for s in shapes):
         return
     edit = ctx.editor()

@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Group, Op
 
 from ..kind import FixKind
-from ._common import sizes
+from ._common import node_of, operands_of
 
 KIND = FixKind("concat-to-gate", UNSAFE, ("NAD302",),
                "Write `Mul` for a `concat` of a feature map and a gate that broadcasts to it, `(B,C,1,1)` with `(B,C,H,W)`.", """
@@ -18,11 +18,10 @@ KIND = FixKind("concat-to-gate", UNSAFE, ("NAD302",),
 
 
 def candidates(ctx, diagnostic):
-    node = ctx.node_at(diagnostic)
-    if node is None or node.op is not Op.CONCAT:
+    node = node_of(ctx, diagnostic, Op.CONCAT)
+    if node is None:
         return
-    operands = ctx.inputs(node.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
+    operands, shapes = operands_of(ctx, node)
     if len(operands) != 2 or any(s is None for s in shapes) or len(shapes[0]) != len(shapes[1]):
         return
     big, small = sorted(shapes, key=lambda s: -_count(s))

@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Op
 
 from ..kind import FixKind
-from ._common import sizes
+from ._common import output_feed, sizes
 
 KIND = FixKind("drop-output-layout", UNSAFE, ("NAD311",),
                "Remove the `permute` or `reshape` before `output` whose input already has the shape the role wants.", """
@@ -19,15 +19,15 @@ _LAYOUT = {Op.PERMUTE, Op.RESHAPE}
 
 
 def candidates(ctx, diagnostic):
-    out = ctx.output_node()
-    if out is None or len(ctx.inputs(out.id)) != 1:
+    feed = output_feed(ctx)
+    if feed is None:
         return
-    (last,) = ctx.inputs(out.id)
+    out, last, _, want = feed
     node = ctx.node(last)
     inputs = ctx.inputs(last)
     if node is None or node.op not in _LAYOUT or len(inputs) != 1 or len(ctx.consumers(last)) != 1:
         return
-    if sizes(ctx.shape(inputs[0])) != sizes(ctx.output_shape()):
+    if sizes(ctx.shape(inputs[0])) != want:
         return
     edit = ctx.editor()
     for index, position in edit.wires_from(last):

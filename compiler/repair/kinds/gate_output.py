@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import sizes
+from ._common import output_feed, sizes
 
 KIND = FixKind("gate-output", UNSAFE, ("NAD311",),
                "Where a block outputs a gate, `(B,C,1,1)` or `(B,C,H,1)`, multiply it with the nearest full-size tensor before it.", """
@@ -27,11 +27,10 @@ MOST_ANCESTORS = 3
 
 
 def candidates(ctx, diagnostic):
-    out = ctx.output_node()
-    if out is None or len(ctx.inputs(out.id)) != 1:
+    feed = output_feed(ctx)
+    if feed is None:
         return
-    (gate,) = ctx.inputs(out.id)
-    have, want = sizes(ctx.shape(gate)), sizes(ctx.output_shape())
+    out, gate, have, want = feed
     if have is None or want is None or len(have) != len(want) or have == want:
         return
     if not all(h == w or h == 1 for h, w in zip(have, want)):

@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Group
 
 from ..kind import FixKind
-from ._common import merge_node, sizes, with_arg
+from ._common import merge_operands, with_arg
 
 KIND = FixKind("match-spatial", UNSAFE, ("NAD301", "NAD302"),
                "Make a merge's operands the same size: stride 1 where one branch downsamples, or pool the other.", """
@@ -17,13 +17,10 @@ KIND = FixKind("match-spatial", UNSAFE, ("NAD301", "NAD302"),
 
 
 def candidates(ctx, diagnostic):
-    merge = merge_node(ctx, diagnostic)
-    if merge is None:
+    found = merge_operands(ctx, diagnostic)
+    if found is None:
         return
-    operands = ctx.inputs(merge.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
-    if any(s is None or len(s) != 4 for s in shapes):
-        return
+    merge, operands, shapes = found
     largest = max(s[2] for s in shapes)
     smallest = min(s[2] for s in shapes)
     if largest == smallest or smallest <= 0:

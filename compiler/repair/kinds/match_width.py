@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Op
 
 from ..kind import FixKind
-from ._common import merge_node, sizes, with_arg
+from ._common import merge_operands, with_arg
 
 KIND = FixKind("match-width", UNSAFE, ("NAD301",),
                "Set `out_channels` of the convolution that made a merge's mismatched operand to the other operands' width.", """
@@ -21,13 +21,10 @@ _KEEPS_WIDTH = {Op.BN, Op.RELU, Op.GELU, Op.SIGMOID, Op.DROP_PATH, Op.AVG_POOL2D
 
 
 def candidates(ctx, diagnostic):
-    merge = merge_node(ctx, diagnostic)
-    if merge is None:
+    found = merge_operands(ctx, diagnostic)
+    if found is None:
         return
-    operands = ctx.inputs(merge.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
-    if any(s is None or len(s) != 4 for s in shapes):
-        return
+    merge, operands, shapes = found
     done = set()
     # the wider operands first: narrowing is the usual intent (a bottleneck's expansion where the input is C)
     for position in sorted(range(len(operands)), key=lambda p: -shapes[p][1]):

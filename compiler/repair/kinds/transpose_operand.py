@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Op
 
 from ..kind import FixKind
-from ._common import sizes
+from ._common import node_of, operands_of
 
 KIND = FixKind("transpose-operand", UNSAFE, ("NAD303",),
                "Swap the last two axes of an operand of `multiply` with a new `permute`, where the product then fits.", """
@@ -16,11 +16,10 @@ KIND = FixKind("transpose-operand", UNSAFE, ("NAD303",),
 
 
 def candidates(ctx, diagnostic):
-    node = ctx.node_at(diagnostic)
-    if node is None or node.op is not Op.MATMUL:
+    node = node_of(ctx, diagnostic, Op.MATMUL)
+    if node is None:
         return
-    operands = ctx.inputs(node.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
+    operands, shapes = operands_of(ctx, node)
     if len(operands) != 2 or any(s is None or len(s) < 2 for s in shapes):
         return
     for position in (0, 1):
