@@ -212,7 +212,9 @@ def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> di
         g["edge-line"] = seq(Ref("source-id"), star(",", Ref("source-id")), "->", Ref("target-id"))
         g["compute-operation"] = alt(*(Ref(op_rule(d)) for op, d in REGISTRY.items() if op in Group.COMPUTE))
     else:
-        g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"))
+        # The language reads a chain `a->b->c` as two edges; a reply keeps the canonical one edge a line.
+        g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"),
+                             *(() if reply else (star("->", Ref("node-id")),)))
         g["node-id"] = plus(chars("A-Za-z0-9_"))
         g["node-line"] = seq(Ref("node-id"), ":", Ref("operation"))
         g["operation"] = alt(*(Ref(op_rule(d)) for d in REGISTRY.values()))

@@ -25,7 +25,7 @@ from nader.inputs.files import FileRefused, SourceText, read_source
 
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
 from .expr import BinOp, Neg, TupleValue
-from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
+from .fast_lines import ChainLine, EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Block, Edge, Node, Program, node_id
 from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
@@ -43,7 +43,7 @@ _new_tuple = tuple.__new__
 # -- line syntax (position-independent, interned) ------------------------------
 
 class ParsedLine(NamedTuple):
-    item: Union[HeaderLine, NodeLine, EdgeLine, None]
+    item: Union[HeaderLine, NodeLine, EdgeLine, ChainLine, None]
     comment: Optional[str] = None
     problems: tuple[Problem, ...] = ()
 
@@ -275,14 +275,17 @@ _UNPACKED: dict[str, tuple] = {}
 
 def _unpacked(parsed: ParsedLine) -> tuple:
     """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns);
-    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's with
-    its number of sources."""
+    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's (and
+    a chain's) with its number of sources."""
     item, comment, problems = parsed
     kind = type(item)
     if kind is NodeLine:
         return item, comment, problems, kind, (*item, lookup(item.op_name)), _SPANS.setdefault(item.cols, {})
     if kind is EdgeLine:
         return item, comment, problems, kind, (*item, len(item.sources)), _SPANS.setdefault(item.cols, {})
+    if kind is ChainLine:
+        return item, comment, problems, kind, (*item, sum(len(e.sources) for e in item.edges)), \
+            _SPANS.setdefault(item.cols, {})
     return item, comment, problems, kind, (), None
 
 
@@ -369,8 +372,11 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
         if kind is NodeLine:
             node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
             nodes_left -= 1
-        else:
+        elif kind is EdgeLine:
             sources, target, cols, source_cols, target_cols, inputs = fields
+            inputs_left -= inputs
+        else:  # a chain `a->b->c`: its edges, one after the other
+            chain, cols, inputs = fields
             inputs_left -= inputs
         if current is None:
             if has_header is None:
@@ -390,7 +396,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
             nodes_left = limits.nodes_per_block - (kind is NodeLine)
-            inputs_left = limits.inputs_per_node - (inputs if kind is EdgeLine else 0)
+            inputs_left = limits.inputs_per_node - (inputs if kind is not NodeLine else 0)
         if nodes_left < 0:
             return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
         try:
@@ -403,8 +409,12 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             pending = []
         if kind is NodeLine:
             add_node(new_node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params, opdef))
-        else:
+        elif kind is EdgeLine:
             add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
+        else:  # the line's comments go with its first edge
+            for k, e in enumerate(chain):
+                add_edge(Edge(e.sources, e.target, None if k else comment, () if k else leading,
+                              Span.on_line(lineno, e.cols), e.source_cols, e.target_cols))
     if current is not None:
         if inputs_left < 0 and _too_many_inputs(current, limits, emit):
             return _rejected(sink, None, 0, text)

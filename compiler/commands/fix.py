@@ -3,7 +3,9 @@
 Safe fixes (meaning kept) always apply; unsafe ones (the architecture changes, minimally) with
 `--unsafe` or `unsafe = true` in `[tool.nadc.fix]`. Fixes apply until nothing changes, each
 only where the block then verifies better (`nader.compiler.repair`). The files are rewritten
-in place; `--diff` prints unified diffs instead, `--check` lists what would change. The errors
+in place; `--diff` prints unified diffs instead, `--check` lists what would change. A block that
+the fixes found do not make verify is left as it was, unless `--partial`; `--list` prints every
+verified repair of each error instead (compiler/commands/fix_list.py). The errors
 left are printed as diagnostics, then a summary. Exit status: 0 when no error remains (and, with
 `--diff` or `--check`, nothing would change), 1 otherwise, 2 on a usage or internal error.
 """
@@ -14,12 +16,11 @@ import json
 import click
 
 from nader.compiler.commands.common import DOMAIN, FORMAT, ROLE, STEM_STRIDE
+from nader.compiler.commands.fix_list import fix_inputs, list_cmd
 from nader.compiler.reporting import render_diagnostics
 from nader.dsl.ir import Role
 from nader.inputs.cli import options as setting_options
 from nader.inputs.settings import Flag, Integer, Setting
-from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import read_block_file
 from nader.inputs.writes import WriteRefused, write_file
 
 #: `--max-rounds`' default: each round is one `repair_text`, bounded by its own budget
@@ -53,7 +54,8 @@ def repair_rounds(text: str, rounds: int, **options):
             break
         current = result.text
     stopped = "rounds" if result.changed else result.stopped
-    return RepairResult(text, result.text, tuple(applied), result.remaining, stopped), done, stopped
+    return RepairResult(text, result.text, tuple(applied), result.remaining, left=result.left,
+                        stopped=stopped), done, stopped
 
 
 def stop_note(stopped: str, rounds: int, remaining: int) -> str:
@@ -88,8 +90,12 @@ def _errors_of(text: str, name: str, limits, options: dict) -> list:
          Setting("--max-rounds", Integer(1, 100), "Repair the result again until nothing changes, at most this many "
                  "times (each round has its own budget); a file that would still change gets a note.",
                  default=MAX_ROUNDS),
+         Setting("--partial", Flag(), "Apply the fixes found for a block even where they do not make it verify (by "
+                 "default such a block is left as it was, and a note says so)."),
+         Setting("--list", Flag(), "Write nothing; list every verified repair of each error (safety, what it does, "
+                 "its diff, whether the block then verifies), best first.", name="list_fixes"),
          FORMAT.but(help="How to print what remains (`json`: one object per file on stdout)."))
-def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, max_rounds, fmt):
+def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, max_rounds, partial, list_fixes, fmt):
     """Fix the errors of FILEs in place: safe fixes, and unsafe ones with --unsafe (`-` reads standard
     input and prints the result; in JSON, as the record's `text`).
 
@@ -98,32 +104,28 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, max_roun
     nadc fix --unsafe blocks/*.nad  also unsafe ones (merge inputs with Add, 1x1 Conv2d, ...)
     nadc fix --diff block.nad       print what would change
     nadc fix --check blocks/*.nad   exit 1 if anything would change
+    nadc fix --list block.nad       every verified repair of each error, best first
     `nadc explain fixes` lists the fix kinds; `[tool.nadc.fix] disable = [...]` turns kinds off.
     """
     from nader.compiler.repair import repair_text
-    from nader.compiler.repair.config import FixConfigError, fix_config_for
 
     if show_diff and check:
         raise click.UsageError("--diff and --check exclude each other")
     options = {"role": Role(role) if role else None, "stem_stride": stem_stride, "domain": domain}
+    if list_fixes:
+        raise SystemExit(list_cmd(files, fmt, options))
     records, remaining, sources = [], [], {}
     fixed = would_change = failed = 0
     more_with_unsafe = 0
     for path in files:
-        name = "<stdin>" if path == "-" else path
-        try:
-            limits = limits_for(path)
-            config = fix_config_for(path)
-        except (LimitsError, FixConfigError) as error:
-            raise click.UsageError(str(error)) from None
-        source, unreadable = read_block_file(path, limits)
+        name, limits, config, source, unreadable = fix_inputs(path)
         if unreadable is not None:
             remaining.append(unreadable)
             records.append({"file": name, "changed": False, "ok": False, "applied": [],
                             "remaining": [unreadable.to_json()]})
             continue
         text = source.text
-        result, rounds, stopped = repair_rounds(text, max_rounds, unsafe=unsafe or config.unsafe,
+        result, rounds, stopped = repair_rounds(text, max_rounds, unsafe=unsafe or config.unsafe, partial=partial,
                                                 disabled=config.disabled, input_limits=limits, path=name, **options)
         if not (unsafe or config.unsafe) and result.remaining:
             more_with_unsafe += len(repair_text(result.text, unsafe=True, disabled=config.disabled,
@@ -159,6 +161,8 @@ def fix_cmd(files, unsafe, show_diff, check, role, stem_stride, domain, max_roun
             verb = "would fix" if (show_diff or check) else "fixed"
             for f in result.applied:
                 click.echo(f"{name}: {verb} {f.code} ({f.kind}, {f.safety}): {f.message}", err=True)
+            for block in result.left:
+                click.echo(f"note: {name}: {block.message()}", err=True)
             if stopped:
                 click.echo(f"note: {name}: {record['note']}", err=True)
             if show_diff and result.changed:

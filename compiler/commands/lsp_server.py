@@ -32,7 +32,8 @@ from pygls.uris import to_fs_path
 
 from nader import __version__
 from nader.compiler.editor import Analysis, RenameRefused, analyze_document, analyze_file, completions, definition
-from nader.compiler.editor import explain_file, fix_title, folding_ranges, format_runs, hover, references, rename_edits, repaired, symbols
+from nader.compiler.editor import explain_file, fix_title, folding_ranges, format_runs, hover, quick_fixes, references
+from nader.compiler.editor import rename_edits, repaired, symbols
 from nader.dsl.diagnostics import Diagnostic, Fix, Severity
 from nader.dsl.span import Span
 from nader.inputs import InputError
@@ -319,8 +320,8 @@ async def on_range_formatting(ls: LanguageServer, params: T.DocumentRangeFormatt
     code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL]))
 @_answers
 async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list[T.CodeAction]:
-    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked), and `nadc fix`'s
-    safe repair of the whole file as a fix-all action."""
+    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked) and the other verified
+    repairs of its errors, and `nadc fix`'s safe repair of the whole file as a fix-all action."""
     uri = params.text_document.uri
     first, last = _lines_of(params.range)
     _, analysis = await _analysis(ls, uri)
@@ -328,12 +329,12 @@ async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list
     wanted = params.context.only
     actions = []
     if not wanted or any(k.startswith(T.CodeActionKind.QuickFix) for k in wanted):
-        for d in analysis.diagnostics:
-            if d.fix is None or d.span.end_line < first or d.span.line > last:
-                continue
+        # each diagnostic's fix, then the other verified repairs of each error (compiler/editor/actions.py)
+        fixes = await asyncio.get_running_loop().run_in_executor(state.executor, quick_fixes, analysis, first, last)
+        for d, preferred in fixes:
             actions.append(T.CodeAction(
                 title=fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
-                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=getattr(d.fix, "safety", "safe") == "safe",
+                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=preferred,
                 edit=T.WorkspaceEdit(changes={uri: _text_edits(lines, d.fix)})))
     if wanted and any(FIX_ALL.startswith(k) for k in wanted) and any(d.is_error for d in analysis.diagnostics):
         text = await asyncio.get_running_loop().run_in_executor(state.executor, repaired, analysis)
