@@ -15,10 +15,10 @@ and the choice of parents; this module never sees the tree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from nader.compiler.architecture import load_architecture
+from nader.compiler.architecture import Architecture, load_architecture
 from nader.compiler.passes.diff import block_diff, render_text
 from nader.dsl.ops import Group
 
@@ -98,7 +98,8 @@ def weighted_depth(block) -> int:
     return best.get(sink, 0)
 
 
-def structure_problem(parent_text: str, child_text: str, skeleton: str, depths: Sequence[int]) -> Optional[str]:
+def structure_problem(parent_text: str, child_text: str, skeleton: str, depths: Sequence[int], *,
+                      child: Optional[Architecture] = None) -> Optional[str]:
     """FairNAD's structural verification in our language, or None when the child passes.
 
     * modified: the canonical diff (`nadc diff`) of at least one block against the parent's
@@ -107,8 +108,11 @@ def structure_problem(parent_text: str, child_text: str, skeleton: str, depths: 
       stages: the base block has a path from input to output through a weighted layer (Conv2d or
       Linear), and the skeleton repeats it (the stages' depths) at least twice in all. A base
       block made of identities, pooling and activations alone collapses every stage.
+
+    `child`: the child's Architecture where the caller has it (the Modifier's), not loaded again.
     """
-    parent, child = load_architecture(parent_text, skeleton), load_architecture(child_text, skeleton)
+    parent = load_architecture(parent_text, skeleton)
+    child = child if child is not None else load_architecture(child_text, skeleton)
     if all(block_diff(parent.block(p), child.block(p)).equal for p in PARTS):
         return "structure: the canonical diff against the parent is empty (no operation, parameter or edge changed)"
     per_block = weighted_depth(child.block("base"))
@@ -127,6 +131,7 @@ class Written:
     text: Optional[str]
     error: Optional[str] = None
     feedback: Optional[str] = None  # "execution" or "structure" when refused
+    arch: Optional[Architecture] = field(default=None, repr=False)  # the text's, checked (Modification.architecture)
 
 
 class FairNAD:
@@ -143,7 +148,7 @@ class FairNAD:
                         **({"suggested": m.suggested} if m.suggested else {}))
         if not m.ok:
             return Written(None, m.error, "execution")
-        problem = structure_problem(parent_text, m.arch_text, self.skeleton, self.depths)
+        problem = structure_problem(parent_text, m.arch_text, self.skeleton, self.depths, child=m.architecture)
         if problem:
             return Written(None, problem, "structure")
-        return Written(m.arch_text)
+        return Written(m.arch_text, arch=m.architecture)

@@ -2,7 +2,9 @@
 architecture from every one tried and its accuracy, at temperature 0.
 
 This module holds what the LLM sees and what is made of its replies: the prompts (`genius_cell.v2`
-for a NAS-Bench-201 cell, `genius_block.v2` for a base block in our language), the wording of each
+for a NAS-Bench-201 cell, or `genius_cell.v3` where the model's profile is small or names a
+grammar field: a rationale line and the op_list line, the cell first for a small model, with the
+cell reply's grammar; `genius_block.v2` for a base block in our language), the wording of each
 tried architecture's outcome (a proposal that gave nothing usable shows with the reason, so no
 prompt is ever sent twice: at temperature 0 the same prompt gets the same unusable reply), the
 block-language check of a reply (`block_check`), and the repair conversation: an unusable reply
@@ -26,10 +28,12 @@ from nader.dsl.ops import reference_text
 
 from .context_fit import client_room, fit_conversation, newest_that_fit
 from .llm.jsonreply import reply_too_long, with_cut_off
+from .llm.profiles import profile_for
 from .prompts import render
 
 ROLE = "genius"
 CELL_PROMPT = "genius_cell.v2"
+BOUNDED_CELL_PROMPT = "genius_cell.v3"
 BLOCK_PROMPT = "genius_block.v2"
 MAX_FAILURE_CHARS = 600  # of a failed proposal's reason, as the next prompts quote it
 REPAIR_PROMPT = "genius_repair.v1"
@@ -51,12 +55,35 @@ class Answer:
         return None if self.text is not None else f"no usable answer after {self.replies} replies: {self.feedback}"
 
 
+@dataclass(frozen=True)
+class CellReply:
+    """What the cell space says of its replies, for `genius_cell.v3`: its operations' descriptions
+    in id order, the rationale's most words, and the reply's grammar (GBNF) given the cells tried
+    (their strings), which it leaves out."""
+
+    operations: Tuple[str, ...]
+    reason_words: int
+    grammar: Callable[[List[str]], str]
+
+
 class Genius:
     """Asks a chat client (`chat_sync`) for the next architecture and repairs unusable replies."""
 
-    def __init__(self, client, *, repairs: int, iterations: int, dataset: str, skeleton: str):
+    def __init__(self, client, *, repairs: int, iterations: int, dataset: str, skeleton: str,
+                 cell_reply: Optional[CellReply] = None):
         self.client, self.repairs, self.iterations = client, repairs, iterations
-        self.dataset, self.skeleton = dataset, skeleton
+        self.dataset, self.skeleton, self.cell_reply = dataset, skeleton, cell_reply
+
+    def cell_prompt(self, history: List[dict]) -> Tuple[str, dict, Optional[str]]:
+        """The cell prompt, its own inputs and the grammar to send: `genius_cell.v3` where the profile
+        is small (the cell first) or names a grammar field (the reply the grammar allows, every cell
+        of `history` left out), else v2 and no grammar."""
+        profile = profile_for(self.client)
+        if self.cell_reply is None or profile is None or not (profile.small or profile.grammar != "none"):
+            return CELL_PROMPT, {}, None
+        c = self.cell_reply
+        return BOUNDED_CELL_PROMPT, dict(operations=c.operations, cell_first=profile.small,
+                                         reason_words=c.reason_words), c.grammar([h["cell"] for h in history if "cell" in h])
 
     def answer(self, history: List[dict], iteration: int, check: ReplyCheck, *, cells: bool,
                arch_id: Optional[str], progress: Optional[dict] = None) -> Answer:
@@ -64,8 +91,10 @@ class Genius:
         block); `progress["replies"]` counts the replies as they come, so a call that raises
         midway leaves the count behind."""
         common = {"dataset": self.dataset, "iteration": iteration, "iterations": self.iterations}
+        grammar = None
         if cells:
-            prompt = CELL_PROMPT
+            prompt, inputs, grammar = self.cell_prompt(history)
+            common.update(inputs)
         else:
             prompt = BLOCK_PROMPT
             common.update(reference=reference_text(), skeleton=self.skeleton)
@@ -73,7 +102,7 @@ class Genius:
         progress = {} if progress is None else progress
         text, feedback, replies, rounds = None, "", 0, []
         for round_ in range(self.repairs + 1):
-            reply = self.client.chat_sync(messages, role=ROLE, arch_id=arch_id,
+            reply = self.client.chat_sync(messages, role=ROLE, arch_id=arch_id, grammar=grammar,
                                           prompt=prompt if round_ == 0 else REPAIR_PROMPT, temperature=0)
             replies += 1
             progress["replies"] = replies

@@ -40,8 +40,13 @@ and differs from the parent). `auto`: the repaired block is the result, with no 
 `Modification.repair` records the block as written, the diff and the codes fixed. `suggest`: the
 repair goes back in the feedback turn as the proposed fix (`modifier_repair.v2`), and the LLM
 decides. `off` (the library's default) sends the v1 feedback as before, so recorded runs replay.
+The conversation is one loop (`_converse`) whatever the mode; the mode is a `RepairPolicy`
+(`repair_policy.py`) it asks what to do with a failing reply.
 
-The result says whether the first reply verified, how many rounds it took, and the tokens.
+The result says whether the first reply verified, how many rounds it took, and the tokens, and
+holds the checked `Architecture` (`Modification.architecture`), which the search loop's checks
+take as it is: the LLM's block is verified once (`check_base_block`), the architecture it makes
+once more for its other blocks (`check_architecture`), and nothing again on its way to a trial.
 """
 from __future__ import annotations
 
@@ -50,11 +55,12 @@ from functools import lru_cache
 from typing import Callable, List, Optional
 
 from nader.compiler import grammar_export
+from nader.compiler.architecture import Architecture
 from nader.compiler.block_text import block_name, renamed, split_architecture
 from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_checks import Check, check_architecture, check_base_block
-from nader.compiler.reply_repair import REPAIR_MODES, ReplyRepair, repair_edit_reply, repair_reply
+from nader.compiler.reply_repair import repair_edit_reply, repair_reply
 from nader.dsl.edits import EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
@@ -64,14 +70,12 @@ from .context_fit import NOTE_CHARS, best_that_fit, client_room, cut_text, fit_c
 from .llm.jsonreply import reply_too_long, with_cut_off
 from .llm.profiles import REPLY_MODES, match_profile
 from .prompts import render
+from .repair_policy import EDITS_REPAIR, REPAIR, RepairPolicy, Repairer, repair_policy
 
 DEFAULT_ROUNDS = 3
 IMPLEMENT = "modifier_implement.v1"
-REPAIR = "modifier_repair.v1"
 INTERFACE = "modifier_interface.v1"
 EDITS = "modifier_edits.v2"
-EDITS_REPAIR = "modifier_edits_repair.v1"
-SUGGEST = "modifier_repair.v2"  # REPAIR with the compiler's proposed fix (`--repair suggest`)
 
 
 @dataclass
@@ -95,6 +99,8 @@ class Modification:
     reply_form: str = "block"  # block | edits: what the LLM was asked to write
     repair: Optional[dict] = None  # `auto`: the compiler's repair of the last reply (ReplyRepair.record)
     suggested: int = 0  # `suggest`: feedback turns that carried the compiler's proposed fix
+    base_check: Optional[Check] = field(default=None, repr=False)  # the passing check of base_text
+    architecture: Optional[Architecture] = field(default=None, repr=False)  # arch_text's, checked
 
     @property
     def first_ok(self) -> bool:
@@ -134,6 +140,21 @@ def checked_reply(check: Callable[[str], Check], text: str) -> Check:
 UNCHECKED = frozenset({"too-long", "check-error"})
 
 
+@dataclass
+class Conversation:
+    """One exchange with the LLM: the first prompt, how each reply is judged, and how a failing one
+    is answered (`retry`, the feedback turn's template; `repairer`, the compiler's repair of it,
+    where the compiler repairs such replies)."""
+
+    messages: list[dict]  # the first prompt, rendered
+    prompt: str  # its template
+    check: Callable[[str], Check]
+    attempts: List[Attempt]  # where the replies are kept (the Modification's)
+    retry: str = REPAIR
+    grammar: Optional[str] = None
+    repairer: Optional[Repairer] = None
+
+
 # ---------------------------------------------------------------------- the agent
 class Modifier:
     """Writes blocks with an LLM client (`chat_sync`), checked by the compiler."""
@@ -144,8 +165,7 @@ class Modifier:
             raise ValueError("the Modifier needs at least one round")
         if reply is not None and reply not in REPLY_MODES:
             raise ValueError(f"reply is one of {', '.join(REPLY_MODES)}")
-        if repair not in REPAIR_MODES:
-            raise ValueError(f"repair is one of {', '.join(REPAIR_MODES)}")
+        self.policy: RepairPolicy = repair_policy(repair)  # ValueError for a mode it does not know
         self.reply = reply  # None: the model's profile says
         self.repair = repair
         self.client = client
@@ -165,39 +185,28 @@ class Modifier:
         model = getattr(config, "model", None)
         return match_profile(model, tuple(getattr(config, "profiles", ()))).reply if model else "block"
 
-    def _converse(self, first: list[dict], check: Callable[[str], Check], *, prompt: str,
-                  arch_id: Optional[str], attempts: List[Attempt], grammar: Optional[str] = None,
-                  repair: str = REPAIR, out: Optional[Modification] = None,
-                  parent_hash: Optional[str] = None,
-                  repairer: Optional[Callable[[Check, str], Optional[ReplyRepair]]] = None) -> Optional[Check]:
-        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out.
-        With `out` (a base block), the Modifier's `repair` mode applies to each failing reply."""
-        messages, rounds = first, []
+    def _converse(self, talk: Conversation, out: Modification, arch_id: Optional[str]) -> Optional[Check]:
+        """Ask, check, and send the diagnostics back until a reply passes or the rounds run out; the
+        repair policy says what becomes of each failing reply (`out` records what it did)."""
+        messages, turns, template = talk.messages, [], talk.prompt
         for round_ in range(1, self.rounds + 1):
-            reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id,
-                                          prompt=prompt if round_ == 1 else repair, grammar=grammar)
-            result = checked_reply(check, reply.text)
-            attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
+            reply = self.client.chat_sync(messages, role="modifier", arch_id=arch_id, prompt=template,
+                                          grammar=talk.grammar)
+            result = checked_reply(talk.check, reply.text)
+            talk.attempts.append(Attempt(reply.text, result, reply.prompt_tokens or 0, reply.completion_tokens or 0))
             if result.ok:
                 return result
-            if out is None or self.repair == "off":
-                fixed = None
-            else:
-                fixed = repairer(result, reply.text) if repairer else repair_reply(result, parent_hash)
-            if fixed is not None and self.repair == "auto":
-                out.repair = fixed.record()
-                return fixed.check
+            repaired = self.policy.repair(talk.repairer, result, reply.text)
+            if repaired is not None and self.policy.settles(repaired):
+                out.repair = repaired.record()
+                return repaired.check
             if round_ < self.rounds:
+                template, extra = self.policy.turn(talk.retry, repaired, talk.repairer is not None)
+                out.suggested += repaired is not None
                 feedback = with_cut_off(result.feedback, reply.truncated)
-                turn = dict(template=repair, feedback=feedback, round=round_, rounds=self.rounds - 1)
-                if self.repair == "suggest":  # the v2 templates take the proposal
-                    turn.update(template=SUGGEST if repair == REPAIR else repair,
-                                proposal=fixed.proposal() if fixed is not None else "")
-                    out.suggested += fixed is not None
-                elif repair == EDITS_REPAIR:
-                    turn["proposal"] = ""
-                rounds += [{"role": "assistant", "content": reply.text}, *render(turn.pop("template"), **turn)[-1:]]
-                messages = fit_conversation(self.client, first, rounds)
+                turn = render(template, feedback=feedback, round=round_, rounds=self.rounds - 1, **extra)
+                turns += [{"role": "assistant", "content": reply.text}, *turn[-1:]]
+                messages = fit_conversation(self.client, talk.messages, turns)
         return None
 
     def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str,
@@ -205,15 +214,15 @@ class Modifier:
         """`modifier_implement.v1` (or `modifier_edits.v2`) sized to the model's context: the reference and
         the parent block whole, then the plan (cut when it alone would not fit), then the lessons that fit,
         best first."""
-        fixed = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name,
+        shown = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name,
                      **({"most": EDITS_PER_REPLY} if template == EDITS else {}))
         experiences = list(experiences)[:5]
-        room = client_room(self.client, render(template, plan="", experiences=[""] if experiences else [], **fixed),
+        room = client_room(self.client, render(template, plan="", experiences=[""] if experiences else [], **shown),
                            converse=self.rounds > 1)
         if room is not None:
             plan = cut_text(plan, room - (NOTE_CHARS if experiences else 0))
             experiences = best_that_fit(experiences, room - len(plan))
-        return render(template, plan=plan, experiences=experiences, **fixed)
+        return render(template, plan=plan, experiences=experiences, **shown)
 
     def write_block(self, block_text: str, plan: str, experiences: List[str] = (), *,
                     arch_id: Optional[str] = None, reject_unchanged: bool = True) -> Modification:
@@ -222,17 +231,15 @@ class Modifier:
         parent_hash = canonical_hash(parent) if reject_unchanged else None
         out = Modification(False, reply_form=self.reply_form())
         if out.reply_form == "edits":
-            messages = self._implement_prompt(block_text, plan, experiences, parent.name, EDITS)
-            result = self._converse(messages, lambda text: check_edit_reply(text, block_text, parent_hash),
-                                    prompt=EDITS, arch_id=arch_id, attempts=out.attempts,
-                                    grammar=edits_grammar(block_text), repair=EDITS_REPAIR, out=out,
-                                    parent_hash=parent_hash,
-                                    repairer=lambda _, text: repair_edit_reply(text, block_text, parent_hash))
+            talk = Conversation(self._implement_prompt(block_text, plan, experiences, parent.name, EDITS), EDITS,
+                                lambda text: check_edit_reply(text, block_text, parent_hash), out.attempts,
+                                retry=EDITS_REPAIR, grammar=edits_grammar(block_text),
+                                repairer=lambda _, text: repair_edit_reply(text, block_text, parent_hash))
         else:
-            messages = self._implement_prompt(block_text, plan, experiences, parent.name)
-            result = self._converse(messages, lambda text: check_base_block(text, parent_hash), prompt=IMPLEMENT,
-                                    arch_id=arch_id, attempts=out.attempts, grammar=block_grammar(), out=out,
-                                    parent_hash=parent_hash)
+            talk = Conversation(self._implement_prompt(block_text, plan, experiences, parent.name), IMPLEMENT,
+                                lambda text: check_base_block(text, parent_hash), out.attempts,
+                                grammar=block_grammar(), repairer=lambda failed, _: repair_reply(failed, parent_hash))
+        result = self._converse(talk, out, arch_id)
         if result is None:
             last = out.attempts[-1].check if out.attempts else None
             out.error = "the block did not verify after {} round{}: {}".format(
@@ -240,7 +247,7 @@ class Modifier:
             if last is not None and set(last.codes) & UNCHECKED:  # say why: it may be a bug of ours
                 out.error += f" ({last.feedback.lstrip('- ')})"
             return out
-        out.ok, out.base_text = True, result.text
+        out.ok, out.base_text, out.base_check = True, result.text, result
         return out
 
     def modify(self, arch_text: str, plan: str, experiences: List[str] = (), *,
@@ -255,29 +262,34 @@ class Modifier:
         stem = renamed(stem, f"{name}_stem")
         down = renamed(down, f"{name}_downsample")
         candidate = out.base_text + stem + down
-        built = check_architecture(candidate, self.skeleton, self.dataset)
+        built = self._architecture(candidate, out)
         if built.ok:
-            out.arch_text = candidate
+            out.arch_text, out.architecture = candidate, built.arch
             return out
-        fixed = dict(reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
+        shown = dict(reference=self.language_reference(), block=out.base_text.strip(), block_name=name,
                      stem=stem.strip(), downsample=down.strip())
-        room = client_room(self.client, render(INTERFACE, error="", **fixed), converse=self.rounds > 1)
-        messages = render(INTERFACE, error=built.feedback if room is None else cut_text(built.feedback, room), **fixed)
-        fitted = self._converse(messages, lambda text: check_architecture(out.base_text + _extracted(text),
-                                                                           self.skeleton, self.dataset),
-                                prompt=INTERFACE, arch_id=arch_id, attempts=out.interface_attempts)
+        room = client_room(self.client, render(INTERFACE, error="", **shown), converse=self.rounds > 1)
+        messages = render(INTERFACE, error=built.feedback if room is None else cut_text(built.feedback, room), **shown)
+        talk = Conversation(messages, INTERFACE, lambda text: self._architecture(out.base_text + _extracted(text), out),
+                            out.interface_attempts)  # no repairer: the compiler repairs base blocks
+        fitted = self._converse(talk, out, arch_id)
         if fitted is None:
             out.ok = False
             out.error = "no stem and downsample blocks built a network with the new base block"
             return out
-        out.arch_text = fitted.text
+        out.arch_text, out.architecture = fitted.text, fitted.arch
         return out
+
+    def _architecture(self, text: str, out: Modification) -> Check:
+        """`check_architecture` of the new base block with stem and downsample blocks, on the base
+        block's verdict (not verified again)."""
+        return check_architecture(text, self.skeleton, self.dataset, base=out.base_check)
 
 
 @lru_cache(maxsize=2)
 def block_grammar(form: str = "block") -> str:
     """The GBNF grammar of a reply, as `nadc grammar --format gbnf --reply [FORM]` prints it."""
-    return grammar_export.render("gbnf", reply=form)
+    return grammar_export.render_grammar("gbnf", reply=form)
 
 
 def _extracted(reply: str) -> str:
@@ -288,4 +300,4 @@ def _extracted(reply: str) -> str:
 def edits_grammar(parent_text: str) -> str:
     """The GBNF grammar of edits of the parent's block, as `nadc grammar --reply edits --parent FILE`
     prints it: its node ids and the next free ones, so every `replace`/`remove` names a node it has."""
-    return grammar_export.render("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])
+    return grammar_export.render_grammar("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])

@@ -31,7 +31,9 @@ class NoIdeas(RuntimeError):
 
 
 @dataclass
-class Plan:
+class Proposal:
+    """The Proposer's answer: the idea it chose for the parent and its plan of the change."""
+
     idea_id: int
     idea: str
     plan: str
@@ -94,7 +96,7 @@ class Proposer:
         return ideas
 
     def propose(self, block_text: str, *, history: List[str] = (), applied: Iterable[int] = (), rng=None,
-                arch_id: Optional[str] = None) -> Plan:
+                arch_id: Optional[str] = None) -> Proposal:
         ideas = self.candidate_ideas(block_text, list(history), set(applied), rng)
         shown = [{"n": i + 1, "text": idea.text} for i, idea in enumerate(ideas)]
         numbers = [s["n"] for s in shown]
@@ -120,4 +122,4 @@ class Proposer:
                 messages = fit_conversation(self.client, first, [{"role": "assistant", "content": reply.text},
                                                                  *render("reply_retry.v1", error=str(exc))[-1:]])
         chosen = ideas[n - 1]
-        return Plan(chosen.id, chosen.text, plan, [ideas[k - 1].id for k in ranking], tokens[0], tokens[1])
+        return Proposal(chosen.id, chosen.text, plan, [ideas[k - 1].id for k in ranking], tokens[0], tokens[1])

@@ -8,7 +8,7 @@ file is replaced by a special one (/dev/zero, a FIFO, a symlink loop, a folder).
 in a forked child (the parent imports everything first, so a fork costs milliseconds) with its
 address space capped (`--memory-mib` above what the imports use) and a per-case timeout.
 
-A case is *refused* when the reader raises its documented error (ConfigError, EvaluatorError,
+A case is *refused* when the reader raises its documented error (ConfigError, TableError,
 LLMConfigError, LimitsError), *accepted* when it returns (tables: and every number it then answers
 is finite, an accuracy in [0, 100]); an *internal error* is any other exception (MemoryError
 included); a *hang* is a child still running at the timeout. A refusal whose message spans lines
@@ -40,19 +40,19 @@ from nader.dsl.limits import LimitsError, limits_for
 from nader.runtime.errors import ConfigError
 from nader.search.config import merge
 from nader.search.config_file import read_toml
-from nader.search.evaluators.table import FileTable
-from nader.search.evaluators.tabular import EvaluatorError
+from nader.search.tables.derived import FileTable
+from nader.search.tables.base import TableError
 from nader.search.spaces import nb201
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "resnet_basic.nad"
-REFUSALS = (ConfigError, EvaluatorError, LLMConfigError, LimitsError)
+REFUSALS = (ConfigError, TableError, LLMConfigError, LimitsError)
 READERS = ("table-csv", "table-json", "search-toml", "llm-toml", "pyproject-limits")
 
 
 # -- valid files ---------------------------------------------------------------------------------
 def _cells(rng: random.Random, n: int) -> list[str]:
-    return [str(nb201.Cell(tuple(rng.choice(nb201.OPS) for _ in range(6)))) for _ in range(n)]
+    return [str(nb201.CellStructure(tuple(rng.choice(nb201.OPS) for _ in range(6)))) for _ in range(n)]
 
 
 def valid_csv(rng):
@@ -207,7 +207,7 @@ def read(reader: str, path: Path) -> str:
         for cell in list(table.rows)[:5]:
             try:
                 record = table.evaluate(cell, "cifar10-valid", 12, test_epochs=200)
-            except EvaluatorError:
+            except TableError:
                 continue
             for value in (record.valid_acc, record.test_acc):
                 if value is not None and not (math.isfinite(value) and 0 <= value <= 100):

@@ -49,11 +49,10 @@ def main(argv) -> int:
                               "trials": args.archs, "depths": depths, "seed": args.seed, "run_dir": run_dir})
         search_s = time.perf_counter() - t0
         from nader.search.records import records
-        from nader.search.store import open_readonly
+        from nader.search.store import RunReader
 
-        conn = open_readonly(run_dir)
-        trained = [r for r in records(conn) if r["status"] == "ok"]
-        conn.close()
+        with RunReader(run_dir) as reader:
+            trained = [r for r in records(reader) if r["status"] == "ok"]
     finally:
         if tmp is not None:
             tmp.cleanup()

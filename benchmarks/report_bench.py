@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from browser import Browser, find_chromium  # noqa: E402
 from test_report import make_run  # noqa: E402
 
-from nader.search.report import render  # noqa: E402
+from nader.search.report import render_report  # noqa: E402
 
 TARGET_MB = 10.0
 
@@ -33,7 +33,7 @@ def main() -> int:
     args = parser.parse_args()
     run, archs = make_run(args.archs, seed=1)
     start = time.perf_counter()
-    html = render(run, archs)
+    html = render_report(run, archs)
     render_s = time.perf_counter() - start
     size_mb = len(html.encode("utf-8")) / 1e6
     line = (f"report: {args.archs} architectures -> {size_mb:.2f} MB (target < {TARGET_MB:.0f} MB "

@@ -55,15 +55,15 @@ def table_optimum(path: Path, table_map: dict, dataset: str, metric: str):
     other files, or without that column): what "found the optimum" compares against."""
     if KINDS.get(path.suffix.lower()) != "table":
         return None
-    from nader.search.evaluators.table import FileTable
-    from nader.search.evaluators.tabular import EvaluatorError
+    from nader.search.tables.derived import FileTable
+    from nader.search.tables.base import TableError
 
     table = FileTable(path, table_map)
     best = None
     for cell, row in table.rows.items():
         try:
             value = table.value(row, cell, metric, dataset)
-        except EvaluatorError:
+        except TableError:
             continue
         best = value if best is None else max(best, value)
     return best

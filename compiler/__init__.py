@@ -4,7 +4,7 @@ The names below load their module on first use (as `nader.dsl`'s do), so importi
 submodule does not import torch or ONNX. docs/api.md lists them. (`fit` and `mutate` are
 submodules' names, so their functions are imported from `nader.compiler.fit` and `nader.compiler.mutate`.)
 """
-import importlib
+from nader import lazy_exports
 
 _EXPORTS = {
     "Architecture": "architecture", "BuildError": "errors", "SKELETONS": "skeletons",
@@ -16,16 +16,4 @@ _EXPORTS = {
 }
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

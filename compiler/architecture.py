@@ -11,14 +11,19 @@ A network asks for each block at the resolution of its stage (`Architecture.repo
 the square verdict serves where it holds at that size; otherwise the block is verified at
 the concrete resolution, so a block that runs at the sizes the network feeds it builds, and
 one that does not is reported with the stage's sizes.
+
+A verdict already reached may be handed in (`verified`): the Modifier verifies the LLM's base block
+alone, then the architecture it makes with the parent's stem and downsample block, and the loop
+trains that `Architecture`, so the LLM's block is verified once on its way to a trial.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Union
 
 from nader.compiler.errors import BuildError
-from nader.compiler.passes.contract import ANY, fixed
+from nader.compiler.passes.contract import ANY, SQUARE, fixed
 from nader.compiler.passes.cost import block_cost
 from nader.compiler.passes.verify import BlockReport, verify_block, verify_stem
 from nader.compiler.skeletons import Skeleton, skeleton_info
@@ -41,6 +46,7 @@ class Architecture:
     cells: bool
     warnings: list[Diagnostic] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # standard blocks used, blocks verified per stage
+    skeleton: Optional[str] = None  # the skeleton's name, which the verdicts are for
     _costs: dict = field(default_factory=dict, repr=False)
     _at: dict = field(default_factory=dict, repr=False)  # (part, resolution) -> BlockReport
     _any_size: Optional[bool] = field(default=None, repr=False)
@@ -106,7 +112,7 @@ def _failure(part: str, report: BlockReport) -> str:
 
 
 def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", *, stem_stride: Optional[int] = None,
-                      path: str = "<string>") -> Architecture:
+                      path: str = "<string>", verified: Sequence[BlockReport] = ()) -> Architecture:
     """Parse and verify an architecture for `skeleton`; raises BuildError with a readable reason.
 
     With `stem_stride=None` the stem's stride is the skeleton's default when the stem verifies
@@ -117,13 +123,17 @@ def load_architecture(arch_text: str, skeleton: Union[str, Skeleton] = "nb201", 
     if not isinstance(arch_text, str):
         raise BuildError(f"the architecture must be text, not {type(arch_text).__name__}")
     parsed = parse(arch_text, path)
-    return architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride)
+    return architecture_from_program(parsed.program, parsed.diagnostics, skel, stem_stride=stem_stride,
+                                     verified=verified)
 
 
 def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic], skeleton: Union[str, Skeleton], *,
-                              stem_stride: Optional[int] = None) -> Architecture:
+                              stem_stride: Optional[int] = None, verified: Sequence[BlockReport] = ()) -> Architecture:
     """The architecture of a parsed file. Errors of the file and of the blocks' structure raise
-    BuildError here; shape errors at the square sizes wait for `report_at` (the network's sizes)."""
+    BuildError here; shape errors at the square sizes wait for `report_at` (the network's sizes).
+
+    `verified`: square-domain verdicts already reached (`check_base_block`'s); one serves for the
+    base or downsample block it was reached on (`_reused`), which is then not verified again."""
     skel = skeleton if isinstance(skeleton, Skeleton) else skeleton_info(skeleton)
     by_block: dict[Optional[str], list[Diagnostic]] = {}
     for d in diagnostics:
@@ -153,7 +163,8 @@ def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic
     for part, block, role in (("base", base, Role.CELL if skel.cells else Role.BASE),
                               ("downsample", down, Role.REDUCTION_CELL if skel.cells else Role.DOWNSAMPLE)):
         front_end = tuple(by_block.get(block.name, ())) if files[part] == program.path else ()
-        reports[part] = verify_block(block, role=role, file=files[part], front_end=front_end)
+        reports[part] = (_reused(verified, block, role, files[part], front_end)
+                         or verify_block(block, role=role, file=files[part], front_end=front_end))
     front_end = tuple(by_block.get(stem.name, ())) if files["stem"] == program.path else ()
     stem_report, stride = _verify_stem(stem, files["stem"], front_end, skel, stem_stride)
     reports["stem"] = stem_report
@@ -164,7 +175,23 @@ def architecture_from_program(program: Program, diagnostics: Sequence[Diagnostic
             # errors may not (see report_at).
             raise BuildError(_failure(part, report), [d for d in report.diagnostics if d.is_error])
     warnings = [d for r in reports.values() for d in r.diagnostics if not d.is_error]
-    return Architecture(program.path, base, stem, down, reports, stride, skel.cells, warnings, notes)
+    return Architecture(program.path, base, stem, down, reports, stride, skel.cells, warnings, notes, skel.name)
+
+
+def _reused(verified: Sequence[BlockReport], block: Block, role: Role, file: str,
+            front_end: tuple) -> Optional[BlockReport]:
+    """A verdict of `verified` that serves for `block` as `verify_block` would give it: reached in the
+    square domain and in `role` on an equal block (IR equality ignores where the lines are, so the
+    formatted copy of a verified block is equal to it), and clean: a diagnostic points at the lines
+    of the text it was found in, so a verdict with warnings is reached again on this text. It takes
+    `block`, `file` and this file's own front-end diagnostics of the block."""
+    if any(d.is_error for d in front_end):
+        return None
+    for report in verified:
+        if (report.ok and not report.diagnostics and report.role is role and report.domain == SQUARE
+                and report.block == block):
+            return dataclasses.replace(report, file=file, block=block, diagnostics=list(front_end))
+    return None
 
 
 def _describe(d: Diagnostic, path: str) -> str:

@@ -7,6 +7,7 @@ Subcommands live in their own modules and are imported only when run, so
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib
 import os
 import sys
@@ -32,6 +33,27 @@ COMMANDS = {
 }
 
 
+class _loading:
+    """Load a command's modules with the cyclic garbage collector off, then freeze what they made
+    (`gc.freeze`), in the `nadc` program only (`main()` without argv). Importing a command
+    allocates thousands of long-lived objects (classes, functions, compiled patterns) and next to
+    no garbage, so each collection those allocations trigger only rescans them, and so would every
+    later one: off and frozen, `nadc verify` on one block runs 4.5 M instructions (1.1%) fewer.
+    The collector is on again for the command itself (`nadc lsp` runs for hours)."""
+
+    active = False  # set by `main` for the program; a caller in process (the tests) keeps its collector as it is
+
+    def __enter__(self):
+        self.collecting = self.active and gc.isenabled()
+        if self.collecting:
+            gc.disable()
+
+    def __exit__(self, *exc):
+        if self.collecting:
+            gc.freeze()
+            gc.enable()
+
+
 class LazyDefaultGroup(click.Group):
     """Loads subcommands on use; `nadc FILE ...` means `nadc compile FILE ...`."""
 
@@ -42,7 +64,8 @@ class LazyDefaultGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[name]
-        return getattr(importlib.import_module(module), attr)
+        with _loading():
+            return getattr(importlib.import_module(module), attr)
 
     def format_commands(self, ctx, formatter):
         rows = [(name, help_text) for name, (_, _, help_text) in COMMANDS.items()]
@@ -75,6 +98,7 @@ def main(argv=None):
     Run as the `nadc` program (no `argv`), it ends the process as soon as the command is done
     (see `_exit_now`); called with `argv`, it raises SystemExit like any click program.
     """
+    _loading.active = argv is None
     code = _run(argv)
     if argv is None:
         _exit_now(code)

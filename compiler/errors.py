@@ -1,9 +1,11 @@
 """The compiler's one build error, raised wherever an architecture or a block cannot become a module.
 
 Loading an architecture, fitting widths, planning a network and building a block in PyTorch
-(`backends/torch_backend.py`) all raise this class, so no caller translates one into another.
-It subclasses `nader.runtime.errors.ArchitectureError`, which the runtime (below the compiler)
-records as a `build` failure.
+(`backends/torch_backend.py`) all raise this class. It subclasses
+`nader.runtime.errors.ArchitectureError`, which the runtime (below the compiler) records as a
+`build` failure. Where an emitter turns one into its own error (`EmitError` for `nadc --emit`,
+`OnnxLoweringError` on the way to ONNX), that error carries the `diagnostics` on, and `nadc`
+prints them as `nadc verify` would (tests/test_build_errors.py follows each place).
 """
 from __future__ import annotations
 

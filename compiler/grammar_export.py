@@ -140,7 +140,7 @@ REPLIES = ("block", "edits")
 
 
 def reply_form(reply: Union[bool, str, None]) -> Optional[str]:
-    """`block`, `edits` or None (the language) from `rules`' and `render`'s `reply` (True: `block`)."""
+    """`block`, `edits` or None (the language) from `rules`' and `render_grammar`'s `reply` (True: `block`)."""
     if reply is True:
         return "block"
     if not reply:
@@ -212,7 +212,9 @@ def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> di
         g["edge-line"] = seq(Ref("source-id"), star(",", Ref("source-id")), "->", Ref("target-id"))
         g["compute-operation"] = alt(*(Ref(op_rule(d)) for op, d in REGISTRY.items() if op in Group.COMPUTE))
     else:
-        g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"))
+        # The language reads a chain `a->b->c` as two edges; a reply keeps the canonical one edge a line.
+        g["edge-line"] = seq(Ref("node-id"), star(",", Ref("node-id")), "->", Ref("node-id"),
+                             *(() if reply else (star("->", Ref("node-id")),)))
         g["node-id"] = plus(chars("A-Za-z0-9_"))
         g["node-line"] = seq(Ref("node-id"), ":", Ref("operation"))
         g["operation"] = alt(*(Ref(op_rule(d)) for d in REGISTRY.values()))
@@ -252,10 +254,16 @@ def _parent_ids(parent: Block) -> dict[str, Expr]:
 _DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
+def rule_name(text: str) -> str:
+    """`text` as a rule name of dashed lowercase words: digits spelt (`conv-two-d` for Conv2d; some
+    GBNF readers take no digits in names), `_` as `-`."""
+    name = "".join(f"-{_DIGITS[int(ch)]}-" if ch.isdigit() else ch for ch in text.lower())
+    return "-".join(part for part in name.replace("_", "-").split("-") if part)
+
+
 def op_rule(d: OpDef) -> str:
-    """The name of `d`'s rule: `op-conv-two-d` for Conv2d (some GBNF readers take no digits in names)."""
-    name = "".join(f"-{_DIGITS[int(ch)]}-" if ch.isdigit() else ch for ch in d.name.lower())
-    return "op-" + name.replace("_", "-").strip("-").replace("--", "-")
+    """The name of `d`'s rule: `op-conv-two-d` for Conv2d."""
+    return "op-" + rule_name(d.name)
 
 
 def _operation(d: OpDef) -> Expr:
@@ -335,19 +343,27 @@ class _Style(NamedTuple):
     atom: Callable[[Union[Lit, Chars]], str]
 
 
-def render(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
+def render_grammar(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
     """The grammar in `fmt` (one of FORMATS); of an LLM's reply with `reply` (see `rules`), edits of
     `parent` with one."""
     form = reply_form(reply)
     if fmt not in _STYLES:
         raise ValueError(f"unknown grammar format {fmt!r}; one of {', '.join(FORMATS)}")
-    style = _STYLES[fmt]
-    g = rules(reply, parent)
-    width = max(len(style.name(n)) for n in g)
     about = _HEADER + {None: "", "block": _REPLY, "edits": _EDITS}[form]
     if parent is not None:
         about += (f" Specialised to edits of the block `{parent.name}`: its node ids and the next {NEW_IDS} free ones;"
                   " new nodes come in with `insert` (no `add`).")
+    return render_rules(fmt, rules(reply, parent), about)
+
+
+def render_rules(fmt: str, g: dict[str, Expr], about: str) -> str:
+    """Rules (`root` first) in `fmt`, after a comment line `about`: how every grammar we export is
+    written, this language's and the reply forms others declare with this module's rule model (the
+    NAS-Bench-201 cell reply, `nader.search.spaces.nb201`)."""
+    if fmt not in _STYLES:
+        raise ValueError(f"unknown grammar format {fmt!r}; one of {', '.join(FORMATS)}")
+    style = _STYLES[fmt]
+    width = max(len(style.name(n)) for n in g)
     lines = [style.comment.format(about)]
     lines += [f"{style.name(rule).ljust(width)} {style.defines} {_expr(body, style)}" for rule, body in g.items()]
     return "\n".join(lines) + "\n"

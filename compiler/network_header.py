@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from nader.inputs.settings import int_list
+
 PREFIX = "# nadc-network:"
 _LISTS = ("widths", "depths")
 _INTS = ("classes", "input-size")
@@ -54,7 +56,7 @@ def read_header(source: str) -> Optional[dict]:
             if key in _LISTS or key in _INTS:
                 if not re.fullmatch(r"[1-9][0-9]*(,[1-9][0-9]*)*", value) or (key in _INTS and "," in value):
                     raise HeaderError(f"line {number}: {key}={value} is not {'a list of positive integers' if key in _LISTS else 'a positive integer'}")
-                numbers = tuple(int(v) for v in value.split(","))
+                numbers = tuple(int_list(value, key, lo=1))  # the one list parser, after the strict pattern
                 out[key.replace("-", "_")] = numbers if key in _LISTS else numbers[0]
             else:
                 out[key] = value

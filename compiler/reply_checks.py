@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from nader.compiler.architecture import load_architecture
+from nader.compiler.architecture import Architecture, load_architecture
 from nader.compiler.datasets import dataset_info
 from nader.compiler.errors import BuildError
 from nader.compiler.network_cost import network_model
 from nader.compiler.passes.canonical import canonical_hash
-from nader.compiler.passes.verify import verify_block
+from nader.compiler.passes.verify import BlockReport, verify_block
 from nader.compiler.plan import resolve_depths
 from nader.compiler.skeletons import skeleton_info
 from nader.dsl.extract import extract_blocks
@@ -27,12 +27,17 @@ MAX_FEEDBACK_ERRORS = 8  # diagnostics quoted back to an LLM per reply
 
 @dataclass
 class Check:
-    """A text judged by the compiler: `feedback` is what goes back to an LLM when not ok."""
+    """A text judged by the compiler: `feedback` is what goes back to an LLM when not ok.
+
+    A passing check keeps the verdict it reached, for the next check to build on rather than verify
+    again: a base block's `report`, an architecture's `arch` (what the search loop trains)."""
 
     ok: bool
     text: Optional[str] = None  # the block(s) as extracted, when any
     feedback: str = ""
     codes: list[str] = field(default_factory=list)
+    report: Optional[BlockReport] = field(default=None, repr=False)  # check_base_block's, when ok
+    arch: Optional[Architecture] = field(default=None, repr=False)  # check_architecture's, when ok
 
 
 def render_feedback(diagnostics, text: str) -> str:
@@ -82,14 +87,18 @@ def check_base_block(reply: str, parent_hash: Optional[str] = None) -> Check:
     if parent_hash is not None and canonical_hash(block) == parent_hash:
         return Check(False, extraction.text, "- the block is the same graph as the current block: apply the plan",
                      ["unchanged"])
-    return Check(True, format_block(block))
+    return Check(True, format_block(block), report=report)
 
 
-def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Check:
+def check_architecture(text: str, skeleton: str, dataset: str = "cifar10", *, base: Optional[Check] = None) -> Check:
     """Whether a whole architecture (base, stem, downsample) builds for the skeleton: every block
-    verifies at the resolutions the dataset's network feeds it (the search checks its own dataset's)."""
+    verifies at the resolutions the dataset's network feeds it (the search checks its own dataset's).
+
+    `base`: the passing `check_base_block` of the base block `text` holds (formatted, as the check
+    gives it), whose verdict then serves (`load_architecture`'s `verified`). A passing check holds
+    the `Architecture`, ready for the search loop's checks."""
     try:
-        arch = load_architecture(text, skeleton)
+        arch = load_architecture(text, skeleton, verified=(base.report,) if base is not None and base.report else ())
         skel, data = skeleton_info(skeleton), dataset_info(dataset)
         network_model(arch, skel, resolve_depths(skel, None), data.input_size, data.num_classes)
     except BuildError as exc:
@@ -97,4 +106,4 @@ def check_architecture(text: str, skeleton: str, dataset: str = "cifar10") -> Ch
         feedback = render_feedback(diagnostics, text) if diagnostics else f"- {exc}"
         return Check(False, text, f"{exc}\n{feedback}" if diagnostics else feedback,
                      sorted({d.code.code for d in diagnostics}) or ["build"])
-    return Check(True, text)
+    return Check(True, text, arch=arch)

@@ -28,7 +28,8 @@ def render_full(diagnostics: Iterable[Diagnostic], sources: Mapping[str, str]) -
     """The source line under each diagnostic, a caret under the span, and the help."""
     out: list[str] = []
     for d in sorted(diagnostics, key=sort_key):
-        lines = (sources.get(d.file or "", "") or "").split("\n")
+        source = sources.get(d.file or "", "") or ""
+        lines = source.split("\n") if source else []  # a file not read (NAD100, NAD122): nothing to quote
         out.append(f"{d.level}[{d.code.code}]: {d.message}")
         where = f"{d.file or '-'}:{d.span.line}:{d.span.col}"
         if d.block:
@@ -58,7 +59,7 @@ def render_json(diagnostics: Iterable[Diagnostic]) -> str:
     return json.dumps([d.to_json() for d in sorted(diagnostics, key=sort_key)], indent=2) + "\n"
 
 
-def render(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) -> str:
+def render_diagnostics(diagnostics: list[Diagnostic], fmt: str, sources: Mapping[str, str]) -> str:
     if fmt == "concise":
         return render_concise(diagnostics)
     if fmt == "json":

@@ -3,7 +3,7 @@
 The names below load their module on first use, so importing one submodule (say
 `nader.dsl.diagnostics`) does not import the parser and Lark: `nadc` starts faster.
 """
-import importlib
+from nader import lazy_exports
 
 _EXPORTS = {
     "Code": "diagnostics", "Diagnostic": "diagnostics", "Severity": "diagnostics",
@@ -16,16 +16,4 @@ _EXPORTS = {
 }
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

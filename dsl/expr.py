@@ -119,12 +119,12 @@ def leaves(value: Value) -> Iterator[Union[Num, Sym]]:
             yield from leaves(item)
 
 
-def symbols(value: Value) -> Iterator[Sym]:
+def symbols_in(value: Value) -> Iterator[Sym]:
     """Every symbol occurrence in an expression or tuple, left to right."""
     return (leaf for leaf in leaves(value) if isinstance(leaf, Sym))
 
 
-def evaluate(expr: Expr, sizes: Mapping[str, int] | None = None) -> Fraction | float:
+def evaluate_expr(expr: Expr, sizes: Mapping[str, int] | None = None) -> Fraction | float:
     """Exact value of `expr` (`/` is exact division, `//` floor division)."""
     sizes = sizes or {}
     if isinstance(expr, Num):
@@ -134,9 +134,9 @@ def evaluate(expr: Expr, sizes: Mapping[str, int] | None = None) -> Fraction | f
             raise EvaluationError(f"no value for symbol `{expr.name}`")
         return Fraction(sizes[expr.name])
     if isinstance(expr, Neg):
-        return -evaluate(expr.operand, sizes)
+        return -evaluate_expr(expr.operand, sizes)
     if isinstance(expr, BinOp):
-        lhs, rhs = evaluate(expr.lhs, sizes), evaluate(expr.rhs, sizes)
+        lhs, rhs = evaluate_expr(expr.lhs, sizes), evaluate_expr(expr.rhs, sizes)
         if expr.op == "+":
             return lhs + rhs
         if expr.op == "-":
@@ -160,10 +160,10 @@ def constant_int(value: Value) -> int | None:
 
 @lru_cache(maxsize=4096)
 def _constant_int(value: Value) -> int | None:
-    if isinstance(value, TupleValue) or any(True for _ in symbols(value)):
+    if isinstance(value, TupleValue) or any(True for _ in symbols_in(value)):
         return None
     try:
-        result = evaluate(value)
+        result = evaluate_expr(value)
     except EvaluationError:
         return None
     if isinstance(result, Fraction) and result.denominator == 1:
@@ -173,9 +173,9 @@ def _constant_int(value: Value) -> int | None:
 
 def constant_number(value: Value) -> float | None:
     """The number (int or float) an expression denotes without symbols, else None."""
-    if isinstance(value, TupleValue) or any(True for _ in symbols(value)):
+    if isinstance(value, TupleValue) or any(True for _ in symbols_in(value)):
         return None
     try:
-        return float(evaluate(value))
+        return float(evaluate_expr(value))
     except EvaluationError:
         return None

@@ -58,7 +58,7 @@ from typing import NamedTuple, Optional
 from .diagnostics import Diagnostic
 from .limits import DEFAULT_LIMITS, InputLimits, inputs_problem, line_problem, nodes_problem, text_problem, text_size
 from .parse_codes import Problem
-from .parser import EdgeLine, HeaderLine, NodeLine, parse_line
+from .parser import ChainLine, EdgeLine, HeaderLine, NodeLine, parse_line
 from .span import ColSpan, Span
 
 __all__ = ["Dropped", "Extraction", "extract_blocks"]
@@ -114,6 +114,7 @@ class _Line:
     fence: Optional[int] = None  # index of the fence holding the line
     header: Optional[str] = None
     ids: tuple = ()  # node lines: the id; edge lines: every id they name
+    wires: tuple = ()  # edge lines: (target, number of sources) of each edge (a chain has several)
 
 
 _EMPHASIS = re.compile(r"^(\*\*|__|`)(?P<inner>#{2,}[^#`*]*#{2,})\1$")
@@ -134,7 +135,11 @@ def _classify(number: int, raw: str) -> _Line:
     if isinstance(item, NodeLine):
         return _Line(number, raw, _NODE, stripped, ids=(item.id,))
     if isinstance(item, EdgeLine):
-        return _Line(number, raw, _EDGE, stripped, ids=(*item.sources, item.target))
+        return _Line(number, raw, _EDGE, stripped, ids=(*item.sources, item.target),
+                     wires=((item.target, len(item.sources)),))
+    if isinstance(item, ChainLine):
+        return _Line(number, raw, _EDGE, stripped, ids=(*item.edges[0].sources, *(e.target for e in item.edges)),
+                     wires=tuple((e.target, len(e.sources)) for e in item.edges))
     if item is None and parsed.comment is not None and not parsed.problems:
         return _Line(number, raw, _COMMENT, stripped)
     return _Line(number, raw, _PROSE, stripped)
@@ -180,10 +185,10 @@ def extract_blocks(reply: str, limits: InputLimits = DEFAULT_LIMITS) -> Extracti
             if nodes > limits.nodes_per_block:
                 return _refused(nodes_problem(header or "block", _whole(raw), limits), number, header)
         elif line.kind == _EDGE:
-            target = line.ids[-1]
-            inputs[target] = inputs.get(target, 0) + len(line.ids) - 1
-            if inputs[target] > limits.inputs_per_node:
-                return _refused(inputs_problem(target, _whole(raw), limits), number, header)
+            for target, count in line.wires:
+                inputs[target] = inputs.get(target, 0) + count
+                if inputs[target] > limits.inputs_per_node:
+                    return _refused(inputs_problem(target, _whole(raw), limits), number, header)
 
     block_fences = {l.fence for l in lines if l.fence is not None and l.kind in _BLOCK_KINDS}
     keep: dict[int, bool] = {}  # line number -> kept

@@ -2,9 +2,10 @@
 
 A pure accelerator. The grammar (grammar/nad.lark) stays the one definition of the language and
 Lark's LALR parser its reference reader. `read_line` reads only the forms agents write all the
-time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges, comments), cut where the grammar's
-lexer cuts its tokens, and builds exactly what the Lark parser's inline transformer builds
-(`RawHeader`, `RawNode`, `EdgeLine`, the same expression objects with the same column spans). For
+time (headers, `ID:Op(k=v,...)` node lines, `a,b->c` edges and `a->b->c` chains, comments), cut
+where the grammar's lexer cuts its tokens, and builds exactly what the Lark parser's inline
+transformer builds (`RawHeader`, `RawNode`, `EdgeLine`, `ChainLine`, the same expression objects
+with the same column spans). For
 any other line, including every line with a syntax error, it returns None and the caller parses
 the line with Lark: every syntax diagnostic, its recovery and its spans come from the grammar.
 tests/test_fast_lines.py checks that both readers give identical results.
@@ -45,6 +46,24 @@ class EdgeLine(NamedTuple):
     target_cols: ColSpan
 
 
+class ChainLine(NamedTuple):
+    """`a,b->c->d`: a path on one line, read as its edges in order (`a,b->c`, then `c->d`); each
+    edge's columns run from its first source to its target, so neighbouring edges share an id."""
+
+    edges: tuple[EdgeLine, ...]
+    cols: ColSpan
+
+
+def chain_line(first: EdgeLine, hops: list[tuple[NodeId, ColSpan]]) -> ChainLine:
+    """The chain of `first` (`a,b->c`) followed by `->d`, `->e`, ... (`hops`: each id and its columns)."""
+    edges = [first]
+    for target, cols in hops:
+        previous = edges[-1]
+        edges.append(EdgeLine((previous.target,), target, ColSpan(previous.target_cols.col, cols.end_col),
+                              (previous.target_cols,), cols))
+    return ChainLine(tuple(edges), ColSpan(first.cols.col, edges[-1].cols.end_col))
+
+
 class Paren(NamedTuple):
     """A parenthesised expression while its line is built: the value, and where its parentheses are.
 
@@ -70,7 +89,7 @@ def end_of(x) -> int:
 
 
 #: What a line holds once read: the item (None for a comment line) and the comment text.
-RawLine = tuple[Union[RawHeader, RawNode, EdgeLine, None], Optional[str]]
+RawLine = tuple[Union[RawHeader, RawNode, EdgeLine, ChainLine, None], Optional[str]]
 
 # Blanks the grammar ignores between tokens; a line with `\r` inside goes to Lark.
 _WS = "[ \t\f]*"
@@ -79,6 +98,8 @@ _NAME = "[A-Za-z_][A-Za-z0-9_]*"
 _NODE_HEAD = re.compile(rf"{_WS}({_ID}){_WS}:{_WS}({_NAME}){_WS}")
 # An edge line, up to its end (what may follow an edge is the same as after any item: `_TAIL`).
 _EDGE = re.compile(rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}){_WS}(#(?!#).*)?\Z")
+# A chain `a,b->c->d`: group 2 holds its targets (`c->d`). Compiled when a line first has two arrows.
+_CHAIN_PATTERN = rf"{_WS}({_ID}(?:{_WS},{_WS}{_ID})*){_WS}->{_WS}({_ID}(?:{_WS}->{_WS}{_ID})+){_WS}(#(?!#).*)?\Z"
 _IDS = re.compile(_ID)
 # The grammar's HEADER terminal as the grammar's lexer matches it (atomic: the tail cannot take
 # hashes back from it), up to the line's end.
@@ -119,6 +140,9 @@ def read_line(text: str) -> Optional[RawLine]:
         edge = _EDGE.match(text)
         if edge is not None:
             return _edge(text, edge)
+        chain = re.match(_CHAIN_PATTERN, text) if text.count("->") > 1 else None
+        if chain is not None:
+            return _chain(text, chain)
     header = _HEADER.match(text)
     if header is not None:
         start, end = header.span(1)
@@ -149,6 +173,17 @@ def _edge(text: str, edge: re.Match) -> RawLine:
     item = _new(EdgeLine, (source_ids, node_id(edge.group(2)), _new(ColSpan, (source_cols[0].col, end + 1)),
                            source_cols, target_cols))
     return item, _comment(edge, 3)
+
+
+def _chain(text: str, chain: re.Match) -> RawLine:
+    sources = list(_IDS.finditer(text, chain.start(1), chain.end(1)))
+    targets = list(_IDS.finditer(text, chain.start(2), chain.end(2)))
+    source_cols = tuple(_new(ColSpan, (m.start() + 1, m.end() + 1)) for m in sources)
+    first_cols = _new(ColSpan, (targets[0].start() + 1, targets[0].end() + 1))
+    first = EdgeLine(tuple(node_id(m.group()) for m in sources), node_id(targets[0].group()),
+                     ColSpan(source_cols[0].col, first_cols.end_col), source_cols, first_cols)
+    hops = [(node_id(m.group()), ColSpan(m.start() + 1, m.end() + 1)) for m in targets[1:]]
+    return chain_line(first, hops), _comment(chain, 3)
 
 
 def _node(text: str, head: re.Match) -> Optional[RawLine]:

@@ -12,7 +12,8 @@ canonical except for the final newline:
   same tree (`str()` of the expression classes); an empty argument list is
   dropped (`3:BN()` becomes `3:BN`);
 * then every edge line, in file order: `a->b`, or `a,b->c` kept as written,
-  since the order of edges is the order of operands;
+  since the order of edges is the order of operands; a chain `a->b->c` is
+  written as its edges, one a line (the parser reads it as those edges);
 * comments stay where they were: a comment line is printed on its own line
   before the header, node or edge it preceded, a comment after an item
   follows it after two spaces (`4:ReLU  # gate`), and comment lines at the

@@ -1,8 +1,8 @@
 """The Lark path of the front end: the grammar's LALR parser and the diagnostics of lines it rejects.
 
 `grammar/nad.lark` defines the language. The parser builds the raw line pieces directly while it
-parses (an inline transformer, no parse tree): the same `RawHeader`, `RawNode` and `EdgeLine`
-that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_alone` reads
+parses (an inline transformer, no parse tree): the same `RawHeader`, `RawNode`, `EdgeLine` and
+`ChainLine` that the fast path (nader.dsl.fast_lines) builds for the regular line forms. `read_alone` reads
 a line the fast path declines (a broken line, mostly: a pass over many such lines would stop at
 once); a broken line's Lark error is turned into a named diagnostic with a fix when one surely
 applies. Imported only when a line is not one of the fast forms, so most `nadc` runs never
@@ -20,7 +20,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .. import grammar as grammar_package
 from .expr import BinOp, Neg, Num, Sym, TupleValue
-from .fast_lines import EdgeLine, Paren, RawHeader, RawLine, RawNode
+from .fast_lines import EdgeLine, Paren, RawHeader, RawLine, RawNode, chain_line
 from .fast_lines import end_of as _end
 from .fast_lines import start_of as _start
 from .fast_lines import value_of as _value
@@ -97,9 +97,16 @@ class _LineBuilder(Transformer):
                        ColSpan(ident.column, ident.end_column), ColSpan(op.column, op.end_column))
 
     def edge(self, ch):
-        return EdgeLine(tuple(node_id(t) for t in ch[:-1]), node_id(ch[-1]), ColSpan(ch[0].column, ch[-1].end_column),
-                        tuple(ColSpan(t.column, t.end_column) for t in ch[:-1]),
-                        ColSpan(ch[-1].column, ch[-1].end_column))
+        hops = [h for h in ch if type(h) is tuple]  # `->d` of a chain `a->b->c`, from `hop`
+        ch = ch[:len(ch) - len(hops)]
+        first = EdgeLine(tuple(node_id(t) for t in ch[:-1]), node_id(ch[-1]), ColSpan(ch[0].column, ch[-1].end_column),
+                         tuple(ColSpan(t.column, t.end_column) for t in ch[:-1]),
+                         ColSpan(ch[-1].column, ch[-1].end_column))
+        return chain_line(first, hops) if hops else first
+
+    def hop(self, ch):
+        t = ch[0]
+        return node_id(t), ColSpan(t.column, t.end_column)
 
     def line(self, ch) -> RawLine:
         item, comment = None, None
@@ -129,7 +136,7 @@ def _lark() -> Lark:
                 maybe_placeholders=True, cache=True)
 
 
-def grammar_parser() -> Lark:
+def lark_grammar_parser() -> Lark:
     """The Lark parser of the whole language (`start="program"` for whole files).
 
     It builds IR pieces as it parses (an inline transformer), not a parse tree.

@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
 from .parse_codes import LINE_TOO_LONG, NUMBER_TOO_LONG, TEXT_TOO_LARGE, TOO_MANY_INPUTS, TOO_MANY_NODES, Problem
 from .pyproject import PyprojectError, nadc_table
@@ -87,17 +87,6 @@ def long_digits(limit: int) -> re.Pattern:
 def text_size(text: str) -> int:
     """The UTF-8 size of `text` (encoded only when it is not ASCII)."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def read_bounded(file, most: int) -> Union[bytes, int]:
-    """The bytes of a binary file object, or its size when that is more than `most` (then no more than
-    `most` + 1 bytes are read). The size of a regular file is known beforehand: reading with a size
-    would allocate `most` bytes for every file."""
-    size = os.fstat(file.fileno()).st_size
-    if size > most:
-        return size
-    data = file.read() if size else file.read(most + 1)  # no size: a pipe or an empty file
-    return len(data) if len(data) > most else data
 
 
 def text_problem(size: int, limits: InputLimits) -> Optional[Problem]:

@@ -11,7 +11,7 @@ import difflib
 import re
 from typing import NamedTuple, Optional
 
-from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols
+from .expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value, symbols_in
 from .fast_lines import RawHeader, RawNode
 from .ir import Arg, NodeId, default_value
 from .ops import OpDef, Param, all_names, lookup
@@ -75,19 +75,25 @@ def check_header(raw: RawHeader, problems: list[Problem]) -> Optional[HeaderLine
     return _new_tuple(HeaderLine, (name, max(left, right), cols))
 
 
-def _suggest(name: str, choices: list[str]) -> Optional[str]:
+def _suggest(name: str, choices: list[str], cutoff: float = 0.6) -> Optional[str]:
     lowered = {c.lower(): c for c in choices}
     if name.lower() in lowered:
         return lowered[name.lower()]
-    close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, choices, n=1, cutoff=cutoff)
     return close[0] if close else None
+
+
+#: How close an unknown operation's name must be to one of the registry's for `did you mean` (and its
+#: safe fix): at 0.6, `ZeroPad2d` became `Zero`, `MatMul` `Mul`, `GlobalAvgPool` `AvgPool2d` and
+#: `Frobnicate` `concat`, each a different operation; typos (`Sigmod`, `Conv2dd`, `AvgPool`) are above 0.8.
+OPERATION_CUTOFF = 0.7
 
 
 def check_node(raw: RawNode, problems: list[Problem]) -> NodeLine:
     node_id, op_name, args, cols, id_cols, op_cols = raw
     operation = _operation(op_name)
     if operation is None:
-        guess = _suggest(op_name, all_names())
+        guess = _suggest(op_name, all_names(), OPERATION_CUTOFF)
         problems.append(Problem(UNKNOWN_OPERATION, op_cols, f"unknown operation `{op_name}`",
                                 f"did you mean `{guess}`?" if guess else "see `nadc explain ops` for the operations",
                                 (op_cols, guess) if guess else None))
@@ -120,7 +126,7 @@ def _has_unknown_symbol(value: Value) -> bool:
 
 
 def _check_symbols(value: Value, problems: list[Problem]) -> None:
-    for sym in symbols(value):
+    for sym in symbols_in(value):
         if sym.name not in _SIZE_SYMBOLS:
             guess = _suggest(sym.name, list(SIZE_SYMBOLS))
             problems.append(Problem(UNKNOWN_SYMBOL, sym.span, f"unknown symbol `{sym.name}`",

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
+from nader.inputs.files import FileRefused, SourceText, read_source
+
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
 from .expr import BinOp, Neg, TupleValue
-from .fast_lines import EdgeLine, RawHeader, RawLine, RawNode, read_line
+from .fast_lines import ChainLine, EdgeLine, RawHeader, RawLine, RawNode, read_line
 from .fast_lines import forget as forget_args
 from .ir import Block, Edge, Node, Program, node_id
 from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, line_problem, long_digits,
-                     nodes_problem, read_bounded, text_problem, text_size)
+                     nodes_problem, text_problem, text_size)
 from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
 from .ops import lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, FIX_KINDS, INVALID_SYNTAX, MALFORMED_HEADER,
@@ -41,7 +43,7 @@ _new_tuple = tuple.__new__
 # -- line syntax (position-independent, interned) ------------------------------
 
 class ParsedLine(NamedTuple):
-    item: Union[HeaderLine, NodeLine, EdgeLine, None]
+    item: Union[HeaderLine, NodeLine, EdgeLine, ChainLine, None]
     comment: Optional[str] = None
     problems: tuple[Problem, ...] = ()
 
@@ -119,9 +121,9 @@ def grammar_parser():
 
     It builds the raw line pieces as it parses (an inline transformer), not a parse tree.
     """
-    from .lark_parser import grammar_parser as lark_parser
+    from .lark_parser import lark_grammar_parser
 
-    return lark_parser()
+    return lark_grammar_parser()
 
 
 def _parse_one(text: str) -> ParsedLine:
@@ -273,14 +275,17 @@ _UNPACKED: dict[str, tuple] = {}
 
 def _unpacked(parsed: ParsedLine) -> tuple:
     """(item, comment, problems, type of item, the item's fields, the `_SPANS` row of its columns);
-    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's with
-    its number of sources."""
+    a node line's fields end with the OpDef that `Node` resolves its operation to, an edge line's (and
+    a chain's) with its number of sources."""
     item, comment, problems = parsed
     kind = type(item)
     if kind is NodeLine:
         return item, comment, problems, kind, (*item, lookup(item.op_name)), _SPANS.setdefault(item.cols, {})
     if kind is EdgeLine:
         return item, comment, problems, kind, (*item, len(item.sources)), _SPANS.setdefault(item.cols, {})
+    if kind is ChainLine:
+        return item, comment, problems, kind, (*item, sum(len(e.sources) for e in item.edges)), \
+            _SPANS.setdefault(item.cols, {})
     return item, comment, problems, kind, (), None
 
 
@@ -367,8 +372,11 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
         if kind is NodeLine:
             node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
             nodes_left -= 1
-        else:
+        elif kind is EdgeLine:
             sources, target, cols, source_cols, target_cols, inputs = fields
+            inputs_left -= inputs
+        else:  # a chain `a->b->c`: its edges, one after the other
+            chain, cols, inputs = fields
             inputs_left -= inputs
         if current is None:
             if has_header is None:
@@ -388,7 +396,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             current = _OpenBlock(implicit_name, lineno, ColSpan(1, 1), (), None, implicit=True)
             add_node, add_edge = current.nodes.append, current.edges.append
             nodes_left = limits.nodes_per_block - (kind is NodeLine)
-            inputs_left = limits.inputs_per_node - (inputs if kind is EdgeLine else 0)
+            inputs_left = limits.inputs_per_node - (inputs if kind is not NodeLine else 0)
         if nodes_left < 0:
             return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
         try:
@@ -401,8 +409,12 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             pending = []
         if kind is NodeLine:
             add_node(new_node(node_id, op_name, args, comment, leading, last, id_cols, op_cols, params, opdef))
-        else:
+        elif kind is EdgeLine:
             add_edge(Edge(sources, target, comment, leading, last, source_cols, target_cols))
+        else:  # the line's comments go with its first edge
+            for k, e in enumerate(chain):
+                add_edge(Edge(e.sources, e.target, None if k else comment, () if k else leading,
+                              Span.on_line(lineno, e.cols), e.source_cols, e.target_cols))
     if current is not None:
         if inputs_left < 0 and _too_many_inputs(current, limits, emit):
             return _rejected(sink, None, 0, text)
@@ -449,34 +461,30 @@ def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, tex
     return ParseResult(Program((), sink.file), sink.items, text)
 
 
+def read_block_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS, stdin=None,
+                    pipes: bool = True) -> tuple[Optional[SourceText], Optional[Diagnostic]]:
+    """The one reader of block files, for every `nadc` command: (the file's text, None), or (None, the
+    diagnostic saying why it was not read: NAD122 past the size limit, NAD100 otherwise). `-` reads
+    standard input (or `stdin`). `nader.inputs.read_source` reads it: a regular file, `-` or `<(...)`;
+    a named FIFO or a device refused without being opened; a byte-order mark dropped, `\r\n` and a
+    bare `\r` each one line end. The language server passes `pipes=False` for a document it was not
+    sent: `/dev/fd/0` is its own protocol stream."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    try:
+        return read_source(path, "block file", max_bytes=limits.text_bytes, stdin=stdin, pipes=pipes), None
+    except FileRefused as error:
+        problem = text_problem(error.size, limits) if error.size is not None else None
+        if problem is not None:
+            return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
+        return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {error.reason}", Span(1, 1, 1, 1),
+                                "give the path of a regular file (or `-`, or `<(command)`) holding UTF-8 text",
+                                name)
+
+
 def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
-    """Parse a file from disk; an unreadable file becomes a NAD100 diagnostic, one past the size limit
-    NAD122 (no more of it is read than the limit)."""
-    name = str(path)
-    try:
-        text = _read_text(path, limits.text_bytes)
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        diag = Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
-                          "check the path and that the file is UTF-8 text", name)
-        return ParseResult(Program((), name), [diag], "")
-    if type(text) is int:
-        return _rejected(DiagnosticSink(name), text_problem(text, limits), 1, "")
-    return parse(text, name, limits)
-
-
-def _read_text(path: Union[str, Path], most: int) -> Union[str, int]:
-    """The text `Path.read_text(encoding="utf-8-sig")` reads (a byte-order mark is not content; universal
-    newlines), decoded in one call: a text-mode read costs twice as much per file. A file of more than
-    `most` bytes is not read: its size instead."""
-    with open(path, "rb") as file:
-        data = read_bounded(file, most)
-    if type(data) is int:
-        return data
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return Path(path).read_text(encoding="utf-8-sig")  # raises the error a text-mode read reports
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    """Parse a file from disk (`-`: standard input) as `read_block_file` reads it; a file it refuses
+    gives that one diagnostic (NAD100, or NAD122 past the size limit, of which no more is read)."""
+    source, refused = read_block_file(path, limits)
+    if refused is not None:
+        return ParseResult(Program((), refused.file), [refused], "")
+    return parse(source.text, "<stdin>" if str(path) == "-" else str(path), limits)

@@ -9,7 +9,7 @@ See docs/runtime.md. Names are imported lazily so that ``import nader.runtime`` 
 """
 from __future__ import annotations
 
-import importlib
+from nader import lazy_exports
 
 _EXPORTS = {
     "Job": "jobs", "Result": "jobs", "run_job": "jobs",
@@ -24,10 +24,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'nader.runtime' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

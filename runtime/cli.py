@@ -8,6 +8,7 @@ No traceback reaches the user; ``NADER_DEBUG=1`` prints them for developers.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,90 +24,13 @@ from pathlib import Path
 import click
 
 from nader.inputs import InputError, read_bounded_text
+from nader.inputs.cli import options
 
 from .faults import describe_os_error
 from .numbers import human
-from .options import (EXECUTOR, EXECUTORS, OLD_EXECUTORS, OLD_TIMEOUT, PROGRESS, TRIAL_TIMEOUT, parse_duration,
-                      renamed_warning)
+from .options import EVAL_SETTINGS
 
 ARCH_BYTES = 1 << 20  # nadc's default text limit
-
-
-# -- the options eval and run share (declared in runtime/options.py), as click options -----------
-
-class ExecutorChoice(click.Choice):
-    """local, pool or ray (any case); the old `inprocess` is taken as local."""
-
-    def __init__(self):
-        super().__init__(EXECUTORS, case_sensitive=False)
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.lower() in OLD_EXECUTORS:
-            click.echo(renamed_warning(f"--executor {value}", "--executor local"), err=True)
-            return OLD_EXECUTORS[value.lower()]
-        return super().convert(value, param, ctx).lower()
-
-
-def duration(ctx, param, value):
-    """Seconds, or a number with s/m/h."""
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def executor_option(default, help: str):
-    return click.option(EXECUTOR.flag, type=ExecutorChoice(), default=default, show_default=default is not None,
-                        help=help)
-
-
-def progress_option(help: str):
-    """`--progress` (runtime/options.py's PROGRESS)."""
-    return click.option(PROGRESS.flag, PROGRESS.name, type=click.Choice(PROGRESS.type, case_sensitive=False),
-                        default=PROGRESS.default, show_default=True, help=help)
-
-
-def trial_timeout_option(help: str = TRIAL_TIMEOUT.help):
-    return click.option(TRIAL_TIMEOUT.flag, callback=duration, default=TRIAL_TIMEOUT.default, help=help)
-
-
-old_timeout_option = click.option(OLD_TIMEOUT.flag, OLD_TIMEOUT.name, callback=duration, default=OLD_TIMEOUT.default,
-                                  hidden=OLD_TIMEOUT.hidden)
-
-
-def resolve_trial_timeout(new, old):
-    """The trial timeout given by --trial-timeout or, with a warning, by the old --timeout."""
-    if old is None:
-        return new
-    if new is not None:
-        raise click.UsageError("--timeout is the old name of --trial-timeout: give --trial-timeout alone")
-    click.echo(renamed_warning("--timeout", "--trial-timeout"), err=True)
-    return old
-
-DATASET_CHOICES = ("digits", "cifar10-valid", "cifar10", "cifar100", "imagenet16-120")
-
-
-def _parse_seeds(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        seeds = [int(s) for s in value.replace(" ", "").split(",") if s != ""]
-    except ValueError:
-        raise click.BadParameter("expected comma-separated integers, e.g. 777,888,999") from None
-    if not seeds:
-        raise click.BadParameter("no seed given")
-    return seeds
-
-
-def _check_preset(ctx, param, value):
-    from .errors import ConfigError
-    from .presets import get_preset
-
-    try:
-        get_preset(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
 
 
 def _fmt(v, spec):
@@ -115,17 +39,11 @@ def _fmt(v, spec):
     return format(v, spec)
 
 
-def repair_option(command):
-    """`--repair`, shared by every command that opens a run directory."""
-    return click.option(
-        "--repair", is_flag=True,
-        help="If RUN/runs.sqlite is damaged, copy what can still be read into RUN/runs.recovered.sqlite, say "
-             "what was recovered and what was lost, and stop (the damaged file is left as it is).")(command)
-
-
-def store_problem(exc, repair: bool) -> int:
+def store_problem(exc, repair: bool, lost=()) -> int:
     """Report a StoreError in one line (or, with --repair on a damaged database, recover it and
-    report that); the exit status: 2 for the error, 0 or 1 (rows lost) after a repair."""
+    report that); the exit status: 2 for the error, 0 or 1 (rows lost) after a repair. `lost`:
+    the checks of what a recovered copy lacks, from the layer whose tables they are
+    (`recovery.LostCheck`; the search passes its own)."""
     from .integrity import StoreDamaged
 
     if not (repair and isinstance(exc, StoreDamaged) and exc.path is not None):
@@ -134,7 +52,7 @@ def store_problem(exc, repair: bool) -> int:
     from .recovery import recover
 
     try:
-        done = recover(exc.path)
+        done = recover(exc.path, lost)
     except (OSError, sqlite3.Error) as error:
         click.echo(f"error: cannot repair {exc.path}: {error}", err=True)
         return 2
@@ -142,15 +60,15 @@ def store_problem(exc, repair: bool) -> int:
     return 0 if done.rows and not done.lost else 1
 
 
-def repair_cells(run_dir):
+def repair_cells(run_dir, lost=()):
     """`--repair` on a store that passed its check: unreadable cells (not UTF-8, nested too deep)
     rewritten as NULL in a copy, reported, and the exit status (1: those cells are lost); None,
-    with a note, when there is nothing to repair (the command goes on)."""
+    with a note, when there is nothing to repair (the command goes on). `lost` as in store_problem."""
     from .recovery import null_cells
 
     path = Path(run_dir) / "runs.sqlite"
     try:
-        done = null_cells(path)
+        done = null_cells(path, lost)
     except (OSError, sqlite3.Error) as error:
         click.echo(f"error: cannot repair {path}: {error}", err=True)
         return 2
@@ -194,57 +112,23 @@ def render_table(results) -> str:
 
 @click.command("eval", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("arch", type=click.Path(exists=True, dir_okay=False, allow_dash=True), metavar="ARCH.nad")
-@click.option("--dataset", type=click.Choice(DATASET_CHOICES, case_sensitive=False), default="digits",
-              show_default=True,
-              help="Dataset, by NAS-Bench-201's names: cifar10-valid trains on 25k and validates on the other "
-                   "25k; cifar10 trains on all 50k and reports test. All but digits are read from --data-dir.")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
-              help="Folder with the dataset folder (e.g. cifar-10-batches-py); NAS-Bench-201's split files are "
-                   "bundled, a copy here overrides them [env NADER_DATA_DIR].")
-@click.option("--preset", default="quick", show_default=True, callback=_check_preset,
-              help="Training preset: nb201 (200 epochs), nb201-12, nb201-N, quick.")
-@click.option("--seeds", callback=_parse_seeds, default=None, help="Comma-separated seeds [default: the preset's].")
-@executor_option("local", "Where the jobs train: local (in this process), pool (worker processes), ray.")
-@click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT); default a local instance.")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Pool workers (on GPUs: at most this many in all) / local Ray CPUs [default: 1 on CPU].")
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Run directory (SQLite store + checkpoints); rerunning with it resumes. Default: temporary.")
-@click.option("--skeleton", default="nb201", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Override the preset's batch size.")
-@click.option("--chance-epochs", type=click.IntRange(min=1), default=None,
-              help="Stop as diverged when still at chance level after this many epochs.")
-@click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per job.")
-@click.option("--compile/--no-compile", "compile_", default=None, help="torch.compile the network.")
-@trial_timeout_option("Kill a job after this long (600, 90s, 10m, 2h; pool executor).")
-@old_timeout_option
-@click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
-              help="Pool executor: concurrent trials on each GPU [default: chosen from the first trial's measured "
-                   "memory, the GPU's free memory and the CPU cores]. No effect on CPU.")
-@click.option("--builder", default=None, hidden=True, help="module:function building the network (testing).")
-@progress_option("stderr while training: rich (an epoch bar per job, drawn in place), plain (one line per "
-                 "finished job, for logs and batch jobs), off; auto: rich on a terminal, else plain.")
-@repair_option
+@options(*EVAL_SETTINGS)
 def eval_command(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                 batch_size, chance_epochs, device, threads, compile_, trial_timeout, old_timeout, trials_per_gpu,
-                 builder, progress_mode, repair):
+                 batch_size, chance_epochs, device, threads, compile_, trial_timeout, trials_per_gpu, max_memory, builder,
+                 progress_mode, repair):
     """Train ARCH.nad on a dataset for each seed and report accuracy, parameters and FLOPs."""
-    _terminate_like_interrupt()
-    timeout = resolve_trial_timeout(trial_timeout, old_timeout)
+    terminate_like_interrupt()
     try:
         code = _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
-                    batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu, repair,
-                    progress_mode)
+                    batch_size, chance_epochs, device, threads, compile_, trial_timeout, builder, trials_per_gpu, repair,
+                    progress_mode, max_memory)
     except KeyboardInterrupt:
         click.echo("\ninterrupted; run again with the same --run-dir to resume", err=True)
         code = 130
     sys.exit(code)
 
 
-def _terminate_like_interrupt() -> None:
+def terminate_like_interrupt() -> None:
     """SIGTERM stops the evaluation the way Ctrl-C does: workers are stopped, finished epochs kept."""
     if threading.current_thread() is not threading.main_thread():
         return
@@ -258,19 +142,48 @@ def _terminate_like_interrupt() -> None:
         pass
 
 
+def over_memory_budget(text: str, name: str, skeleton: str, dataset: str, preset: str, options: dict,
+                       max_memory=None, device=None, trials_per_gpu=None):
+    """Why the compiler's network of `text` must not train (its training step over the memory budget,
+    worded as `run` refuses it), or None; errors of the architecture itself are the jobs' to report."""
+    from nader.compiler.errors import BuildError
+    from nader.compiler.fit import FitError, over_memory, preset_budget
+    from nader.compiler.network import analyze
+    from nader.compiler.plan import resolve_depths
+    from nader.compiler.skeletons import skeleton_info
+
+    from .data import dataset_spec
+    from .memory import default_memory_budget
+    from .presets import resolve
+
+    network_dataset = dataset_spec(dataset).network_dataset
+    try:
+        budget = preset_budget(skeleton, network_dataset, resolve_depths(skeleton_info(skeleton), None))
+        budget = budget.with_memory(max_memory or default_memory_budget(device, trials_per_gpu or 1)[0],
+                                    resolve(preset, options).batch_size)
+        needed = analyze(text, skeleton, network_dataset, budget=dataclasses.replace(budget, memory=None),
+                         path=name)["training_memory"]["total"]
+    except (BuildError, FitError, ValueError):
+        return None
+    return over_memory(needed, budget) if needed > budget.memory else None
+
+
 def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run_dir, skeleton, fmt, epochs,
          batch_size, chance_epochs, device, threads, compile_, timeout, builder, trials_per_gpu=None,
-         repair=False, progress_mode=None) -> int:
+         repair=False, progress_mode=None, max_memory=None) -> int:
     from .errors import ConfigError, DatasetError, RuntimeToolError
     from .faults import InfrastructureError
     from .integrity import StoreError
 
     debug = bool(os.environ.get("NADER_DEBUG"))
     tmp = lock = None
+    fresh = created = False  # a run directory this call made, or one without a store yet
     try:
         if run_dir is not None:  # a search may be using it: refuse as a second `run` does, before importing torch
             from .lock import RunLock, RunLocked
 
+            created = not Path(run_dir).exists()
+            fresh = not (Path(run_dir) / "runs.sqlite").exists()
             try:
                 Path(run_dir).mkdir(parents=True, exist_ok=True)
                 lock = RunLock(run_dir).acquire()
@@ -316,6 +229,11 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
                      ("device", device), ("threads", threads), ("compile", compile_)):
             if v is not None:
                 options[k] = v
+        if builder is None:  # the compiler's network: refused over the memory budget as `run` refuses it
+            problem = over_memory_budget(text, name, skeleton, ds, preset, options, max_memory, device, trials_per_gpu)
+            if problem is not None:
+                click.echo(f"error: {arch}: {problem}", err=True)
+                return 2
         seed_list = seeds or list(get_preset(preset).seeds)
         jobs = [Job(arch=text, skeleton=skeleton, dataset=ds, preset=preset, seed=s, data_dir=data_dir,
                     builder=builder or BUILDER, options=dict(options), name=name) for s in seed_list]
@@ -326,6 +244,7 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
             from .store import RunStore
 
             try:
+                fresh = False  # from here on the run directory holds a store: it stays
                 RunStore(run_dir).close()
             except StoreError as exc:
                 return store_problem(exc, repair)
@@ -363,7 +282,12 @@ def _run(arch, dataset, data_dir, preset, seeds, executor, address, workers, run
         click.echo(f"internal error: {type(exc).__name__}: {exc} (set NADER_DEBUG=1 for details)", err=True)
         return 2
     finally:
-        if lock is not None:
-            lock.release()
+        if lock is not None:  # refused before the store was made: no lock file, no folder left behind
+            lock.release(remove=fresh)
+            if fresh and created:
+                try:
+                    Path(run_dir).rmdir()
+                except OSError:
+                    pass
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -65,6 +65,29 @@ class StoreDamaged(StoreError):
     """The database is corrupt (not SQLite, truncated, failing quick_check): --repair may help."""
 
 
+class IndexMismatch(StoreDamaged):
+    """The tables read well, but an index disagrees with its table (only ``PRAGMA integrity_check``
+    sees it): a reader may go on with a warning, a writer refuses (writes through such an index
+    spread the damage); --repair rebuilds the indexes in the copy."""
+
+    def __init__(self, message: str, path=None, indexes=()):
+        super().__init__(message, path)
+        self.indexes = tuple(indexes)
+
+
+# integrity_check's words for an index that disagrees with its table (SQLite's pragma.c), before
+# the index's name; plain text, no regular expression: compiling one costs every command's start-up
+_INDEX_PROBLEMS = ("missing from index ", "entries in index ", "entry in index ")
+
+
+def _index_of(problem: str):
+    """The index an integrity_check line says disagrees with its table, or None."""
+    for words in _INDEX_PROBLEMS:
+        if words in problem:
+            return problem.partition(words)[2].split(" ", 1)[0] or None
+    return None
+
+
 class StoreEmpty(StoreError):
     """A 0-byte database: nothing to recover, and not a new run either."""
 
@@ -137,8 +160,8 @@ def check_database(path, *, full: bool = False) -> None:
     ``PRAGMA quick_check`` (which reads every page but skips the index cross-checks of
     integrity_check: about 0.1 s for a 36 MB database on this project's 2-core machine).
     `full`: ``PRAGMA integrity_check`` instead, which also finds an index that disagrees with its
-    table; a command that writes into the store asks for it, since writes through such an index
-    spread the damage."""
+    table (IndexMismatch, when that is all it finds); a command that writes into the store refuses
+    that, since writes through such an index spread the damage, and a reader warns."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -163,7 +186,11 @@ def check_database(path, *, full: bool = False) -> None:
         conn.close()
     if problems != ["ok"]:
         more = f" and {len(problems) - 1} more problems" if len(problems) > 1 else ""
-        raise StoreDamaged(f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}", path)
+        message = f"{path} is damaged ({check}: {problems[0][:120]}{more}); {REPAIR_ADVICE}"
+        indexes = [i for i in map(_index_of, problems) if i]
+        if len(indexes) == len(problems):
+            raise IndexMismatch(message, path, dict.fromkeys(indexes))
+        raise StoreDamaged(message, path)
 
 
 def cell_problem(table: str, row: str, column: str, what: str) -> str:

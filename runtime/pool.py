@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import collections
+import ctypes
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
 import signal
+import sys
 import threading
 import time
 from typing import List, Optional, Sequence
@@ -27,22 +29,56 @@ def _signal_name(code: Optional[int]) -> str:
     return f"exited with status {code}"
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """Exit when the parent goes away (killed without cleaning up): an orphan must not keep
-    training and writing the checkpoint that a resumed run is using."""
-    def loop():
+def _watch_parent(parent_pid: int, lifeline=None) -> None:
+    """Exit at once, silently, when the parent goes away (`kill -9`, a crash): an orphan must not
+    keep training and writing the checkpoint that a resumed run is using.
+
+    The parent-death signal (`_death_signal`) is the first guard. `lifeline` is the reading end of a
+    pipe whose only writing end the parent holds and never writes: the read returns (EOF) the moment
+    the parent's process is gone. Polling the parent's pid stays as the last guard (a forked child of
+    the parent may hold the writing end)."""
+    def wait_for_eof():
+        try:
+            lifeline.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    def poll():
         while True:
             time.sleep(1.0)
             if os.getppid() != parent_pid:
                 os._exit(1)
 
-    threading.Thread(target=loop, daemon=True, name="nader-parent-watch").start()
+    _death_signal()
+    if os.getppid() != parent_pid:  # gone before the signal was asked for
+        os._exit(1)
+    if lifeline is not None:
+        threading.Thread(target=wait_for_eof, daemon=True, name="nader-parent-lifeline").start()
+    threading.Thread(target=poll, daemon=True, name="nader-parent-watch").start()
 
 
-def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid: Optional[int] = None) -> None:
+def _death_signal() -> None:
+    """Linux: the kernel sends SIGTERM (its default action ends the process; the worker sets no
+    handler) when the parent dies, even while the worker is in a long call holding the GIL, which
+    the threads above would wait for. The pool's workers are started and stopped by one thread (the
+    dispatch's), whose exit is what the kernel watches."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the lifeline and the poll still stop the worker
+        pass
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid: Optional[int] = None,
+                 lifeline=None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     if parent_pid:
-        _watch_parent(parent_pid)
+        _watch_parent(parent_pid, lifeline)
     if threads:
         import torch
 
@@ -57,23 +93,35 @@ def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid
         job = Job.from_dict(msg)
 
         def send(ev, _conn=conn):
-            _conn.send(("event", dict(ev)))
+            _tell(_conn, ("event", dict(ev)))
 
         try:
             r = run_job(job, device=device, callbacks=[send])
         except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
             r = failure(job, E_EXCEPTION, f"{type(exc).__name__}: {exc}")
-        conn.send(("result", r.to_dict()))
+        _tell(conn, ("result", r.to_dict()))
+
+
+def _tell(conn, message) -> None:
+    """Send to the parent; when it is gone there is no one to tell and nothing to do: exit quietly
+    (no BrokenPipeError traceback on the terminal the parent left)."""
+    try:
+        conn.send(message)
+    except (OSError, EOFError):
+        os._exit(1)
 
 
 class _Worker:
     def __init__(self, ctx, device, threads):
         self.device = device
         parent, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads, os.getpid()), daemon=True,
+        # the worker's end reads EOF when this process is gone (`_watch_parent`); this end is never written
+        lifeline, self.lifeline = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads, os.getpid(), lifeline), daemon=True,
                                 name=f"nader-worker[{device or 'cpu'}]")
         self.proc.start()
         child.close()
+        lifeline.close()
         self.conn = parent
         self.task: Optional[tuple] = None  # (ticket, job) being run
         self.started = 0.0
@@ -82,10 +130,11 @@ class _Worker:
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(timeout=10)
-        try:
-            self.conn.close()
-        except OSError:
-            pass
+        for end in (self.conn, self.lifeline):
+            try:
+                end.close()
+            except OSError:
+                pass
 
 
 def default_devices(workers: Optional[int] = None, n_gpu: Optional[int] = None) -> List[Optional[str]]:

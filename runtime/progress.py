@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Dict, Optional, Sequence
 
-PROGRESS_MODES = ("auto", "rich", "plain", "off")  # --progress (options.progress_option)
+PROGRESS_MODES = ("auto", "rich", "plain", "off")  # --progress (options.PROGRESS)
 
 
 def resolve_progress(mode: Optional[str], stream) -> str:

@@ -7,6 +7,11 @@ be read. Both work on a copy in a temporary folder, so the damaged file is never
 header overwritten with garbage is rebuilt on the copy first (neither reads a file whose first
 100 bytes are not SQLite's). The result is ``runs.recovered.sqlite``; using it is the user's
 decision (move it over ``runs.sqlite``).
+
+This module knows no table of anyone's: it copies whatever the file's own schema holds. What a
+recovered copy shows missing in a layer's tables is told by that layer, through the `lost`
+checks it passes down (the search's: architectures whose ids have gaps,
+`nader.search.store.lost_architectures`).
 """
 from __future__ import annotations
 
@@ -18,13 +23,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, Iterable, List
 
 from .integrity import RECOVERED_NAME, cell_problem, connect_readonly, text_factory, unreadable_cell
 
 MAGIC = b"SQLite format 3\x00"
 _PAGE_SIZES = (4096, 1024, 8192, 16384, 32768, 65536, 512, 2048)
 _SHELL_TIMEOUT = 600.0
+
+#: what a recovered copy shows missing, one line each, from a connection to it
+LostCheck = Callable[[sqlite3.Connection], List[str]]
 
 
 @dataclass
@@ -111,8 +119,9 @@ def _working_copy(source: Path, folder: Path) -> Path:
     return copy
 
 
-def recover(source) -> Recovery:
-    """Salvage the database at `source` into RECOVERED_NAME beside it (replacing an older one)."""
+def recover(source, lost: Iterable[LostCheck] = ()) -> Recovery:
+    """Salvage the database at `source` into RECOVERED_NAME beside it (replacing an older one);
+    `lost` say what the copy lacks in their tables."""
     source = Path(source)
     target = source.with_name(RECOVERED_NAME)
     partial = target.with_name(target.name + ".partial")
@@ -128,7 +137,7 @@ def recover(source) -> Recovery:
                 partial.unlink()
             result = Recovery(source, target, "row-by-row copy")
             _copy_rows(copy, partial, result)
-    _tally(partial, result)
+    _tally(partial, result, lost)
     os.replace(partial, target)
     return result
 
@@ -213,9 +222,8 @@ def _next_readable(src, quoted: str, last: int):
     return None
 
 
-def _tally(target: Path, result: Recovery) -> None:
-    """Rows per table in the recovered file, and the architectures whose ids are missing
-    (the search numbers them 0, 1, 2, ... so a gap is a lost row)."""
+def _tally(target: Path, result: Recovery, lost: Iterable[LostCheck] = ()) -> None:
+    """Rows per table in the recovered file, and what the `lost` checks find missing."""
     conn = sqlite3.connect(target)
     try:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' "
@@ -226,12 +234,8 @@ def _tally(target: Path, result: Recovery) -> None:
         if result.rows.get("lost_and_found"):
             result.lost.append(f"{result.rows['lost_and_found']} rows whose table could not be told "
                                f"(kept in table lost_and_found)")
-        if "archs" in names:
-            ids = [r[0] for r in conn.execute("SELECT arch_id FROM archs ORDER BY arch_id")]
-            missing = sorted(set(range(ids[-1] + 1)) - set(ids)) if ids else []
-            if missing:
-                shown = ", ".join(f"#{i}" for i in missing[:20]) + (" ..." if len(missing) > 20 else "")
-                result.lost.append(f"architectures {shown} ({len(missing)} of {ids[-1] + 1})")
+        for check in lost:
+            result.lost.extend(check(conn))
     finally:
         conn.close()
 
@@ -260,7 +264,7 @@ def unreadable_cells(conn: sqlite3.Connection) -> list:
     return found
 
 
-def null_cells(source) -> "Recovery | None":
+def null_cells(source, lost: Iterable[LostCheck] = ()) -> "Recovery | None":
     """`--repair` on a store that passes the integrity check: a copy (RECOVERED_NAME beside it)
     with every unreadable cell rewritten as NULL (as '' where the column allows no NULL); None
     when there is none. The original is not changed."""
@@ -289,6 +293,6 @@ def null_cells(source) -> "Recovery | None":
             dst.close()
     finally:
         src.close()
-    _tally(partial, result)
+    _tally(partial, result, lost)
     os.replace(partial, target)
     return result

@@ -15,7 +15,7 @@ from .jobs import Job, Result
 from .store import RunStore
 
 
-class _StoreWatcher(threading.Thread):
+class StoreWatcher(threading.Thread):
     """Polls the run store for newly committed epochs and forwards them as events (for executors
     that cannot stream events back, e.g. Ray)."""
 
@@ -88,7 +88,7 @@ def evaluate(jobs: Sequence[Job], executor: Optional[Executor] = None, *, run_di
 
         if todo:
             if on_event and store is not None and not executor.native_events:
-                watcher = _StoreWatcher(run_dir, on_event)
+                watcher = StoreWatcher(run_dir, on_event)
                 watcher.start()
             executor.map(todo, on_result=got, on_event=on_event if executor.native_events else None)
     finally:

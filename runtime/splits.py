@@ -67,10 +67,6 @@ def _bundle() -> dict:
     return data["files"]
 
 
-def bundled_names() -> List[str]:
-    return sorted(_bundle())
-
-
 @functools.lru_cache(maxsize=4)
 def bundled_split(filename: str) -> Dict[str, List[int]]:
     """The index lists of the bundled copy of NAS-Bench-201's `filename` (e.g. ``cifar-split.txt``)."""

@@ -178,7 +178,7 @@ def lr_at(step: int, total: int, preset: Preset, steps_per_epoch: int) -> float:
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, loader: DeviceLoader, amp_dtype=None) -> tuple:
+def accuracy_and_loss(model: nn.Module, loader: DeviceLoader, amp_dtype=None) -> tuple:
     """(accuracy %, mean loss) of `model` over the loader's split."""
     model.eval()
     dev = loader.device
@@ -354,8 +354,8 @@ class Trainer:
                 status, reason = "diverged", f"loss became {train_loss} in epoch {epoch}"
             m = EpochMetrics(epoch=epoch, train_loss=train_loss, train_acc=train_acc, lr=lr, seconds=0.0)
             if status == "ok" and (epoch == p.epochs or (p.eval_every and epoch % p.eval_every == 0)):
-                m.valid_acc, m.valid_loss = evaluate(model, valid, amp_dtype)
-                m.test_acc, m.test_loss = evaluate(model, test, amp_dtype)
+                m.valid_acc, m.valid_loss = accuracy_and_loss(model, valid, amp_dtype)
+                m.test_acc, m.test_loss = accuracy_and_loss(model, test, amp_dtype)
             m.seconds = time.perf_counter() - t0
             if (status == "ok" and p.chance_epochs is not None and epoch >= p.chance_epochs
                     and epoch < p.epochs and train_acc <= chance):
@@ -384,6 +384,6 @@ class Trainer:
                 outcome.valid_acc, outcome.valid_loss = last["valid_acc"], last["valid_loss"]
                 outcome.test_acc, outcome.test_loss = last["test_acc"], last["test_loss"]
             else:  # finished before (resumed from the last checkpoint): evaluate the restored model
-                outcome.valid_acc, outcome.valid_loss = evaluate(model, valid, amp_dtype)
-                outcome.test_acc, outcome.test_loss = evaluate(model, test, amp_dtype)
+                outcome.valid_acc, outcome.valid_loss = accuracy_and_loss(model, valid, amp_dtype)
+                outcome.test_acc, outcome.test_loss = accuracy_and_loss(model, test, amp_dtype)
         return outcome

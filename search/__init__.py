@@ -7,26 +7,28 @@
 
 Layout: `config.py` (settings, TOML, resume identity), `session.py` (one invocation: lock, store,
 executor, loop), `loop.py` (propose, check, train, record), `checks.py` (verify, deduplicate,
-fit), `store.py` (the tree in RUN/runs.sqlite), `tree.py` (what strategies see), `evaluator.py`
-(training behind a small interface), `strategies/` (one per file; what they propose is
-`candidate.py`), `selection/` (parent-selection policies), `proxies/` (training-free proxies, one
-per file), `proxy_scorer.py` (scoring them, cached), `prescreen.py` and `warm_start.py` (their uses),
-`records.py` (reading a run), `report/` (the HTML report), `progress.py`, `lock.py`, `cli.py`,
-`spaces/` (the NAS-Bench-201 cell space), `evaluators/` (tabular benchmarks).
+fit), `store/` (the run store: every query on RUN/runs.sqlite), `tree.py` (what strategies see),
+`evaluator.py` (what the loop calls to evaluate, and training behind it), `strategies/` (one per
+file; what they propose is `candidate.py`), `selection/` (parent-selection policies), `proxies/`
+(training-free proxies, one per file), `proxy_scorer.py` (scoring them, cached), `prescreen.py` and
+`warm_start.py` (their uses), `records.py` (reading a run), `report/` (the HTML report),
+`progress.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `tables/` (tabular
+benchmarks, and the evaluator that answers from one).
 `study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`) and
 `registry.py` registers strategies and evaluators (also by entry points); `objectives.py` holds
-several objectives and the Pareto set. See docs/search.md and docs/api.md.
+several objectives and the Pareto set. The search's nouns are in docs/architecture.md's glossary.
+See docs/search.md and docs/api.md.
 """
 from __future__ import annotations
 
-import importlib
+from nader import lazy_exports
 
 _EXPORTS = {
     "run_search": "session", "SearchSummary": "session",
     "SearchConfig": "config",
     "SearchLoop": "loop", "Observer": "loop", "Stop": "loop",
     "SearchStore": "store",
-    "Tree": "tree", "Node": "tree",
+    "Tree": "tree", "TreeNode": "tree",
     "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
     "Strategy": "strategies", "Candidate": "candidate", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
@@ -36,10 +38,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'nader.search' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

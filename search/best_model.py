@@ -18,14 +18,13 @@ normalised as in training: the run's mean and standard deviation (0..255 units) 
 """
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
 
 from nader.compiler.architecture import architecture_from_program
 from nader.compiler.backends.network_source import network_source
-from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check, network_to_onnx
+from nader.compiler.backends.onnx import OnnxLoweringError, build_for_export, check_model, network_to_onnx
 from nader.compiler.datasets import dataset_info
 from nader.compiler.errors import BuildError
 from nader.compiler.network import BUILDER, analyze
@@ -38,6 +37,7 @@ from nader.runtime.jobs import Job, checkpoint_path
 from nader.runtime.trainer import load_checkpoint
 
 from . import records
+from .store import BaseReader
 
 EMITS = ("nad", "torch", "onnx")
 
@@ -56,15 +56,15 @@ class Chosen:
     job: Job
 
 
-def choose(conn: sqlite3.Connection, trial: Optional[int] = None, seed: Optional[int] = None,
+def choose(reader: BaseReader, trial: Optional[int] = None, seed: Optional[int] = None,
            problems: Optional[list] = None) -> Chosen:
     """The architecture (`trial`, else the best), one of its trained seeds and that seed's job."""
     if trial is None:
-        rec = records.best(conn, problems)
+        rec = records.best(reader, problems)
         if rec is None:
             raise ExportError("no architecture of this run has trained successfully yet", 1)
     else:
-        rec = next((r for r in records.records(conn, problems=problems) if r["arch_id"] == trial), None)
+        rec = next((r for r in records.records(reader, problems=problems) if r["arch_id"] == trial), None)
         if rec is None:
             raise ExportError(f"the run has no architecture #{trial} (nader-search status RUN lists them)")
         if rec["status"] != "ok":
@@ -79,21 +79,16 @@ def choose(conn: sqlite3.Connection, trial: Optional[int] = None, seed: Optional
         raise ExportError(f"architecture #{rec['arch_id']} has no trained seed")
     pick = max(ok, key=lambda s: (s.get("valid_acc") if s.get("valid_acc") is not None else float("-inf"),
                                   -(s.get("seed") or 0)))
-    return Chosen(rec, pick, _job(conn, rec, pick))
+    return Chosen(rec, pick, _job(reader, rec, pick))
 
 
-def _job(conn, rec: dict, seed: dict) -> Job:
-    row = None
-    if seed.get("job_id"):
-        try:
-            row = conn.execute("SELECT spec FROM jobs WHERE job_id=?", (seed["job_id"],)).fetchone()
-        except sqlite3.OperationalError:  # a tabular run has no jobs table
-            row = None
-    if row is None:
+def _job(reader: BaseReader, rec: dict, seed: dict) -> Job:
+    spec = reader.job_spec(seed["job_id"]) if seed.get("job_id") else None  # a tabular run has no jobs
+    if spec is None:
         raise ExportError(f"architecture #{rec['arch_id']} was not trained in this run (its results come from a "
                           f"table), so there is no network to rebuild or weights to take; train it with "
                           f"`nader-search eval`")
-    return Job.from_json(row[0])
+    return Job.from_json(spec)
 
 
 def settings(job: Job, rec: dict) -> dict:
@@ -109,8 +104,8 @@ def nad_text(chosen: Chosen, net: dict, normalisation: Optional[tuple] = None) -
     text = records.best_text(chosen.rec)
     head, _, body = text.partition("\n")
     seed = chosen.seed
-    extra = f"# seed {seed.get('seed')} (the one --weights takes): valid {records._num(seed.get('valid_acc'), '.2f')}%, " \
-            f"test {records._num(seed.get('test_acc'), '.2f')}%"
+    extra = f"# seed {seed.get('seed')} (the one --weights takes): valid {records.number_text(seed.get('valid_acc'), '.2f')}%, " \
+            f"test {records.number_text(seed.get('test_acc'), '.2f')}%"
     if normalisation:
         extra += f"; inputs normalised by mean {list(normalisation[0])}, std {list(normalisation[1])} (0..255 units)"
     return head + "\n" + extra + "\n" + header_line(**net) + body
@@ -140,12 +135,12 @@ def normalisation(job: Job) -> Optional[tuple]:
     return None if spec is None else (tuple(spec.mean), tuple(spec.std))
 
 
-def export(run_dir, conn, emit: str, out: Path, *, weights: bool = False, trial: Optional[int] = None,
+def export(run_dir, reader: BaseReader, emit: str, out: Path, *, weights: bool = False, trial: Optional[int] = None,
            seed: Optional[int] = None, problems: Optional[list] = None) -> List[Path]:
     """Write the chosen architecture as `emit` to `out` (and its weights beside it); the paths written."""
     if emit not in EMITS:
         raise ExportError(f"--emit: choose one of {', '.join(EMITS)}")
-    chosen = choose(conn, trial, seed, problems)
+    chosen = choose(reader, trial, seed, problems)
     net = settings(chosen.job, chosen.rec)
     state = state_dict(Path(run_dir), chosen) if weights else None
     written: List[Path] = []
@@ -199,7 +194,7 @@ def _onnx(parsed, net: dict, state) -> bytes:
         fixed = built.info["input_size"] if not built.arch.runs_at_any_size() else None
         model = network_to_onnx(built.arch, built.plan, built.module.state_dict(), input_size=fixed, info=info,
                                 name=f"{built.arch.base.name} on {built.plan.skeleton.name}")
-        check(model)
+        check_model(model)
     except (OnnxLoweringError, RuntimeError) as error:
         raise ExportError(f"cannot export to ONNX: {error}") from None
     return model.SerializeToString()

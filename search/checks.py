@@ -2,7 +2,8 @@
 
 1. **verify**: parse and verify the whole architecture for the skeleton (base, stem and
    downsample blocks, or cells), as `build_network` would; failure: ``invalid`` with the
-   compiler's diagnostics.
+   compiler's diagnostics. A candidate whose strategy checked it already for this skeleton (the
+   Modifier's `Architecture`, `Candidate.arch`) is taken as it is, not verified again.
 2. **deduplicate**: the architecture's canonical hash (its three blocks' canonical hashes, in
    role order) against every valid architecture of the run, confirmed by an exact isomorphism
    check of each block; a match: ``duplicate`` of the earlier one. Dead nodes (NAD206) are left
@@ -144,23 +145,28 @@ class Checker:
     def load(self, text: str):
         return load_architecture(text, self.skeleton)
 
-    def check(self, text: Optional[str], tree: Tree, error: Optional[str] = None) -> Checked:
-        """The checks' outcome; ``invalid`` (code ``checks-timeout``) when they outrun `time_limit`."""
+    def check(self, text: Optional[str], tree: Tree, error: Optional[str] = None,
+              arch: Optional[Architecture] = None) -> Checked:
+        """The checks' outcome; ``invalid`` (code ``checks-timeout``) when they outrun `time_limit`.
+        `arch`: the text's Architecture where the proposer checked it already (for another skeleton,
+        it is loaded again)."""
         try:
             with wall_time_guard(self.time_limit):
-                return self._check(text, tree, error)
+                return self._check(text, tree, error, arch)
         except ChecksTimedOut:
             message = f"checks took longer than {self.time_limit:g} s"
             return Checked("invalid", diagnostics={"message": message, "diagnostics": [
                 {"code": "checks-timeout", "block": None, "line": None, "col": None, "message": message}]})
 
-    def _check(self, text: Optional[str], tree: Tree, error: Optional[str] = None) -> Checked:
+    def _check(self, text: Optional[str], tree: Tree, error: Optional[str] = None,
+               arch: Optional[Architecture] = None) -> Checked:
         if text is None:
             return Checked("invalid", diagnostics={"message": error or "nothing was proposed", "diagnostics": []})
-        try:
-            arch = self.load(text)
-        except BuildError as exc:
-            return Checked("invalid", diagnostics=_diagnostics(exc))
+        if arch is None or arch.skeleton != self._skeleton.name:
+            try:
+                arch = self.load(text)
+            except BuildError as exc:
+                return Checked("invalid", diagnostics=_diagnostics(exc))
         refusal = self.space.refuse(text, arch) if self.space is not None else None
         if refusal is not None:
             return Checked("invalid", diagnostics={"message": refusal, "diagnostics": [

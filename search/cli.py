@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import sys
 import traceback
@@ -21,137 +20,21 @@ from pathlib import Path
 
 import click
 
-from nader.agents.llm.cli import llm_options
-from nader.agents.llm.options import LLM_FLAGS
+from nader.agents.llm.options import LLM_SETTINGS, RUN_CAPS
 from nader.inputs import InputError
-from nader.runtime.cli import executor_option, progress_option, store_problem, trial_timeout_option
+from nader.inputs.cli import options
+from nader.runtime.cli import store_problem
 
-from .config_file import DATASETS, PROXIES  # not .config: it loads the compiler, and --help needs none of it
-
-_SI = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-
-
-def _count(ctx, param, value):
-    """Integers with an optional K/M/G suffix (1.5M, 0.2G)."""
-    if value is None:
-        return None
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMgG]?)\s*", value)
-    if not m:
-        raise click.BadParameter("expected a number such as 1500000, 1.5M or 0.2G")
-    return int(round(float(m.group(1)) * _SI[m.group(2).lower()]))
-
-
-def _memory(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_memory
-
-    if value is None:
-        return None
-    try:
-        return parse_memory(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
-
-
-def _time_limit(ctx, param, value):
-    """A wall-clock duration, or simulated seconds of a tabular benchmark (sim:20000)."""
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_time_limit
-
-    if value is None:
-        return None
-    try:
-        return parse_time_limit(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
-
-
-def _table_map(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_table_map
-    from .evaluators.table import check_table_map
-
-    if value is None:
-        return None
-    try:
-        mapping = parse_table_map(value)
-        check_table_map(mapping)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
-    return mapping
-
-
-def _proxy(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .proxies import members
-
-    if value is None:
-        return None
-    try:
-        members(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def _warm_start(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_warm_start
-
-    if value is None:
-        return None
-    try:
-        return parse_warm_start(value) or 0
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc).partition(": ")[2]) from None
-
-
-def _objectives(ctx, param, value):
-    from nader.runtime.errors import ConfigError
-
-    from .config_file import parse_objective_list
-
-    if value is None:
-        return None
-    try:
-        return parse_objective_list(value)
-    except ConfigError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _int_list(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        out = [int(s) for s in value.replace(" ", "").split(",") if s]
-    except ValueError:
-        raise click.BadParameter("expected comma-separated integers, e.g. 777,888,999") from None
-    if not out:
-        raise click.BadParameter("expected at least one integer")
-    return out
-
-
-def _options(ctx, param, values):
-    out = {}
-    for v in values or ():
-        key, sep, val = v.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}")
-        out[key.strip().replace("-", "_")] = val.strip()
-    return out or None
+from .settings import RUN_SETTINGS  # not .config: it loads the compiler, and --help needs none of it
 
 
 def _strategy_epilog() -> str:
+    from .strategies import STRATEGIES
     from .strategies.catalog import listing  # the built-in strategies' declarations: no strategy module loads
 
     lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
-    for name, summary, options in listing():
-        opts = ", ".join(f"{k}={o.default}" for k, o in options.items()) or "no options"
+    for name, summary, declared in listing(STRATEGIES):
+        opts = ", ".join(f"{k}={o.default}" for k, o in declared.items()) or "no options"
         lines.append(f"  {name}: {summary} [{opts}]")
     return "\n".join(lines)
 
@@ -168,110 +51,16 @@ class _RunCommand(click.Command):
 @click.command("run", cls=_RunCommand,
                context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.argument("config_file", required=False, type=click.Path(dir_okay=False), metavar="[SEARCH.toml]")
-@click.option("--from", "root", type=click.Path(dir_okay=False), default=None,
-              help="The root architecture (.nad): the tree starts here.")
-@click.option("--root", "root_mode", type=click.Choice(("train", "none")), default=None,
-              help="train: the root is trial 1; none: it is never trained and the first trials are the "
-                   "strategy's own, as in published NAS-Bench-201 baselines [default: none for random, rea "
-                   "and local in --space nb201, else train].")
-@click.option("--strategy", default=None, help="A strategy listed below [default: rea].")
-@click.option("--option", "strategy_options", multiple=True, callback=_options, metavar="KEY=VALUE",
-              help="A strategy option (repeatable), e.g. --option population=10.")
-@click.option("--dataset", type=click.Choice(DATASETS, case_sensitive=False), default=None,
-              help="[default: digits] All but digits are read from --data-dir; cifar10 and cifar10-valid both train NB201's cifar10-valid setting (25k/25k).")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="NADER_DATA_DIR",
-              help="Folder with the dataset files [env NADER_DATA_DIR].")
-@click.option("--preset", default=None, help="Training preset: quick, nb201-12, nb201-N, nb201 [default: quick].")
-@click.option("--seeds", callback=_int_list, default=None, help="Seeds per architecture [default: the preset's].")
-@click.option("--skeleton", default=None, help="Network skeleton: nb201, imagenet, darts [default: nb201; the space's].")
-@click.option("--space", type=click.Choice(("language", "nb201")), default=None,
-              help="Search space: language (any block) or nb201 (NAS-Bench-201's cells on its network; "
-                   "mutations change one edge's operation) [default: language].")
-@click.option("--evaluator", default=None, metavar="training|nats-bench:PATH|nas-bench-201:PATH|table:PATH",
-              help="Answer trials from a tabular benchmark file instead of training (the user supplies "
-                   "the file; table: a derived .csv or .json table; documentation page 'NAS-Bench-201'), or a "
-                   "registered evaluator's NAME (documentation page 'The Python API') [default: training].")
-@click.option("--table-map", callback=_table_map, default=None, metavar="METRIC=COLUMN,...",
-              help="table: which columns hold the metrics, e.g. valid_acc@12=val_acc,test_acc@200=test_acc "
-                   "[default: columns named as the metrics].")
-@click.option("--depths", callback=_int_list, default=None, help="Blocks per stage [default: the skeleton's].")
-@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
-              help="What the search optimises: valid_acc, params, flops, latency (ms on the training device); "
-                   "several rank by non-domination (needs pymoo) [default: valid_acc:max].")
-@click.option("--trials", type=click.IntRange(min=1), default=None,
-              help="Architectures to train, the root included [default: 30].")
-@click.option("--max-invalid", type=click.IntRange(min=1), default=None,
-              help="Stop after this many invalid proposals in a row (the strategy wrote no valid "
-                   "architecture) [default: 10].")
-@click.option("--time-limit", callback=_time_limit, default=None,
-              help="Start no trial after this long (600, 10m, 2h); running ones finish. With a tabular "
-                   "evaluator, sim:20000 counts the table's simulated training time instead.")
-@executor_option(None, "Where trials train: local (in this process), pool (worker processes), ray [default: local].")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Pool workers / local Ray CPUs.")
-@click.option("--address", default=None, help="Ray cluster address ('auto' or HOST:PORT).")
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Run directory [default: runs/<root>-<strategy>-<dataset>-seed<seed>]; the same command resumes.")
-@click.option("--seed", type=int, default=None, help="Seed of the search's decisions [default: 0].")
-@click.option("--prescreen", type=click.IntRange(min=0), default=None,
-              help="Make K valid candidates per trial, train the best by a zero-cost proxy [default: 0, off].")
-@click.option("--proxy", callback=_proxy, default=None, metavar="NAME[+NAME...]",
-              help=f"The zero-cost proxy of --prescreen and --warm-start: {', '.join(PROXIES)}, or several joined "
-                   f"by + (an ensemble: the mean of their ranks); naswot, jacov, snip and grad_norm read images "
-                   f"(--data-dir) [default: synflow].")
-@click.option("--warm-start", callback=_warm_start, default=None, metavar="N|all",
-              help="Before the first trial, score N architectures by --proxy (cells drawn uniformly, or all of "
-                   "them; in the block language, mutations of the root) and start the strategy from the best "
-                   "[default: 0, off].")
-@click.option("--proxy-cache", type=click.Path(dir_okay=False), default=None,
-              help="A file of proxy scores shared by runs, read and filled besides the run's own store.")
-@click.option("--max-params", callback=_count, default=None, help="Parameter budget (e.g. 1.5M) [default: preset].")
-@click.option("--max-flops", callback=_count, default=None, help="FLOPs budget (e.g. 0.2G) [default: preset].")
-@click.option("--max-memory", callback=_memory, default=None,
-              help="Training memory per trial (e.g. 6G; a number is MiB): a candidate whose training step needs "
-                   "more is over budget [default: half the RAM, or 90% of the GPU's memory].")
-@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Override the preset's epochs.")
-@click.option("--fidelity", type=click.Choice(("successive-halving", "hyperband")), default=None,
-              help="Train new architectures briefly and promote the best 1/eta to longer budgets, up to the "
-                   "full one [default: off, every trial at the full budget].")
-@click.option("--eta", type=click.IntRange(min=2), default=None, help="--fidelity: promotion rate [default: 3].")
-@click.option("--min-epochs", type=click.IntRange(min=1), default=None,
-              help="--fidelity: the lowest rung's epochs [default: the full budget / eta^2, rounded up].")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="torch threads per trial.")
-@click.option("--device", default=None, help="cpu, cuda, cuda:N [default: auto].")
-@trial_timeout_option()
-@click.option("--trials-per-gpu", type=click.IntRange(min=1), default=None,
-              help="Pool on GPUs: trials per device [default: chosen from the first trial's memory].")
-@click.option("--kb", default=None, type=click.Path(file_okay=False),
-              help="nader, fairnad: the knowledge base directory (filled by `nader-search read`).")
-@llm_options
-@click.option("--no-reader", "no_reader", is_flag=True, help="nader ablation: candidate ideas drawn at random.")
-@click.option("--no-proposer-ranking", "no_ranking", is_flag=True,
-              help="nader ablation: take the most similar idea, no LLM ranking.")
-@click.option("--no-feedback", "no_feedback", is_flag=True,
-              help="nader ablation: one Modifier round, no compiler feedback.")
-@click.option("--no-experience", "no_experience", is_flag=True, help="nader ablation: no Reflector lessons.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@progress_option("stderr while searching: rich (a live display), plain (one line per finished trial, for logs "
-                 "and batch jobs), off; auto: rich on a terminal, else plain.")
-@click.option("--force", is_flag=True, help="Continue a run directory's tree with changed settings.")
-@click.option("--builder", default=None, hidden=True, help="module:function building networks (testing).")
-@click.option("--repair", type=click.Choice(("off", "suggest", "auto", "store")), is_flag=False, flag_value="store",
-              default=None, metavar="[off|suggest|auto]",
-              help="The compiler's repair of blocks the LLM writes (nader, fairnad, genius on blocks): auto [their "
-                   "default] takes the repaired block and records it, suggest shows the LLM the fix in its "
-                   "feedback, off neither. "
-                   "`--repair` alone (or `store`): if RUN/runs.sqlite is damaged, copy what can still be read into "
-                   "RUN/runs.recovered.sqlite, say what was recovered and lost, and stop.")
+@options(*RUN_SETTINGS, layered=True)
 def run_command(config_file, fmt, force, **flags):
     """Search for better architectures, starting from --from, and print the best one found.
 
     Every option can also come from SEARCH.toml (same names; flags override it). Rerunning the
     same command on the same --run-dir resumes the search where it stopped.
     """
-    from nader.runtime.cli import _terminate_like_interrupt
+    from nader.runtime.cli import terminate_like_interrupt
 
-    _terminate_like_interrupt()
-    _run_caps(flags)
+    terminate_like_interrupt()
     progress = None
     code = 1
     try:
@@ -283,15 +72,6 @@ def run_command(config_file, fmt, force, **flags):
         if progress is not None:
             progress.close()
     sys.exit(code)
-
-
-# The LLM flags that cap the whole run: the loop's own stops (cost-limit, token-limit) and the client's caps.
-_RUN_CAPS = {"llm_max_cost": "max_cost", "llm_max_tokens": "max_tokens"}
-
-
-def _run_caps(flags: dict) -> None:
-    for flag, field in _RUN_CAPS.items():
-        flags[field] = flags.pop(flag, None)
 
 
 def _run(config_file, fmt, force, flags):
@@ -312,11 +92,7 @@ def _run(config_file, fmt, force, flags):
     try:
         toml = read_toml(config_file) if config_file else {}
         flags = _agent_flags(flags)
-        given = {k: v for k, v in flags.items() if v is not None}
-        if "dataset" in given:
-            given["dataset"] = given["dataset"].lower()
-        if "executor" in given:
-            given["executor"] = given["executor"].lower()
+        given = {_FIELDS[k]: v for k, v in flags.items() if v is not None}
         for key in ("root", "data_dir", "run_dir", "proxy_cache"):
             if key in given:
                 given[key] = str(Path(given[key]).expanduser())
@@ -349,7 +125,9 @@ def _run(config_file, fmt, force, flags):
         click.echo(f"error: {exc}", err=True)
         return progress, 2
     except StoreError as exc:  # damaged, empty or unwritable runs.sqlite
-        return progress, store_problem(exc, repair)
+        from .store import lost_architectures
+
+        return progress, store_problem(exc, repair, lost=(lost_architectures,))
     except RuntimeToolError as exc:  # RunLocked, InfrastructureError (disk full, ...) and the like
         click.echo(f"error: {exc}", err=True)
         return progress, 2
@@ -386,7 +164,9 @@ def _llm_stop(exc: Exception):
 
 # Flags of `run` that are options of the LLM strategies (--option KEY=VALUE says the same): the
 # shared LLM flags other than the run's caps, under their own names.
-_AGENT_FLAGS = ("kb", *(f.name for f in LLM_FLAGS if not f.run_cap))
+_AGENT_FLAGS = ("kb", *(s.name for s in LLM_SETTINGS if s not in RUN_CAPS))
+# The settings a search keeps (SearchConfig fields): the flag's keyword -> the field
+_FIELDS = {s.name: s.field for s in RUN_SETTINGS if s.toml or s.keyword}
 _PATHS = ("kb", "llm_config", "replay")
 _ABLATIONS = {"no_reader": "reader", "no_ranking": "ranking", "no_feedback": "feedback",
               "no_experience": "experience"}
@@ -412,12 +192,12 @@ def _table_summary(settings: dict) -> list:
     if not spec.startswith("table:"):
         return []
     from .evaluator import SEARCH_TRAINING_SETS
-    from .evaluators.lookup import opened
-    from .evaluators.tabular import EvaluatorError
+    from .tables.lookup import opened
+    from .tables.base import TableError
 
     try:
         table = opened(spec, settings.get("table_map"))
-    except EvaluatorError:
+    except TableError:
         return []  # the search's own check reports it
     dataset = settings.get("dataset") or "cifar10"
     return table.summary(SEARCH_TRAINING_SETS.get(dataset, dataset))
@@ -435,7 +215,7 @@ def _summary_text(s) -> str:
     b = s.best
     if b:
         lines.append(f"best: #{b['arch_id']} ({records.lineage(b)}) valid "
-                     f"{records._num(b['valid_acc'], '.2f')}%, test {records._num(b['test_acc'], '.2f')}%, "
+                     f"{records.number_text(b['valid_acc'], '.2f')}%, test {records.number_text(b['test_acc'], '.2f')}%, "
                      f"{records.human(b['params'])} params, {records.human(b['flops'])} FLOPs")
     else:
         lines.append("no architecture trained successfully")

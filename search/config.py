@@ -43,8 +43,8 @@ from nader.runtime.presets import check_options, get_preset, resolve
 
 from .checks import arch_hash_of_text
 from .config_file import DATASETS, INT_RANGES, MOST_INT, PROXIES, ROOT_MODES, _time_limit_fields, read_root
-from .evaluators.table import KIND as TABLE_KIND, check_table_map
-from .evaluators.tabular import KINDS, TABULAR_DATASETS
+from .tables.derived import KIND as TABLE_KIND, check_table_map
+from .tables.benchmark import KINDS, TABULAR_DATASETS
 from .fidelity import schedule_of
 from .objectives import check_known, parse_objectives, require_pymoo
 from .proxies import members
@@ -97,7 +97,7 @@ class SearchConfig:
     builder: Optional[str] = None  # "module:function" building networks (tests)
     space: str = "language"  # language | nb201 (nader.search.spaces.space)
     evaluator: Optional[str] = None  # None: training; "nats-bench:PATH", "nas-bench-201:PATH", "table:PATH"
-    table_map: Dict[str, str] = field(default_factory=dict)  # table: metric -> column (evaluators/table.py)
+    table_map: Dict[str, str] = field(default_factory=dict)  # table: metric -> column (tables/derived.py)
     fidelity: Optional[str] = None  # None: full budget; successive-halving | hyperband (nader.search.fidelity)
     eta: int = 3  # fidelity: 1/eta of a rung is promoted; budgets grow by eta
     min_epochs: Optional[int] = None  # fidelity: the lowest rung's epochs [default: ceil(full / eta**2)]

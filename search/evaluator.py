@@ -1,7 +1,7 @@
 """Evaluators: what turns an architecture into validation and test accuracy for the search.
 
 The loop talks to one small interface, so that training (here) and table lookups (tabular NAS
-benchmarks, `nader.search.evaluators`) are interchangeable::
+benchmarks, `nader.search.tables.lookup.TableEvaluator`) are interchangeable::
 
     evaluator.capacity                 # evaluations that run side by side
     evaluator.idle() -> int            # how many more would start now (the loop proposes while > 0)
@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional
 
 from nader.compiler.network import BUILDER
 from nader.runtime.jobs import Job, Result
-from nader.runtime.runner import _StoreWatcher
+from nader.runtime.runner import StoreWatcher
 
 
 # The training set a search uses per dataset name (see TrainingEvaluator).
@@ -104,7 +104,7 @@ class TrainingEvaluator(Evaluator):
         self.jobs: Dict[str, tuple] = {}  # job_id -> (arch_id, seed, label), for progress displays
         self.watcher = None
         if on_event is not None and not executor.native_events:
-            self.watcher = _StoreWatcher(store.run_dir, on_event)
+            self.watcher = StoreWatcher(store.run_dir, on_event)
             self.watcher.start()
 
     @property

@@ -38,14 +38,13 @@ from nader.runtime.integrity import StoreError
 from .checks import Checked, Checker
 from .config import SearchConfig
 from .evaluator import Evaluator, SeedOutcome, Trial
-from .evaluators.lookup import simulated_seconds
 from .fidelity import scheduler_of
 from .objectives import of_config
 from .spaces.space import get_space
 from .store import SearchStore
 from .candidate import Candidate
 from .strategies.base import SearchContext, StopSearch, Strategy, stop_code
-from .tree import FINAL, PENDING, Node, Tree
+from .tree import FINAL, PENDING, TreeNode, Tree
 from .warm_start import Proxies
 
 ROUND_TRIES = 4  # proposals per wanted candidate before the strategy is asked for a parent again
@@ -67,10 +66,10 @@ class Observer:
     """Hooks for progress displays (all optional)."""
 
     def started(self, loop: "SearchLoop") -> None: ...
-    def recorded(self, node: Node) -> None: ...  # a rejected or screened-out candidate
-    def submitted(self, node: Node) -> None: ...
+    def recorded(self, node: TreeNode) -> None: ...  # a rejected or screened-out candidate
+    def submitted(self, node: TreeNode) -> None: ...
     def seed_done(self, outcome: SeedOutcome) -> None: ...
-    def finished(self, node: Node) -> None: ...
+    def finished(self, node: TreeNode) -> None: ...
     def event(self, event: dict) -> None: ...  # the trainer's start/epoch events
 
 
@@ -224,7 +223,7 @@ class SearchLoop:
         if c.time_limit is not None and self.clock() - self.t0 >= c.time_limit:
             return Stop("time-limit", f"reached the time limit of {c.time_limit:g} s")
         if c.sim_time_limit is not None:  # a tabular benchmark's simulated training time, all sessions
-            used = simulated_seconds(self.store.conn)
+            used = self.store.seconds_used()
             if used >= c.sim_time_limit:
                 return Stop("sim-time-limit", f"used {used:,.0f} s of simulated training time "
                                               f"(budget {c.sim_time_limit:,.0f} s)")
@@ -267,7 +266,7 @@ class SearchLoop:
         return random.Random(f"nader-search/{self.config.seed}/{purpose}/{arch_id}")
 
     # ------------------------------------------------------------------ proposing
-    def propose_round(self, parent: Node, make=None) -> Optional[Node]:
+    def propose_round(self, parent: TreeNode, make=None) -> Optional[TreeNode]:
         """Candidates from `parent` until K are valid (K = 1 without prescreening), at most
         ROUND_TRIES * K of them; every one is recorded; returns the one to train, if any (else
         the loop asks the strategy again). `make(parent, rng)` proposes instead of the strategy."""
@@ -288,7 +287,7 @@ class SearchLoop:
             if candidate is None:  # nothing more from this parent for now
                 break
             try:
-                checked = self.checker.check(candidate.text, self.tree, candidate.error)
+                checked = self.checker.check(candidate.text, self.tree, candidate.error, candidate.arch)
             except Exception as exc:  # noqa: BLE001 - a text the checks raise on is that candidate's failure
                 message = f"the candidate could not be checked: {type(exc).__name__}: {str(exc)[:500]}"
                 checked = Checked("invalid", diagnostics={"message": message, "diagnostics": []})
@@ -328,7 +327,7 @@ class SearchLoop:
         stop = self.limit()
         return stop is not None and stop.code != "trials"
 
-    def _record(self, arch_id: int, parent: Optional[Node], cand: Candidate, checked: Checked) -> dict:
+    def _record(self, arch_id: int, parent: Optional[TreeNode], cand: Candidate, checked: Checked) -> dict:
         return {"arch_id": arch_id, "parent_id": parent.arch_id if parent else None,
                 "depth": parent.depth + 1 if parent else 0, "text": cand.text, "origin": cand.origin,
                 "operator": cand.operator, "change": cand.change or None, "tokens_in": cand.tokens_in,
@@ -349,7 +348,7 @@ class SearchLoop:
         self.tree.add(_node_of(record))
 
     # ------------------------------------------------------------------ evaluating
-    def _submit(self, node: Node) -> None:
+    def _submit(self, node: TreeNode) -> None:
         done = self.store.seeds_done(node.arch_id)
         seeds = [s for s in self.seeds if s not in done]
         if node.status != "training":
@@ -382,7 +381,7 @@ class SearchLoop:
         if node is not None:
             self._finish(node)
 
-    def _finish(self, node: Node) -> None:
+    def _finish(self, node: TreeNode) -> None:
         self.tree.update(node)
         self.strategy.tell(node, self.rng("tell", node.arch_id))
         self.observer.finished(node)
@@ -410,8 +409,8 @@ def _once(candidate: Candidate):
     return make
 
 
-def _node_of(record: dict) -> Node:
-    return Node(arch_id=record["arch_id"], parent_id=record["parent_id"], depth=record["depth"],
+def _node_of(record: dict) -> TreeNode:
+    return TreeNode(arch_id=record["arch_id"], parent_id=record["parent_id"], depth=record["depth"],
                 status=record["status"], text=record["text"], hash=record["hash"],
                 duplicate_of=record["duplicate_of"], origin=record["origin"], operator=record["operator"],
                 change=record["change"] or {}, widths=record["widths"], params=record["params"],

@@ -96,7 +96,7 @@ def require_pymoo(objectives: Sequence[Objective]) -> None:
 
 
 def value(node, name: str) -> Optional[float]:
-    """One objective's value on a Node or a record dict (None when it has none)."""
+    """One objective's value on a TreeNode or a record dict (None when it has none)."""
     get = node.get if isinstance(node, dict) else lambda k: getattr(node, k, None)
     reported = get("objectives") or {}
     if name == "valid_acc" or (name in ("params", "flops") and name not in reported):

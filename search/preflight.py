@@ -28,9 +28,10 @@ from nader.runtime.errors import ConfigError
 from nader.runtime.presets import get_preset
 
 from .evaluator import SEARCH_TRAINING_SETS
-from .evaluators.lookup import opened
-from .evaluators.table import FileTable
-from .evaluators.tabular import API_DATASET, EvaluatorError
+from .tables.lookup import opened
+from .tables.derived import FileTable
+from .tables.base import TableError
+from .tables.benchmark import API_DATASET
 from .fidelity import schedule_of
 from .proxies import data_free, needs_data
 from .spaces import nb201
@@ -167,7 +168,7 @@ def _have(held: set) -> str:
 def check_table(config) -> List[str]:
     try:
         table = opened(config.evaluator, config.table_map)
-    except EvaluatorError as exc:
+    except TableError as exc:
         raise ConfigError(str(exc)) from None
     dataset = SEARCH_TRAINING_SETS.get(config.dataset, config.dataset)
     check_rungs(config, table, dataset)
@@ -256,7 +257,7 @@ def _check_official(config, table, dataset: str) -> List[str]:
             for cell in cells:
                 try:
                     records.append(table.evaluate(cell, dataset, epochs, seed))
-                except EvaluatorError as exc:
+                except TableError as exc:
                     errors.append(exc)
             if records:
                 continue
@@ -289,6 +290,6 @@ def _first_record(table, cells, dataset, epochs) -> Optional[object]:
     for cell in cells:
         try:
             return table.evaluate(cell, dataset, epochs, None)
-        except EvaluatorError:
+        except TableError:
             continue
     return None

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Dict, Optional
 
-from nader.agents.llm.progress import CallProgress, _clock
+from nader.agents.llm.progress import CallProgress, clock_text
 from nader.runtime.numbers import human
 from nader.runtime.progress import resolve_progress as resolve_mode
 
@@ -109,10 +109,10 @@ class LiveProgress(Observer):
         best = self.loop.tree.best()
         parts += [f"best={best.valid_acc:.2f}", f"best_id={best.arch_id}"] if best else ["best=-"]
         elapsed = time.monotonic() - self.t0
-        parts.append(f"elapsed={_clock(elapsed)}")
+        parts.append(f"elapsed={clock_text(elapsed)}")
         eta = self.eta(elapsed, done)
         if eta is not None:
-            parts.append(f"eta={_clock(eta)}")
+            parts.append(f"eta={clock_text(eta)}")
         return " ".join(parts)
 
     def eta(self, elapsed: float, done: int) -> Optional[float]:

@@ -27,7 +27,7 @@ from nader.compiler.datasets import dataset_info
 from nader.compiler.network import analyze, build_network
 from nader.compiler.skeletons import skeleton_info
 
-from .proxies import discovered, members, order
+from .proxies import members, order, proxy_modules
 from .proxies.proxy import Inputs, finite
 
 
@@ -85,8 +85,8 @@ class ProxyScorer:
         return len(self.members) > 1
 
     def setting(self, name: str) -> str:
-        key = self.settings.key(discovered()[name].PROXY.version, self.skeleton, self.network_dataset)
-        return f"{key}/{self._batch_name}" if self._batch_name and discovered()[name].PROXY.data else key
+        key = self.settings.key(proxy_modules()[name].PROXY.version, self.skeleton, self.network_dataset)
+        return f"{key}/{self._batch_name}" if self._batch_name and proxy_modules()[name].PROXY.data else key
 
     # ------------------------------------------------------------------ scores
     def scores(self, items: Sequence[Tuple[str, str]]) -> Dict[str, List[Optional[float]]]:
@@ -139,7 +139,7 @@ class ProxyScorer:
         import torch
 
         seed = seed_of(arch_hash)
-        modules = [discovered()[n] for n in names]
+        modules = [proxy_modules()[n] for n in names]
         building = [m for m in modules if m.PROXY.builds]
         t0 = time.perf_counter()
         net = None
@@ -165,7 +165,7 @@ class ProxyScorer:
             try:
                 with torch.random.fork_rng(devices=[]):
                     torch.default_generator.manual_seed(seed)
-                    score, error = finite(module.score(target, inputs)), None
+                    score, error = finite(module.score_network(target, inputs)), None
                 if score is None:
                     error = "the score is not a number (NaN)"
             except Exception as exc:  # noqa: BLE001 - a proxy that fails on a network gives no score

@@ -1,11 +1,11 @@
 """Reading a run: every architecture's record, the best one, the tree as a table, exports.
 
-These read the database only (a read-only connection works while a search is running).
-The best architecture is the one with the highest mean *validation* accuracy among those that
-trained successfully (ties: fewer parameters, then the older); test accuracy is reported beside
-it and never used to choose. In a multi-fidelity search (`nader.search.fidelity`) the highest
-rung reached comes first: an architecture trained only briefly never ranks above one trained
-longer, whatever its accuracy.
+These take a reader of the run (`nader.search.store.RunReader`, or the writer itself at the end
+of a search) and query nothing themselves. The best architecture is the one with the highest
+mean *validation* accuracy among those that trained successfully (ties: fewer parameters, then
+the older); test accuracy is reported beside it and never used to choose. In a multi-fidelity
+search (`nader.search.fidelity`) the highest rung reached comes first: an architecture trained
+only briefly never ranks above one trained longer, whatever its accuracy.
 """
 from __future__ import annotations
 
@@ -17,129 +17,49 @@ import re
 from typing import List, Optional
 
 from nader.compiler.reply_repair import REPAIRED
-from nader.runtime.integrity import BadText, cell_problem, json_cell, unreadable_cell
 from nader.runtime.numbers import human  # the runtime tables' count format (search/cli.py uses it from here)
 
 from .objectives import pareto_set, parse_objectives, value
-
-COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "duplicate_of", "hash", "params", "flops",
-           "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
-           "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
-_JSON_COLUMNS = {"change": (dict,), "diagnostics": (dict, list), "widths": (list,), "prescreen": (dict,),
-                 "objectives": (dict,)}
-_SEED_KEYS = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
-              "error_kind")
-# What each plain column must hold; a damaged cell of another type is left out (None) with a warning.
-_INT, _NUM, _STR = (int,), (int, float), (str,)
-_TYPES = {"parent_id": _INT, "depth": _INT, "status": _STR, "origin": _STR, "operator": _STR, "duplicate_of": _INT,
-          "hash": _STR, "params": _INT, "flops": _INT, "binding": _STR, "valid_acc": _NUM, "valid_std": _NUM,
-          "test_acc": _NUM, "test_std": _NUM, "seconds": _NUM, "seeds_done": _INT, "attempts": _INT,
-          "tokens_in": _INT, "tokens_out": _INT, "cost_usd": _NUM, "created": _NUM, "started": _NUM,
-          "finished": _NUM, "text": _STR, "seed": _INT, "job_id": _STR, "epochs": _INT, "error": _STR,
-          "error_kind": _STR}
-_REQUIRED = {"status": "damaged", "depth": 0, "origin": "?"}  # shown in place of a damaged cell the tables need
+from .store import COLUMNS, BaseReader
 
 
-def _clean(rec: dict, table: str, row: str, problems: list) -> dict:
-    for key, cell in rec.items():
-        want = _TYPES.get(key)
-        if isinstance(cell, BadText):
-            problems.append(cell_problem(table, row, key, unreadable_cell(cell)))
-            rec[key] = _REQUIRED.get(key)
-            continue
-        if isinstance(cell, float) and not math.isfinite(cell) and want is _NUM:
-            problems.append(cell_problem(table, row, key, f"expected a finite number, found {cell!r}"))
-            rec[key] = None
-            continue
-        if cell is None or want is None or (isinstance(cell, want) and not isinstance(cell, bool)):
-            continue
-        problems.append(cell_problem(table, row, key, f"expected {'text' if want is _STR else 'a number'}, "
-                                                      f"found {cell!r:.40}"))
-        rec[key] = _REQUIRED.get(key)
-    return rec
-
-
-def records(conn, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
-    """Every architecture, in id order, with its per-seed results under "seeds". A damaged cell
-    (bad JSON, wrong type) is left out (None) and described in `problems`."""
-    problems = [] if problems is None else problems
-    cols = list(COLUMNS) + ["change", "diagnostics", "prescreen"] + (["text"] if with_text else [])
-    if "objectives" in {r[1] for r in conn.execute("PRAGMA table_info(archs)")}:  # added later (store.ADDED_COLUMNS)
-        cols.append("objectives")
-    rows = conn.execute(f"SELECT {', '.join(cols)} FROM archs ORDER BY arch_id").fetchall()
-    out = []
-    for row in rows:
-        rec = dict(zip(cols, tuple(row)))
-        where = f"arch_id={rec['arch_id']}"
-        for key, expect in _JSON_COLUMNS.items():
-            if key in rec:
-                rec[key] = json_cell(rec[key], "archs", where, key, problems, expect)
-        out.append(_clean(rec, "archs", where, problems))
-    seeds = {}
-    for row in conn.execute(f"SELECT {', '.join(_SEED_KEYS)} FROM arch_seeds ORDER BY arch_id, seed"):
-        d = dict(zip(_SEED_KEYS, tuple(row)))
-        _clean(d, "arch_seeds", f"arch_id={d['arch_id']} seed={d['seed']}", problems)
-        seeds.setdefault(d.pop("arch_id"), []).append(d)
-    rungs = _rungs(conn, {r["arch_id"]: r for r in out})
+def records(reader: BaseReader, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
+    """Every architecture, in id order, with its per-seed results under "seeds" and the compiler's
+    repair of an LLM's proposal under "repair". A damaged cell (bad JSON, wrong type) is left out
+    (None) and described in `problems`."""
+    out = reader.records(with_text=with_text, problems=problems)
     for rec in out:
-        rec["seeds"] = seeds.get(rec["arch_id"], [])
+        rungs = rec.pop("rungs", None)
         rec["repair"] = repair_note(rec)
-        if rec["arch_id"] in rungs:  # multi-fidelity searches only: other exports stay as they were
-            rec["rungs"] = rungs[rec["arch_id"]]
+        if rungs is not None:  # multi-fidelity searches only: other exports stay as they were
+            rec["rungs"] = rungs
     return out
 
 
-def _has_rungs(conn) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='arch_rungs'").fetchone() is not None
-
-
-def _rungs(conn, by_id: dict) -> dict:
-    """arch_id -> [{rung, epochs, status, valid_acc, test_acc, promoted}], lowest rung first; the
-    rung an architecture is at has its own record's results once finished."""
-    if not _has_rungs(conn):
-        return {}
-    out: dict = {}
-    for arch_id, rung, epochs, promoted, status, valid, test in conn.execute(
-            "SELECT arch_id, rung, epochs, promoted, status, valid_acc, test_acc FROM arch_rungs "
-            "ORDER BY arch_id, rung"):
-        if not promoted:
-            rec = by_id.get(arch_id, {})
-            status = rec.get("status")
-            valid, test = (rec.get("valid_acc"), rec.get("test_acc")) if status in ("ok", "diverged", "failed") \
-                else (None, None)
-        out.setdefault(arch_id, []).append({"rung": rung, "epochs": epochs, "status": status, "valid_acc": valid,
-                                            "test_acc": test, "promoted": bool(promoted)})
-    return out
-
-
-def best(conn, problems: Optional[list] = None) -> Optional[dict]:
+def best(reader: BaseReader, problems: Optional[list] = None) -> Optional[dict]:
     """The trained architecture at the highest rung reached (multi-fidelity searches; else all are
     at rung 0) with the highest mean validation accuracy (ties: fewer parameters, then the older),
     chosen from the cleaned records (a damaged accuracy never wins)."""
-    spec = objectives_of(conn)
+    spec = objectives_of(reader)
     if spec != ["valid_acc:max"]:  # several objectives (or a Python objective's): the Pareto set's first
-        front = pareto(conn, spec, problems)
+        front = pareto(reader, spec, problems)
         return front[0] if front else None
-    ok = [r for r in records(conn, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
+    ok = [r for r in records(reader, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
     return min(ok, key=lambda r: (-max((g["rung"] for g in r.get("rungs", ())), default=0), -r["valid_acc"],
                                   r["params"] or 0, r["arch_id"]), default=None)
 
 
-def objectives_of(conn) -> list:
+def objectives_of(reader: BaseReader) -> list:
     """The run's objectives as NAME:DIRECTION (its stored settings; valid_acc:max by default)."""
-    row = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-    try:
-        spec = (json.loads(row[0]) if row else {}).get("objectives")
-    except (ValueError, AttributeError):
-        spec = None
+    spec = reader.stored_config(problems=[]).get("objectives")  # damaged settings: the default, quietly
     return list(spec) if isinstance(spec, list) and spec else ["valid_acc:max"]
 
 
-def pareto(conn, objectives=None, problems: Optional[list] = None) -> List[dict]:
+def pareto(reader: BaseReader, objectives=None, problems: Optional[list] = None) -> List[dict]:
     """The non-dominated architectures of a run over `objectives` (default: the run's own),
     in the order of the first objective: `nader-search best --pareto`."""
-    chosen = parse_objectives(objectives or objectives_of(conn))
-    return pareto_set([r for r in records(conn, problems=problems) if r["status"] == "ok"], chosen)
+    chosen = parse_objectives(objectives or objectives_of(reader))
+    return pareto_set([r for r in records(reader, problems=problems) if r["status"] == "ok"], chosen)
 
 
 def pareto_table(recs: List[dict], objectives) -> str:
@@ -151,14 +71,10 @@ def pareto_table(recs: List[dict], objectives) -> str:
         cells = [f"#{r['arch_id']}"]
         for n in head[1:]:
             v = value(r, n) if n != "test_acc" else r.get("test_acc")
-            cells.append(human(int(v)) if n in ("params", "flops") and v is not None else _num(v, ".4g"))
+            cells.append(human(int(v)) if n in ("params", "flops") and v is not None else number_text(v, ".4g"))
         rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows) + "\n"
-
-
-def counts(conn) -> dict:
-    return {s: n for s, n in conn.execute("SELECT status, COUNT(*) FROM archs GROUP BY status ORDER BY status")}
 
 
 _CELL = re.compile(r"\|[^\s|]+~\d\|(?:[^\s]*\|)?")  # a NAS-Bench-201 string, in an error message
@@ -166,22 +82,17 @@ _NUMBER = re.compile(r"(?<![\w@])\d+(?:\.\d+)?")
 FAILURE_EXAMPLES = 5  # architecture ids listed per reason
 
 
-def failures(conn) -> List[dict]:
+def failures(reader: BaseReader) -> List[dict]:
     """Why trials failed or diverged, grouped: one entry per reason (the error's kind and its text,
     cell strings and counts aside), most frequent first: ``{"kind", "count", "example",
     "arch_ids"}`` (the first few architectures). Each architecture counts once, by its first
     failed seed."""
-    # Text read as bytes and decoded leniently: a damaged cell must not stop a summary.
-    rows = conn.execute("SELECT a.arch_id, CAST(a.status AS BLOB), CAST(s.error_kind AS BLOB), CAST(s.error AS BLOB) "
-                        "FROM archs a JOIN arch_seeds s ON s.arch_id = a.arch_id "
-                        "WHERE a.status IN ('failed', 'diverged') AND s.status != 'ok' ORDER BY a.arch_id, s.seed")
     groups: dict = {}
     seen: set = set()
-    for arch_id, *cells in rows:
+    for arch_id, status, kind, error in reader.failed_seeds():
         if arch_id in seen:
             continue
         seen.add(arch_id)
-        status, kind, error = (None if c is None else bytes(c)[:2000].decode("utf-8", "replace") for c in cells)
         text = str(error or status)[:500]
         kind = str(kind or status)
         key = (kind, _NUMBER.sub("N", _CELL.sub("CELL", text)))
@@ -245,7 +156,8 @@ def proposals_line(counts_: Optional[dict]) -> Optional[str]:
             f"after repair ({REPAIRED}), {counts_['invalid']} invalid")
 
 
-def _num(v, spec: str) -> str:
+def number_text(v, spec: str) -> str:
+    """`v` formatted by `spec`, or `-` when it is missing."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, spec)
@@ -275,7 +187,7 @@ def tree_order(recs: List[dict]) -> List[dict]:
 
 def rungs_text(rec: dict) -> str:
     """A multi-fidelity architecture's rungs: `61.20@1ep ^ 63.05@3ep` (^ promoted)."""
-    return " ".join(f"{_num(r['valid_acc'], '.2f') if r['valid_acc'] is not None else r['status']}@{r['epochs']}ep"
+    return " ".join(f"{number_text(r['valid_acc'], '.2f') if r['valid_acc'] is not None else r['status']}@{r['epochs']}ep"
                     + (" ^" if r["promoted"] else "") for r in rec.get("rungs", []))
 
 
@@ -286,8 +198,8 @@ def status_table(recs: List[dict]) -> str:
     for r in tree_order(recs):
         change = _change(r)[:32] + (" *" if repair_of(r) else "")
         rows.append(["  " * r["depth"] + f"#{r['arch_id']}", r["status"], change, human(r["params"]),
-                     human(r["flops"]), _num(r["valid_acc"], ".2f"), _num(r["test_acc"], ".2f"),
-                     _num(r["seconds"], ".1f")] + ([rungs_text(r)] if laddered else []))
+                     human(r["flops"]), number_text(r["valid_acc"], ".2f"), number_text(r["test_acc"], ".2f"),
+                     number_text(r["seconds"], ".1f")] + ([rungs_text(r)] if laddered else []))
     head += ["rungs (^ promoted)"] if laddered else []
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
     align = [str.ljust, str.ljust, str.ljust] + [str.rjust] * 5 + [str.ljust]
@@ -314,7 +226,7 @@ def lineage(rec: dict) -> str:
 def best_text(rec: dict) -> str:
     """The best architecture's text with a comment header (valid .nad, ready for nadc)."""
     head = (f"# nader-search best: arch #{rec['arch_id']} ({lineage(rec)}), "
-            f"valid {_num(rec['valid_acc'], '.2f')}%, test {_num(rec['test_acc'], '.2f')}%, "
+            f"valid {number_text(rec['valid_acc'], '.2f')}%, test {number_text(rec['test_acc'], '.2f')}%, "
             f"{human(rec['params'])} params, {human(rec['flops'])} FLOPs, widths {rec['widths']}\n")
     return head + (rec["text"] or "").rstrip("\n") + "\n"
 

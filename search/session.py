@@ -16,18 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from nader.agents.llm.errors import LLMConfigError
+from nader.inputs import InputError
 from nader.runtime.errors import ConfigError, DatasetError
 from nader.runtime.executors import make_executor
 from nader.runtime.faults import InfrastructureError
 from nader.runtime.integrity import StoreError
+from nader.runtime.lock import RunLock
+from nader.runtime.outputs import CHECKPOINTS
 from nader.runtime.presets import get_preset
 
 from . import records
 from .config import SearchConfig, differences, merge
 from .evaluator import TrainingEvaluator
-from .evaluators.base import EvaluatorError
-from .evaluators.lookup import TableEvaluator
-from .lock import RunLock
+from .tables.base import TableError
+from .tables.lookup import TableEvaluator
 from .loop import Observer, SearchLoop, Stop, StopCheck, search_context
 from .preflight import check_rungs, preflight
 from .prescreen import Prescreener
@@ -89,7 +92,7 @@ def make_evaluator(config: SearchConfig, store: SearchStore, depths, on_event=No
         try:
             evaluator = TableEvaluator.open(config.evaluator, config.dataset,
                                             config.epochs or get_preset(config.preset).epochs, config.table_map)
-        except EvaluatorError as exc:
+        except TableError as exc:
             raise ConfigError(str(exc)) from None
         _check_rungs(config, evaluator)
         return None, evaluator
@@ -127,31 +130,44 @@ def run_search(*layers: Union[dict, SearchConfig, None], force: bool = False, ob
     run_dir = Path(given.run_dir or given.default_run_dir())
     if given.root_text is not None or not (run_dir / "runs.sqlite").exists():
         given.check()  # before anything is created; a resume may take its root from the run directory
+    created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     lock = RunLock(run_dir).acquire()
+    forget = False
     try:
         new = not (run_dir / "runs.sqlite").exists()
         store = SearchStore(run_dir)
         try:
             return _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy,
                                evaluator, t0)
-        except (ConfigError, DatasetError):
+        except REFUSALS:
             if new and not store.nodes():  # settings refused at the start: leave no run behind to trip the next one
                 store.close()
                 _forget_new_run(run_dir)
+                forget = True
             raise
         finally:
             store.close()
     finally:
-        lock.release()
+        lock.release(remove=forget)  # the lock file too: a refused new run leaves nothing
+        if forget and created:
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()  # only when empty: nothing of anyone else's is removed
+
+
+#: what refuses a search's start: bad settings, a missing dataset, an `[llm]` configuration, a bad file
+REFUSALS = (ConfigError, DatasetError, LLMConfigError, InputError)
 
 
 def _forget_new_run(run_dir: Path) -> None:
-    """Remove the database a refused start created (nothing was recorded in it)."""
+    """Remove the database a refused start created (nothing was recorded in it), and its empty
+    checkpoint folder."""
     for name in ("runs.sqlite", "runs.sqlite-wal", "runs.sqlite-shm", "runs.sqlite-journal"):
         with contextlib.suppress(OSError):
             (run_dir / name).unlink()
+    with contextlib.suppress(OSError):
+        (run_dir / CHECKPOINTS).rmdir()
 
 
 def _run_locked(store, run_dir, given_layers, force, observer, stop_checks, command, strategy, evaluator, t0):
@@ -220,11 +236,11 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     _close(evaluator, executor, abort=False)
     store.end_session(session, stop.code, loop.tree.trials())
     damaged: list = []  # cells that could not be read, as warnings
-    best = records.best(store.conn, damaged)
+    best = records.best(store, damaged)
     warnings = list(dict.fromkeys(warnings + store.problems + damaged))
     used = context.proxies.stats() if context.proxies is not None and config.uses_proxy() else None
-    return SearchSummary(str(run_dir), stop, loop.tree.trials(), records.counts(store.conn), best,
-                         time.monotonic() - t0, resumed, warnings, records.failures(store.conn), used)
+    return SearchSummary(str(run_dir), stop, loop.tree.trials(), store.counts(), best,
+                         time.monotonic() - t0, resumed, warnings, records.failures(store), used)
 
 
 def _end_anyway(store, session, reason: str, trials: int) -> None:

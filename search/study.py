@@ -17,10 +17,10 @@ and waits for `tell`.
 """
 from __future__ import annotations
 
-import json
 import math
 import queue
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
@@ -31,14 +31,15 @@ from nader.compiler.skeletons import skeleton_info
 from nader.runtime.errors import ConfigError
 
 from . import records
-from .config import SearchConfig, merge
+from .config import merge
 from .config_file import resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
 from .loop import Stop
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
 from .session import run_search
+from .settings import read_keywords
 from .spaces import nb201
-from .store import open_readonly
+from .store import RunReader
 from .tree import TRIALS
 
 PYTHON_EVALUATOR = "python"  # the stored `evaluator` of a study whose trials a Python function evaluates
@@ -261,11 +262,8 @@ class Study:
     @property
     def best_trials(self) -> List[StudyTrial]:
         """The non-dominated trials (one objective: the best ones, ties included)."""
-        conn = self._open()
-        try:
-            front = records.pareto(conn, [str(o) for o in self.objectives])
-        finally:
-            conn.close()
+        with self._open() as reader:
+            front = records.pareto(reader, [str(o) for o in self.objectives])
         return [self._trial(r) for r in front]
 
     @property
@@ -299,35 +297,26 @@ class Study:
         return pandas.DataFrame(rows)
 
     # ------------------------------------------------------------------ helpers
-    def _open(self):
-        return open_readonly(self.run_dir)
+    def _open(self) -> RunReader:
+        """The run, read (the quick integrity check: `load_study` has run the full one)."""
+        return RunReader(self.run_dir, full_check=False)
 
     def _stored(self) -> Optional[dict]:
         if not (self.run_dir / "runs.sqlite").exists():
             return None
-        conn = self._open()
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-        finally:
-            conn.close()
-        return json.loads(row[0]) if row else None
+        with self._open() as reader:
+            return reader.stored_config() or None
 
     def _records(self) -> List[dict]:
         if not (self.run_dir / "runs.sqlite").exists():
             return []
-        conn = self._open()
-        try:
-            return records.records(conn)
-        finally:
-            conn.close()
+        with self._open() as reader:
+            return records.records(reader)
 
     def _node(self, arch_id: int) -> dict:
-        conn = self._open()
-        try:
-            row = conn.execute("SELECT params, flops FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
-        finally:
-            conn.close()
-        return {"params": row[0], "flops": row[1]} if row else {}
+        with self._open() as reader:
+            node = reader.node(arch_id)
+        return {"params": node.params, "flops": node.flops} if node is not None else {}
 
     def _trials_done(self) -> int:
         return sum(1 for r in self._records() if r["status"] in TRIALS)
@@ -412,8 +401,9 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     first "maximize") and value_1, value_2, ...; `objectives` names them instead
     (``["valid_acc:max", "params:min"]``; params and flops may be left out of the function's return:
     the compiler counts them). `strategy` and `options` as ``--strategy``/``--option``; `root` is a
-    .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are
-    SearchConfig fields (dataset, seeds, max_params, ...). `evaluator` is ``"python"`` (the function
+    .nad path (the block language) or a NAS-Bench-201 string; other keyword arguments are the
+    search's settings by their API keyword (dataset, seeds, max_params, ...: `search/settings.py`),
+    each read and checked as its flag is, so a refused value is a ConfigError with the flag's reason. `evaluator` is ``"python"`` (the function
     given to `optimize`), ``"training"`` (the runtime trains each architecture, as the CLI does), a
     table (``"nats-bench:FILE"``, ``"table:FILE"``) or a registered evaluator's name. With
     `load_if_exists`, an existing study there is opened (its settings must match, as a CLI
@@ -424,29 +414,30 @@ def create_study(*, storage: str, study_name: Optional[str] = None, space: str =
     if (run_dir / "runs.sqlite").exists() and not load_if_exists:
         raise ConfigError(f"{run_dir} holds a study already; pass load_if_exists=True to continue it, or "
                           f"choose another storage or study_name")
-    known = {f for f in SearchConfig.__dataclass_fields__}
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise ConfigError(f"create_study: unknown setting {', '.join(unknown)}")
-    values = dict(settings, space=space, strategy=strategy, strategy_options=dict(options or {}), seed=seed,
-                  run_dir=str(run_dir), evaluator=evaluator, objectives=[str(o) for o in chosen])
+    values = read_keywords(dict(settings, space=space, strategy=strategy, options=dict(options or {}), seed=seed,
+                                evaluator=evaluator))
+    values.update(run_dir=str(run_dir), objectives=[str(o) for o in chosen])
     if evaluator != PYTHON_EVALUATOR:
-        values["evaluator"] = resolve_evaluator(evaluator)
+        values["evaluator"] = resolve_evaluator(values["evaluator"])
     if root is not None:
-        if str(root).strip().startswith("|") or "\n" in str(root):
-            values["root_text"] = str(root)
-        else:
-            values["root"] = str(root)
+        text = str(root) if isinstance(root, str) else None
+        keyword = "root_text" if text is not None and (text.strip().startswith("|") or "\n" in text) else "root"
+        values.update(read_keywords({keyword: root}))
     return Study(run_dir, values, chosen)
 
 
 def load_study(storage: str, study_name: Optional[str] = None) -> Study:
-    """The study (or CLI search) in a run directory, as it was stored."""
+    """The study (or CLI search) in a run directory, as it was stored. The store gets SQLite's
+    full check once: an index that disagrees with its table is a warning (RuntimeWarning) naming
+    the repair, as the CLI's readers print it; `optimize` would refuse such a store."""
     run_dir = Path(storage) / study_name if study_name else Path(storage)
     if not (run_dir / "runs.sqlite").exists():
         raise ConfigError(f"{run_dir} holds no study (no runs.sqlite)")
+    with RunReader(run_dir, fix=f"`nader-search status {run_dir} --repair`") as reader:
+        stored = reader.stored_config()
+    for line in reader.warnings:
+        warnings.warn(line, RuntimeWarning, stacklevel=2)
     study = Study(run_dir, {"run_dir": str(run_dir)}, ())
-    stored = study._stored() or {}
     study.objectives = parse_objectives(stored.get("objectives") or ["valid_acc:max"])
     return study
 

@@ -1,6 +1,6 @@
 """The modification tree in memory: what strategies and parent-selection policies see.
 
-A :class:`Node` carries what choosing a parent may use: structure, status, cost and the
+A :class:`TreeNode` carries what choosing a parent may use: structure, status, cost and the
 *validation* accuracy. Test accuracy is not on it at all (it stays in the store and in reports),
 so no strategy can select on it, as the NAS-Bench-201 protocol requires.
 """
@@ -21,7 +21,7 @@ TRIALS = PENDING | FINAL  # what --trials counts
 
 
 @dataclass
-class Node:
+class TreeNode:
     arch_id: int
     parent_id: Optional[int]
     depth: int
@@ -49,14 +49,14 @@ class Node:
 
 
 class Tree:
-    def __init__(self, nodes: List[Node] = ()):
-        self.nodes: Dict[int, Node] = {}
+    def __init__(self, nodes: List[TreeNode] = ()):
+        self.nodes: Dict[int, TreeNode] = {}
         self.children: Dict[int, List[int]] = {}
         self.by_hash: Dict[str, List[int]] = {}
         for n in nodes:
             self.add(n)
 
-    def add(self, node: Node) -> None:
+    def add(self, node: TreeNode) -> None:
         self.nodes[node.arch_id] = node
         self.children.setdefault(node.arch_id, [])
         if node.parent_id is not None:
@@ -64,7 +64,7 @@ class Tree:
         if node.hash and node.status in VALID:
             self.by_hash.setdefault(node.hash, []).append(node.arch_id)
 
-    def update(self, node: Node) -> None:
+    def update(self, node: TreeNode) -> None:
         """Replace a node's record (same id and place in the tree)."""
         old = self.nodes[node.arch_id]
         if old.hash and old.hash != node.hash and old.arch_id in self.by_hash.get(old.hash, []):
@@ -74,10 +74,10 @@ class Tree:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def __iter__(self) -> Iterator[Node]:
+    def __iter__(self) -> Iterator[TreeNode]:
         return iter(self.nodes[k] for k in sorted(self.nodes))
 
-    def __getitem__(self, arch_id: int) -> Node:
+    def __getitem__(self, arch_id: int) -> TreeNode:
         return self.nodes[arch_id]
 
     @property
@@ -85,24 +85,24 @@ class Tree:
         return max(self.nodes) + 1 if self.nodes else 0
 
     @property
-    def root(self) -> Optional[Node]:
+    def root(self) -> Optional[TreeNode]:
         return self.nodes.get(0)
 
-    def kids(self, arch_id: int) -> List[Node]:
+    def kids(self, arch_id: int) -> List[TreeNode]:
         return [self.nodes[k] for k in self.children.get(arch_id, [])]
 
-    def valid(self) -> List[Node]:
+    def valid(self) -> List[TreeNode]:
         """Architectures that verified and fit the budget (possible parents)."""
         return [n for n in self if n.status in VALID]
 
-    def scored(self) -> List[Node]:
+    def scored(self) -> List[TreeNode]:
         """Architectures trained successfully, with their validation accuracy."""
         return [n for n in self if n.score is not None]
 
     def trials(self) -> int:
         return sum(1 for n in self.nodes.values() if n.status in TRIALS)
 
-    def best(self) -> Optional[Node]:
+    def best(self) -> Optional[TreeNode]:
         """The highest rung (multi-fidelity searches), then the highest validation accuracy; ties
         go to fewer parameters, then the earlier architecture."""
         scored = self.scored()

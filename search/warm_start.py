@@ -29,7 +29,7 @@ from .proxy_scorer import ProxyScorer
 from .spaces import nb201
 from .spaces.space import all_strings
 from .store import ProxyCache
-from .tree import Node, Tree
+from .tree import Tree, TreeNode
 
 ALL = "all"
 TRIES = 4  # mutations drawn per pool member wanted (block language): rejected ones are not members
@@ -157,7 +157,7 @@ def _cells(space, size, rng: random.Random) -> list:
     chosen = list(strings) if size == ALL or int(size) >= len(strings) else rng.sample(strings, int(size))
     out = []
     for s in chosen:
-        text = nb201.architecture(nb201.Cell.parse(s))
+        text = nb201.architecture(nb201.CellStructure.parse(s))
         out.append((arch_hash_of_text(text, space.skeleton), text, s, "nb201-uniform",
                     {"operator": "nb201-uniform", "cell": s}))
     return out
@@ -178,7 +178,7 @@ def _mutations(loop, size: int, rng: random.Random) -> list:
         checked = checker.check(cand.text, seen)
         if not checked.ok:
             continue
-        seen.add(Node(arch_id=seen.next_id, parent_id=0, depth=1, status="proposed", text=cand.text,
+        seen.add(TreeNode(arch_id=seen.next_id, parent_id=0, depth=1, status="proposed", text=cand.text,
                       hash=checked.hash))
         out.append((checked.hash, cand.text, None, cand.operator, cand.change or {}))
     return out

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nader.dsl.expr import TupleValue, evaluate
+from nader.dsl.expr import TupleValue, evaluate_expr
 from nader.dsl.ir import Block, Role
 from nader.dsl.ops import Op
 
@@ -34,7 +34,7 @@ class Failure(Exception):
 
 
 def _value(expr, env) -> int:
-    v = evaluate(expr, env)
+    v = evaluate_expr(expr, env)
     if isinstance(v, float) or Fraction(v).denominator != 1:
         raise Failure(f"size {expr} = {v} is not an integer")
     return int(v)

@@ -507,3 +507,14 @@ def test_the_fast_exit_flushes_what_was_written_but_not_flushed():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO_ROOT,
                           env=buffered, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (3, "bytes to stdout", "to stderr")
+
+
+def test_the_nadc_program_loads_a_command_with_the_collector_off_and_then_on_again():
+    """`nadc` (the program, `main()` without argv) imports a command with the cyclic collector off
+    and freezes what the import made (start-up: compiler/cli.py `_loading`); the collector is on
+    for the command. Called in process (tests, `main(argv)`), the caller's collector is left alone."""
+    code = ("import gc; from nader.compiler import cli; cli.cli.get_command(None, 'hash'); "
+            "print(gc.isenabled(), gc.get_freeze_count()); cli._loading.active = True; "
+            "cli.cli.get_command(None, 'fmt'); print(gc.isenabled(), gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "0", "True", "True"]

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_nadc
 from nader.compiler.edit_reply import check_edit_reply
-from nader.compiler.grammar_export import NEW_IDS, render
+from nader.compiler.grammar_export import NEW_IDS, render_grammar
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_repair import DROP_EDIT, repair_edit_reply
 from nader.dsl.edits import EDITS_PER_REPLY, VERBS, apply_edits, parse_edits
@@ -56,7 +56,7 @@ def test_every_sample_of_the_parents_grammar_names_its_nodes_or_new_ids():
                                   "insert 2:ReLU after 4", "insert 9:input after 0", "insert 9:ReLU after 1",
                                   "replace 1:ReLU", "connect 1->2", "disconnect 3->0", "replace 9:ReLU"])
 def test_the_parents_grammar_refuses_edits_that_cannot_apply(line):
-    parser = lark.Lark(render("lark", reply="edits", parent=PARENT))
+    parser = lark.Lark(render_grammar("lark", reply="edits", parent=PARENT))
     parser.parse("##X##\nreplace 4:GELU\ninsert 9:ReLU after 2\nconnect 3->9\ndisconnect 9->3\n")
     with pytest.raises(lark.exceptions.LarkError):
         parser.parse(f"##X##\n{line}\n")
@@ -65,8 +65,8 @@ def test_the_parents_grammar_refuses_edits_that_cannot_apply(line):
 def test_nadc_grammar_parent_prints_the_parents_grammar(tmp_path):
     for fmt in ("gbnf", "lark"):
         run = run_nadc(["grammar", "--format", fmt, "--reply", "edits", "--parent", str(EXAMPLE)])
-        assert run.code == 0 and run.stdout == render(fmt, reply="edits", parent=PARENT)
-    assert run.stdout != render("lark", reply="edits")
+        assert run.code == 0 and run.stdout == render_grammar(fmt, reply="edits", parent=PARENT)
+    assert run.stdout != render_grammar("lark", reply="edits")
     refused = run_nadc(["grammar", "--parent", str(EXAMPLE)])
     assert refused.code == 2 and "--reply edits" in refused.stderr
     missing = run_nadc(["grammar", "--reply", "edits", "--parent", str(tmp_path / "none.nad")])

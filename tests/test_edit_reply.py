@@ -10,7 +10,7 @@ import pytest
 
 from conftest import run_nadc
 from nader.compiler.edit_reply import check_edit_reply
-from nader.compiler.grammar_export import render, rules
+from nader.compiler.grammar_export import render_grammar, rules
 from nader.compiler.passes.canonical import canonical_hash
 from nader.dsl.edits import EDITS_PER_REPLY, apply_edits, parse_edits
 from nader.dsl.parser import parse
@@ -113,7 +113,7 @@ def test_every_edit_grammar_sample_parses_as_edits_whose_ops_are_the_languages()
 
 
 def test_the_edit_grammar_bounds_the_edit_lines_and_refuses_a_block():
-    parser = lark.Lark(render("lark", reply="edits"))
+    parser = lark.Lark(render_grammar("lark", reply="edits"))
     parser.parse(WIDER)
     parser.parse("##X##\n" + "remove 3\n" * EDITS_PER_REPLY)
     for text in ("##X##\n" + "remove 3\n" * (EDITS_PER_REPLY + 1), BASE, "##X##\n", "remove 3\n"):
@@ -125,9 +125,9 @@ def test_the_edit_grammar_bounds_the_edit_lines_and_refuses_a_block():
 def test_nadc_grammar_reply_edits_prints_the_edit_grammar():
     for fmt in ("gbnf", "lark", "ebnf"):
         result = run_nadc(["grammar", "--format", fmt, "--reply", "edits"])
-        assert result.code == 0 and result.stdout == render(fmt, reply="edits")
+        assert result.code == 0 and result.stdout == render_grammar(fmt, reply="edits")
     assert run_nadc(["grammar", "--reply", "block"]).stdout == run_nadc(["grammar", "--reply"]).stdout \
-        == render("gbnf", reply=True)
+        == render_grammar("gbnf", reply=True)
     assert run_nadc(["grammar", "--reply", "lines"]).code == 2
 
 

@@ -84,7 +84,7 @@ VALID = ["##A##", "###B_stem### # c", "## C ##", "0:input", "conv_1:BN", "2a : R
          "2:Conv2d(out_channels=C,kernel_size=3,stride=1)", "6:Conv2d(out_channels=dim*2,kernel_size=(1,3),groups=C//4)",
          "7:permute(0,2,3,1)", "8:reshape(B,-1,H*W)", "9:DropPath(prob=0.2)", "9:DropPath(1e-5)", "10:Concat(dim=1)",
          "0->2", "0,1->5", "a , b->c # w", "# comment", "11:mean(dim=(2,3)) # m", "12:x((1),-(-2)-3//(4/5))",
-         "13:mean(dim=( -1 , - C ))", "14:f(a*-b,- 1,-a-b)"]
+         "13:mean(dim=( -1 , - C ))", "14:f(a*-b,- 1,-a-b)", "7->13->1", "0 , 2->3 -> c_1->4 # chain"]
 TRICKY = "0123456789:,->#()=*/+ \t\f\r\v.eE_aZCdimHW`~\u0663\u00a0x"
 
 
@@ -101,7 +101,7 @@ def test_near_miss_lines_are_declined_or_read_as_lark_reads_them(line, edits):
 def test_the_fast_path_declines_what_the_grammar_reads_otherwise():
     for line in ("2:Conv2d(out_channels=C,,kernel_size=3)", "0-2", "2:Conv2d(out_channels=C", "2 ReLU",
                  "2:ReLU x", "##A", "##A## ##", "2:f(1.)", "2:f(.5)", "2:f(2C)", "2:f(1e)", "2:f(C/ /2)",
-                 "2:f((1,2)+3)", "2:f(a=(1,(2,3)))", "0->1->2", "2:f(1)\r", "2:f(\u0663)", "", "   ",
+                 "2:f((1,2)+3)", "2:f(a=(1,(2,3)))", "0->1->", "0->1,2->3", "2:f(1)\r", "2:f(\u0663)", "", "   ",
                  "2:f(" + "-" * 60 + "1)", "###B### `# c", "##A## x", "0->1 `#"):
         assert read_line(line) is None, line
 

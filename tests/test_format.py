@@ -272,6 +272,7 @@ def test_renumber_survives_cycles_duplicates_and_undefined_ids():
 
 CANONICAL = "##A##\n0:input\n1:output\n2:concat(dim=1)\n0,0->2\n2->1\n"
 MESSY = "###A###\r\n0:input\r\n1:output \r\n2:Concat( dim=1 )\r\n0,0->2\r\n2->1"
+CANONICAL_CRLF = CANONICAL.replace("\n", "\r\n")  # fmt keeps a file's line ends (MESSY's are CRLF)
 
 
 @pytest.fixture
@@ -284,7 +285,7 @@ def files(tmp_path):
 
 def test_cli_prints_the_canonical_text(files):
     run = run_nadc(["fmt", "messy.txt"], cwd=files)
-    assert (run.code, run.stdout, run.stderr) == (0, CANONICAL, "")
+    assert (run.code, run.stdout, run.stderr) == (0, CANONICAL_CRLF, "")
     assert (files / "messy.txt").read_bytes() == MESSY.encode()
 
 
@@ -301,7 +302,7 @@ def test_cli_write_rewrites_only_what_changes(files):
     os.utime(files / "clean.txt", ns=(clean_mtime - 10**9, clean_mtime - 10**9))
     run = run_nadc(["fmt", "--write", "messy.txt", "clean.txt"], cwd=files)
     assert (run.code, run.stdout) == (0, "1 file reformatted, 1 file left unchanged\n")
-    assert (files / "messy.txt").read_bytes() == CANONICAL.encode()
+    assert (files / "messy.txt").read_bytes() == CANONICAL_CRLF.encode()
     assert os.stat(files / "clean.txt").st_mtime_ns == clean_mtime - 10**9
     assert run_nadc(["fmt", "--check", "messy.txt"], cwd=files).code == 0
 
@@ -313,7 +314,7 @@ def test_cli_reports_syntax_errors_and_leaves_the_file(files):
     assert "error[NAD101]" in run.stderr and "bad.txt:3:" in run.stderr
     assert "1 file could not be formatted" in run.stderr
     assert (files / "bad.txt").read_bytes() == before
-    assert (files / "messy.txt").read_bytes() == CANONICAL.encode()
+    assert (files / "messy.txt").read_bytes() == CANONICAL_CRLF.encode()
     concise = run_nadc(["fmt", "--format", "concise", "bad.txt"], cwd=files)
     assert concise.code == 1 and concise.stderr.startswith("bad.txt:3:25: error[NAD101]")
     assert "Traceback" not in run.stderr + concise.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, run_nadc
-from nader.compiler.grammar_export import FORMATS, ROOT, Alt, Chars, Lit, Ref, Rep, Seq, op_rule, render, rules
+from nader.compiler.grammar_export import FORMATS, ROOT, Alt, Chars, Lit, Ref, Rep, Seq, op_rule, render_grammar, rules
 from nader.dsl.ops import REGISTRY
 from nader.dsl.parser import parse
 
@@ -144,7 +144,7 @@ def _keywords_of(e) -> set[str]:
 
 def test_each_operation_rule_allows_exactly_its_declared_keywords():
     g = rules()
-    gbnf = render("gbnf")
+    gbnf = render_grammar("gbnf")
     for d in REGISTRY.values():
         assert f'"{d.name}"' in gbnf
         rule = g[op_rule(d)]
@@ -155,7 +155,7 @@ def test_each_operation_rule_allows_exactly_its_declared_keywords():
 def lark_parser():
     import lark
 
-    return lark.Lark(render("lark"))
+    return lark.Lark(render_grammar("lark"))
 
 
 @pytest.mark.parametrize("line", [
@@ -188,7 +188,7 @@ def test_the_lark_grammar_accepts_the_examples_and_samples(lark_parser):
 def test_the_gbnf_text_is_well_formed():
     rule_line = re.compile(r"^([a-z-]+) +::= (.+)$")  # letters and dashes: what every reader takes
     defined, referenced = [], set()
-    for line in render("gbnf").splitlines():
+    for line in render_grammar("gbnf").splitlines():
         if line.startswith("#"):
             continue
         match = rule_line.match(line)
@@ -208,10 +208,10 @@ def test_the_gbnf_text_is_well_formed():
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_nadc_grammar_prints_each_format(fmt):
     run = run_nadc(["grammar", "--format", fmt])
-    assert run.code == 0 and run.stdout == render(fmt)
+    assert run.code == 0 and run.stdout == render_grammar(fmt)
     assert "Conv2d" in run.stdout and "out_channels" in run.stdout
     reply = run_nadc(["grammar", "--format", fmt, "--reply"])
-    assert reply.code == 0 and reply.stdout == render(fmt, reply=True) != run.stdout
+    assert reply.code == 0 and reply.stdout == render_grammar(fmt, reply=True) != run.stdout
 
 
 def test_every_reply_sample_parses_and_is_all_blocks_of_nodes_and_edges(lark_parser):
@@ -231,7 +231,7 @@ def test_every_reply_sample_parses_and_is_all_blocks_of_nodes_and_edges(lark_par
 def test_the_reply_grammar_refuses_comments_blank_lines_and_a_second_block():
     import lark
 
-    reply = lark.Lark(render("lark", reply=True))
+    reply = lark.Lark(render_grammar("lark", reply=True))
     reply.parse("##A##\n0:input\n1:output\n0->1\n")
     for text in ("##A##\n# a comment\n0->1\n", "##A##\n\n0->1\n", "##A##\n0->1  # why\n", "##A##\n",
                  "##A##\n0->1\n##B##\n0->1\n", "##A block##\n0->1\n"):

@@ -30,9 +30,10 @@ PACKAGES = {"inputs": "nader.inputs", "dsl": "nader.dsl", "grammar": "nader.gram
 #: the floors; a module may import its own floor and the ones below
 FLOOR = {"nader.inputs": 0, "nader.dsl": 0, "nader.grammar": 0, "nader.runtime": 0, "nader.compiler": 1, "nader.agents": 2,
          "nader.search": 3, "nader": 4}
-#: packages whose modules find their members by name at import time (`pkgutil` discovery)
-DISCOVERING = ("nader.compiler.lint.rules", "nader.compiler.mutate.operators", "nader.compiler.repair.kinds",
-               "nader.search.proxies")
+#: Modules that import modules named in data handed to them (`importlib.import_module` of a string
+#: they do not hold): the name of the variable whose string values, wherever in the library they are
+#: assigned, name what they import. A runtime `Job` names its builder, `BUILDER` in compiler/network.py.
+NAMED_ELSEWHERE = {"nader.runtime.jobs": "BUILDER"}
 
 #: Third-party packages that may be imported inside a function, and why.
 LAZY_PACKAGES = {
@@ -61,8 +62,8 @@ LAZY_PACKAGES = {
 #: `python -c "import torch"`: 2.9 s of CPU (python alone: 0.05 s)
 TORCH = "start-up: torch, 2.9 s of CPU to import"
 #: `nader-search run --help` imports the strategies package, base included
-MUTATE = ("start-up: nader-search run --help imports strategies/base.py; at the top the mutation engine costs it "
-          "63% more CPU time (0.38 -> 0.62 s)")
+MUTATE = ("start-up: nader-search run --help imports strategies/base.py and so candidate.py; at the top the "
+          "mutation engine costs it 63% more CPU time (0.38 -> 0.62 s)")
 
 #: (importing module, imported module or package) -> why the import is inside a function.
 LAZY_IMPORTS = {
@@ -86,8 +87,11 @@ LAZY_IMPORTS = {
     ("nader.search.proxy_scorer", "nader.runtime.data"): TORCH,
     ("nader.search.proxy_scorer", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
+    ("nader.runtime.options", "nader.runtime.presets"):
+        "start-up: --preset is checked when given; at the top the presets cost `nader-search run --help` 11.6 M "
+        "instructions (+2.2%)",
     # -- search (strategies are listed from strategies/catalog.py, so their modules import at the top)
-    ("nader.search.strategies.base", "nader.compiler.mutate"): MUTATE,
+    ("nader.search.candidate", "nader.compiler.mutate"): MUTATE,
 }
 
 #: Library modules that still import a command-line module, and why.
@@ -184,6 +188,14 @@ def test_each_floor_imports_only_its_own_floor_and_below():
     assert not wrong, f"imports from a higher floor (docs/architecture.md): {wrong}"
 
 
+def test_the_root_package_imports_nothing_of_the_project():
+    """`nader/__init__.py` runs before any module of the project, and every floor uses its
+    `lazy_exports`: it stands below them all."""
+    inward = [i for i in imports() if i.module == "nader" and i.target.startswith("nader")]
+    assert not inward, inward
+    assert {i.module for i in imports() if i.target == "nader" and not is_cli(i.module)} >= {"nader.dsl", "nader.runtime"}
+
+
 def test_dsl_and_runtime_do_not_import_each_other():
     between = [i for i in imports() if {_package(i.module), _package(i.target)} == {"nader.dsl", "nader.runtime"}]
     assert not between, between
@@ -251,13 +263,107 @@ def test_the_lists_hold_no_stale_entries():
     assert not stale, f"CLI_IMPORTS lists imports that are gone: {stale}"
 
 
+#: The calls that import a module by name: `importlib.import_module`, and the lazy exports of a
+#: package (`nader.lazy_exports`, whose `__getattr__` imports the modules its table names: counted at
+#: each package that calls it, not in `nader` itself).
+BY_NAME = ("import_module", "lazy_exports")
+
+
+def _called(call: ast.Call) -> str:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+@lru_cache(maxsize=1)
+def by_name_sites() -> tuple[tuple[str, bool, str], ...]:
+    """(module, in a function, how) of every call that imports by name; `how` is `discover` for a
+    package that imports every module of its own (`pkgutil.iter_modules`), else `named`. A lazy
+    export table's imports run in its `__getattr__`, so they count as inside a function."""
+    out = []
+    for module, path in modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        how = "discover" if "iter_modules" in ast.unparse(tree) else "named"
+
+        def visit(node: ast.AST, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.Call) and _called(child) in BY_NAME and module != "nader":
+                    out.append((module, in_function or _called(child) == "lazy_exports", how))
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+        visit(tree, False)
+    return tuple(dict.fromkeys(out))
+
+
+def _strings(tree: ast.AST, assigned_to: str | None = None) -> list[str]:
+    """The string constants of `tree` (those assigned to the name `assigned_to` only, when given)."""
+    if assigned_to is None:
+        return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [s for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+            and any(isinstance(t, ast.Name) and t.id == assigned_to
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+            for s in _strings(n.value)]
+
+
+def _named_in(module: str, strings) -> set[str]:
+    """The modules `strings` name: whole (`nader.a.b`, `nader.a.b:name`) or under `module`'s package
+    (`ops`, `fairnad:FairNADStrategy`)."""
+    known = modules()
+    package = module if modules()[module].name == "__init__.py" else module.rsplit(".", 1)[0]
+    out = set()
+    for s in strings:
+        name = s.split(":", 1)[0]
+        for candidate in (name, f"{package}.{name}"):
+            if re.fullmatch(r"[\w.]+", name) and candidate in known and candidate != module:
+                out.add(candidate)
+    return out
+
+
+@lru_cache(maxsize=1)
+def by_name_imports() -> tuple[Import, ...]:
+    """Every import by name as the edges it makes: a discovering package imports each of its modules;
+    a table (commands, emitters, strategies, lazy exports) imports the modules its strings name; a
+    module in NAMED_ELSEWHERE imports what the strings assigned to its variable name, library-wide."""
+    out = []
+    for module, in_function, how in by_name_sites():
+        if how == "discover":
+            targets = {m for m in modules() if m.startswith(module + ".")}
+        elif module in NAMED_ELSEWHERE:
+            targets = _named_in(module, [s for p in modules().values()
+                                         for s in _strings(ast.parse(p.read_text(encoding="utf-8")),
+                                                           NAMED_ELSEWHERE[module])])
+        else:
+            targets = _named_in(module, _strings(ast.parse(modules()[module].read_text(encoding="utf-8"))))
+        out += [Import(module, t, 0, in_function) for t in sorted(targets)] or [Import(module, "?", 0, in_function)]
+    return tuple(out)
+
+
+def test_every_import_by_name_is_followed():
+    """A new `import_module` whose names the scan cannot find (not a discovering package, no table of
+    names in its module, not in NAMED_ELSEWHERE) fails here, rather than hide a cycle."""
+    lost = sorted({i.module for i in by_name_imports() if i.target == "?"})
+    assert not lost, f"imports by name the scan cannot follow (add the module to NAMED_ELSEWHERE): {lost}"
+    found = {(i.module, i.target) for i in by_name_imports()}
+    for pair in [("nader.compiler.repair.kinds", "nader.compiler.repair.kinds.break_cycle"),  # discovery
+                 ("nader.compiler.lint.rules", "nader.compiler.lint.rules.dead_node"),
+                 ("nader.compiler.mutate.operators", "nader.compiler.mutate.operators.insert_se"),
+                 ("nader.compiler.cli", "nader.compiler.commands.verify"),  # command tables
+                 ("nader.cli", "nader.search.cli"),
+                 ("nader.compiler.commands.compile", "nader.compiler.backends.network_source"),  # emitters
+                 ("nader.search.strategies", "nader.search.strategies.fairnad"),  # strategies
+                 ("nader.runtime.jobs", "nader.compiler.network"),  # a job's builder
+                 ("nader.dsl", "nader.dsl.parser"), ("nader.runtime", "nader.runtime.trainer"),  # lazy exports
+                 ("nader.compiler", "nader.compiler.reply_checks"), ("nader.search", "nader.search.session"),
+                 ("nader.agents.knowledge", "nader.agents.knowledge.store")]:
+        assert pair in found, pair
+    sites = {m for m, _, _ in by_name_sites()}
+    assert len(sites) >= 13, sites
+
+
 def _cycles(with_functions: bool) -> list[list[str]]:
     graph = nx.DiGraph()
-    for i in imports():
+    for i in imports() + by_name_imports():
         if (with_functions or not i.in_function) and i.target in modules() and i.target != i.module:
             graph.add_edge(i.module, i.target)
-    for package in DISCOVERING:  # importing such a package imports each of its modules
-        graph.add_edges_from((package, m) for m in modules() if m.startswith(package + "."))
     return [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
 
 
@@ -309,7 +415,8 @@ def test_only_the_language_server_imports_its_protocol_packages():
 
 
 def test_click_is_imported_only_by_command_line_modules():
-    """Option declarations are data in the library (`runtime/options.py`, `agents/llm/options.py`);
-    the click options that read them, and the echoing of notes, are the CLI modules' work."""
+    """Settings are data in the library (`nader.inputs.settings`, `runtime/options.py`,
+    `agents/llm/options.py`, `search/settings.py`); the click options made of them
+    (`nader.inputs.cli`), and the echoing of notes, are the CLI modules' work."""
     importers = sorted({i.module for i in imports() if i.target.split(".")[0] == "click" and not is_cli(i.module)})
     assert not importers, f"click imported below the command line (move the click part into a CLI module): {importers}"

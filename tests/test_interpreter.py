@@ -235,3 +235,77 @@ def test_every_walk_keeps_its_state_in_slots():
         for cls in walk.__mro__:
             if cls is not object and issubclass(cls, Interpreter):
                 assert "__slots__" in vars(cls), f"{cls.__name__} has no __slots__"
+
+
+# -- the Transformer: a walk that builds a new block ------------------------------------------
+def _transformed(text, rules=None, handlers=None, prune=False):
+    from nader.compiler.passes.transformer import Transformer
+    from nader.dsl.format import format_block
+
+    class Table(Transformer):  # rewrites by operation, as the other walks' tables
+        __slots__ = ()
+        HANDLERS = handlers or {}
+
+    return format_block(Table(_block(text), rules or {}, prune=prune).run())
+
+
+def test_a_transformer_that_rewrites_nothing_gives_the_block_back_line_for_line():
+    from nader.dsl.format import format_block
+
+    commented = MIXED.replace("3:ReLU", "# the activation\n3:ReLU  # kept").replace("0,5->6", "0,5->6  # shortcut")
+    for text in (OUT_OF_ORDER, MIXED, commented):
+        assert _transformed(text) == format_block(_block(text))
+
+
+def test_a_transformer_table_rewrites_every_node_of_an_operation_in_its_place():
+    import dataclasses
+
+    gelu = {Op.RELU: lambda self, node, inputs: self.keep(node, inputs, dataclasses.replace(node, op_name="GELU"))}
+    assert _transformed(MIXED, handlers=gelu) == MIXED.replace("3:ReLU", "3:GELU")
+
+
+def test_a_rule_adds_nodes_and_its_consumers_read_what_it_returns():
+    from nader.dsl.ir import Node
+
+    def gated(self, node, inputs):  # node 2's consumers read a new Sigmoid of it
+        self.keep(node, inputs)
+        return self.emit(Node(self.fresh_id(), "Sigmoid"), [node.id])
+
+    assert _transformed(MIXED, {2: gated}) == MIXED.replace("7:output\n", "7:output\n8:Sigmoid\n") \
+        .replace("2->3", "8->3").replace("6->7\n", "6->7\n2->8\n")
+
+
+def test_a_dropped_node_gives_its_consumers_what_it_returns_or_takes_its_wires_away():
+    from nader.compiler.passes.transformer import GONE
+
+    bypassed = _transformed(MIXED, {2: lambda self, node, inputs: inputs[0]})  # BN 2 goes; 3 reads 1
+    assert bypassed == MIXED.replace("2:BN\n", "").replace("1->2\n2->3", "1->3")
+    cut = _transformed(MIXED, {5: lambda self, node, inputs: GONE})  # BN 5 goes with its wires: the Add reads 0 alone
+    assert cut == MIXED.replace("5:BN\n", "").replace("4->5\n", "").replace("0,5->6", "0->6")
+    pruned = _transformed(MIXED, {5: lambda self, node, inputs: GONE}, prune=True)  # and what fed it only, too
+    assert pruned == "##Mixed##\n0:input\n6:Add\n7:output\n0->6\n6->7\n"
+
+
+def test_a_node_kept_with_other_inputs_reads_them_in_its_lines_or_new_ones():
+    swapped = _transformed(MIXED, {6: lambda self, node, inputs: self.keep(node, inputs[::-1])})
+    assert swapped == MIXED.replace("0,5->6", "5,0->6")  # as many inputs: the line keeps its place
+    more = _transformed(MIXED, {6: lambda self, node, inputs: self.keep(node, (*inputs, 3))})
+    assert more == MIXED.replace("0,5->6\n6->7\n", "6->7\n0->6\n5->6\n3->6\n")
+
+
+def test_a_transformer_refuses_a_block_that_is_no_graph():
+    from nader.compiler.passes.transformer import Transformer
+
+    cycle = "##C##\n0:input\n1:output\n2:ReLU\n3:BN\n0->2\n2->3\n3->2\n3->1\n"
+    twice = "##T##\n0:input\n1:output\n2:ReLU\n2:BN\n0->2\n2->1\n"
+    for text in (cycle, twice):
+        with pytest.raises(ValueError, match="no graph to walk"):
+            Transformer(parse(text).program.blocks[0])
+
+
+def test_the_transformer_and_the_mutations_rewrite_keep_their_state_in_slots():
+    from nader.compiler.mutate.rewrite import Rewrite
+    from nader.compiler.passes.transformer import Transformer
+
+    for cls in (Transformer, Rewrite):
+        assert "__slots__" in vars(cls), cls.__name__

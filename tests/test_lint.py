@@ -20,7 +20,7 @@ from strategies import blocks, mutated_texts, program_texts
 from nader.compiler.cli import COMMANDS
 from nader.compiler.codes import code_table
 from nader.compiler.lint import engine
-from nader.compiler.lint.config import ConfigError, lintable_codes, resolve, selection_for
+from nader.compiler.lint.config import LintConfigError, lintable_codes, resolve_selectors, selection_for
 from nader.compiler.lint.engine import Finding, LintContext, Rule, all_rules, lint_block, lint_parsed, suppressions
 from nader.compiler.lint.rules import MODULES
 from nader.dsl.diagnostics import Code, Severity
@@ -298,11 +298,11 @@ def test_bad_config_is_a_usage_error(tmp_path, config, message):
 
 
 def test_selectors():
-    assert resolve(["NAD40"], "x") == frozenset(c for c in code_table() if c.startswith("NAD40"))
-    assert resolve(["redundant-droppath", " nad401 "], "x") == {"NAD406", "NAD401"}
-    assert "NAD101" in resolve(["ALL"], "x")
-    with pytest.raises(ConfigError):
-        resolve(["NAD4x"], "x")
+    assert resolve_selectors(["NAD40"], "x") == frozenset(c for c in code_table() if c.startswith("NAD40"))
+    assert resolve_selectors(["redundant-droppath", " nad401 "], "x") == {"NAD406", "NAD401"}
+    assert "NAD101" in resolve_selectors(["ALL"], "x")
+    with pytest.raises(LintConfigError):
+        resolve_selectors(["NAD4x"], "x")
     default = lintable_codes()
     assert set(all_rules()) <= set(default) and {"NAD111", "NAD115", "NAD116"} <= set(default)
     assert not any(code_table()[c].severity is Severity.ERROR for c in default)

@@ -202,6 +202,22 @@ async def test_a_code_action_applied_makes_its_diagnostic_go_away(client, tmp_pa
     close_doc(client, path)
 
 
+async def test_other_verified_repairs_are_quick_fixes_of_their_own(client, tmp_path):
+    """Narrow the conv, or add a 1x1 one: both offered, the diagnostic's own fix first (issue 39)."""
+    path = tmp_path / "narrow.nad"
+    text = (REPO_ROOT / "tests" / "fixtures" / "repair_classes" / "u-narrow-width.nad").read_text()
+    diagnostics = await open_doc(client, path, text)
+    (error,) = [d for d in diagnostics if d.code == "NAD301"]
+    actions = await client.text_document_code_action_async(T.CodeActionParams(
+        T.TextDocumentIdentifier(uri_of(path)), error.range, T.CodeActionContext([error])))
+    titles = [a.title for a in actions if a.diagnostics and a.diagnostics[0].code == "NAD301"]
+    assert "set `out_channels` of node 5 to `C`" in titles[0] and any("1x1 `Conv2d`" in t for t in titles[1:])
+    for action in actions:
+        fixed = apply_edits(text, action.edit.changes[uri_of(path)])
+        assert run_nadc(["verify", "-"], stdin=fixed).stdout != run_nadc(["verify", "-"], stdin=text).stdout
+    close_doc(client, path)
+
+
 async def test_definition_references_rename_symbols_and_folding(client):
     text = EXAMPLE.read_text()
     await open_doc(client, EXAMPLE, text)
@@ -254,7 +270,9 @@ async def test_code_actions_are_marked_safe_or_unsafe(client):
     verified = json.loads(run_nadc(["verify", str(path), "--format", "json"]).stdout)
     safety = {(d["line"] - 1, d["code"]): d["fix"]["safety"] for obj in verified for d in obj["diagnostics"] if d["fix"]}
     assert {"safe", "unsafe"} <= set(safety.values())
-    shown = {(a.diagnostics[0].range.start.line, a.diagnostics[0].code): a for a in actions}
+    shown = {}
+    for a in actions:  # a diagnostic's own fix comes first, the other verified repairs after it
+        shown.setdefault((a.diagnostics[0].range.start.line, a.diagnostics[0].code), a)
     assert set(shown) == set(safety)
     for key, action in shown.items():
         assert action.is_preferred == (safety[key] == "safe")
@@ -262,7 +280,8 @@ async def test_code_actions_are_marked_safe_or_unsafe(client):
 
 
 async def test_fix_all_repairs_as_nadc_fix_does(client, tmp_path):
-    source = REPO_ROOT / "tests" / "golden" / "NAD104" / "input.nad"
+    # two typos on one line, which safe fixes mend (a block they cannot make verify is left as it was)
+    source = REPO_ROOT / "tests" / "fixtures" / "repair_classes" / "u-two-typos.nad"
     path = tmp_path / "fixall.nad"
     path.write_text(source.read_text())
     diagnostics = await open_doc(client, path, path.read_text())

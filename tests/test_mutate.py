@@ -323,3 +323,29 @@ def test_each_operator_module_defines_one_operator_and_all_are_registered():
     assert not several, f"each module in compiler/mutate/operators/ defines exactly one operator: {several}"
     names = [classes[0].name for classes in CLASSES.values()]
     assert sorted(names) == sorted(OPERATORS), "two operators share a name"
+
+
+#: The digest of the draws and mutants below as the commit before mutations ran on the interpreter's
+#: Transformer made them (a64ffd7's Rewrite): rewriting through the walk changed no mutant, no draw.
+DRAWS_DIGEST = "f3bc7ba7e52ad815f343e3f8adfb38126b7bf9dc8ba70edf7788f6a460f18e7a"
+
+
+def test_mutation_draws_and_mutants_are_those_of_the_commit_before_the_transformer():
+    import hashlib
+
+    digest = hashlib.sha256()
+    for text in (EXAMPLE_TEXT, MIXED_BLOCK):
+        for seed in range(30):
+            try:
+                m = mutate(text, random.Random(seed))
+                digest.update(json.dumps([m.operator, m.args, m.arch_text], sort_keys=True).encode())
+            except (CannotApply, MutationError) as error:
+                digest.update(str(error).encode())
+        for block in parse(text).program.blocks:
+            for op in OPERATORS.values():
+                for site in op.candidates(block):
+                    try:
+                        digest.update(format_block(op.apply(block, site)).encode())
+                    except CannotApply as error:
+                        digest.update(str(error).encode())
+    assert digest.hexdigest() == DRAWS_DIGEST

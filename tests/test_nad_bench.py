@@ -6,12 +6,12 @@ import collections
 import pytest
 
 from nader.agents.bench import nad
-from nader.agents.bench.checks import CHECKS, evaluate
+from nader.agents.bench.checks import CHECKS, judge
 from nader.compiler.passes.verify import verify_block
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse
 
-REQUESTS = nad.load()
+REQUESTS = nad.load_requests()
 
 
 def test_five_base_blocks_with_ten_micro_and_ten_macro_requests_each():
@@ -58,7 +58,7 @@ def test_every_check_kind_is_used_and_unknown_kinds_are_refused():
 
     diff = block_diff(parse(r.base_text).program.blocks[0], parse(r.reference_text()).program.blocks[0])
     with pytest.raises(ValueError, match="unknown check kind"):
-        evaluate([{"kind": "nope"}], diff)
+        judge([{"kind": "nope"}], diff)
 
 
 def test_a_reply_that_does_not_verify_is_not_a_success():

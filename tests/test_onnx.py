@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from conftest import run_nadc, shared_dir  # noqa: E402
 from onnx_cases import BLOCKS, TOLERANCE, dims, ort_session  # noqa: E402
 from nader.compiler.backends.onnx import (  # noqa: E402
-    LOWERINGS, ONNX_OPS, OnnxLoweringError, block_to_onnx, check, export_block, same_pads)
+    LOWERINGS, ONNX_OPS, OnnxLoweringError, block_to_onnx, check_model, export_block, same_pads)
 from nader.compiler.backends.torch_backend import build_torch  # noqa: E402
 from nader.compiler.passes.contract import ANY  # noqa: E402
 from nader.compiler.passes.verify import verify_block  # noqa: E402
@@ -85,7 +85,7 @@ def compare(block, module, opset: int = 17, stem_stride: int = 1, sizes=SIZES, r
     largest magnitude where that exceeds 1 (random blocks multiply tensors into large values).
     """
     model = block_to_onnx(block, module, stem_stride=stem_stride, opset=opset)
-    check(model)
+    check_model(model)
     session = ort_session(model)
     names = [i.name for i in session.get_inputs()]
     assert names == (["input1", "input2"] if module.role in (Role.CELL, Role.REDUCTION_CELL) else ["input"])
@@ -221,7 +221,7 @@ def test_model_has_symbolic_batch_and_spatial_sizes():
     assert dims(out) == ["B", 2 * module.in_channels, "ceil(H/2)", "ceil(W/2)"]
     props = {p.key: p.value for p in model.metadata_props}
     assert props["nader.block"] == "Strided_downsample" and props["nader.role"] == "downsample"
-    inferred = check(model)
+    inferred = check_model(model)
     annotated = {v.name: dims(v) for v in inferred.graph.value_info}
     assert annotated["n2_conv2d"] == ["B", 2 * module.in_channels, "ceil(H/2)", "ceil(W/2)"]
 
@@ -265,7 +265,7 @@ def test_lowering_choices():
 def test_input_size_fixes_the_spatial_sizes():
     block = _block("strided")
     model = block_to_onnx(block, build(block), input_size=12)
-    check(model)
+    check_model(model)
     assert dims(model.graph.input[0])[2:] == [12, 12]
     assert dims(model.graph.output[0])[2:] == [6, 6]
 
@@ -297,7 +297,7 @@ def test_nadc_emits_a_checked_model(tmp_path):
     run = run_nadc([str(src), "--emit", "onnx", "-o", str(out), "--in-channels", "24"])
     assert run.code == 0, run.stderr
     model = onnx.load(str(out))
-    check(model)
+    check_model(model)
     assert dims(model.graph.input[0]) == ["B", 24, "H", "H"]  # the default domain: square inputs
     again = tmp_path / "b.onnx"
     assert run_nadc([str(src), "--emit", "onnx", "-o", str(again), "--in-channels", "24"]).code == 0

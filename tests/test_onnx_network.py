@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from conftest import run_nadc  # noqa: E402
 from onnx_cases import DARTS_ARCH, NETWORKS, TOLERANCE, dims, ort_session  # noqa: E402
 from nader.compiler.backends.onnx import (  # noqa: E402
-    LAYER_LOWERINGS, OnnxLoweringError, build_for_export, check, network_to_onnx)
+    LAYER_LOWERINGS, OnnxLoweringError, build_for_export, check_model, network_to_onnx)
 from nader.compiler.plan import LAYER_KINDS  # noqa: E402
 from nader.dsl.parser import parse  # noqa: E402
 
@@ -33,7 +33,7 @@ def _randomize_network(module) -> None:
 
 
 def compare_network(model, module, sizes) -> float:
-    check(model)
+    check_model(model)
     session = ort_session(model)
     generator = torch.Generator().manual_seed(2)
     worst = 0.0
@@ -117,7 +117,7 @@ def test_nadc_emits_a_network(tmp_path):
                     "-o", str(out)])
     assert run.code == 0, run.stderr
     model = onnx.load(str(out))
-    check(model)
+    check_model(model)
     props = {p.key: p.value for p in model.metadata_props}
     assert props["nader.skeleton"] == "darts" and props["nader.widths"] == "8,16,32"
     run = run_nadc([str(src), "--emit", "onnx", "--network", "nb201", "-o", str(out)])

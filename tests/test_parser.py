@@ -166,7 +166,7 @@ def test_mixed_line_endings_and_missing_final_newline():
 @pytest.mark.parametrize("data", [b"\xef\xbb\xbf##A##\r\n0:input\r1:output\r\r\n0->1\r", b"\xef\xbb\xbf\xef\xbb\xbf##A##\n",
                                   b"##A##\n0:input\xff\n", b"\xef\xbb\xbf" + b"#" * 9000 + b"\xfe\n"])
 def test_parse_file_reads_what_a_text_mode_read_gives(tmp_path, data):
-    """One byte-order mark dropped, universal newlines, and a text-mode read's message for bad UTF-8."""
+    """One byte-order mark dropped, universal newlines, and for bad UTF-8 the byte a text-mode read names."""
     path = tmp_path / "b.nad"
     path.write_bytes(data)
     try:
@@ -175,7 +175,10 @@ def test_parse_file_reads_what_a_text_mode_read_gives(tmp_path, data):
         expected = error
     result = parser_module.parse_file(path)
     if isinstance(expected, UnicodeDecodeError):
-        assert [d.message for d in result.diagnostics] == [f"cannot read `{path}`: {expected}"]
+        at = expected.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)  # the mark's bytes counted
+        line = data.count(b"\n", 0, at) + 1
+        assert [d.message for d in result.diagnostics] == [
+            f"cannot read `{path}`: the block file is not UTF-8 text (byte {at} on line {line}); save it as UTF-8"]
     else:
         assert (result.source, result.program, result.diagnostics) == \
             (expected.source, expected.program, expected.diagnostics)

@@ -15,19 +15,19 @@ from pathlib import Path
 import pytest
 
 from browser import Browser, find_chromium
-from nader.search.report import Arch, Run, render
+from nader.search.report import ReportArch, Run, render_report
 from nader.search.report.compare import COLOURS, Curve, render_compare
-from nader.search.report.render import pareto_front
+from nader.search.report.render import pareto_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "resnet_basic.nad").read_text()
 EVIL = "<script>window.__pwned=1</script>\"'><img src=x onerror=\"window.__pwned=1\">"
-render_module = importlib.import_module("nader.search.report.render")  # the package exports `render`, the function
+render_module = importlib.import_module("nader.search.report.render")  # the package exports `render_report`, the function
 compare_module = importlib.import_module("nader.search.report.compare")
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")
 
 
-def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL) -> tuple[Run, list[Arch]]:
+def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL) -> tuple[Run, list[ReportArch]]:
     """A search tree of `n` architectures with every status, as a search records them; `evil`
     puts `payload` in the run's name and in each record's text, operator, plan, error and diagnostic."""
     rng = random.Random(seed)
@@ -39,7 +39,7 @@ def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL
         text = EXAMPLE.replace("ResNetBasic", f"Arch{i}")
         if evil:
             text = f"# {payload}\n" + text
-        a = Arch(id=str(i), parent=None if i == 0 else str(rng.randrange(i)), status=status, text=text,
+        a = ReportArch(id=str(i), parent=None if i == 0 else str(rng.randrange(i)), status=status, text=text,
                  change={"operator": payload if evil else "insert_se", "args": {"after": "5"},
                          "plan": payload if evil else "add SE"},
                  created=t0 + 10 * i, finished=t0 + 10 * i + 9)
@@ -59,12 +59,12 @@ def make_run(n: int = 30, seed: int = 0, evil: bool = False, payload: str = EVIL
 
 def test_pareto_front_keeps_only_undominated_points():
     points = [("a", 10, 50.0), ("b", 20, 40.0), ("c", 30, 70.0), ("d", 30, 60.0), ("e", 5, 30.0)]
-    assert pareto_front(points) == ["e", "a", "c"]
+    assert pareto_ids(points) == ["e", "a", "c"]
 
 
 def test_report_is_self_contained_and_escapes_untrusted_text():
     run, archs = make_run(12, evil=True)
-    html = render(run, archs)
+    html = render_report(run, archs)
     # nothing is fetched from anywhere: no src/href to a host, a CSP that forbids it
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "default-src 'none'" in html
@@ -77,7 +77,7 @@ def test_report_is_self_contained_and_escapes_untrusted_text():
 
 def test_report_summarises_statuses_failures_and_the_best():
     run, archs = make_run(40)
-    html = render(run, archs)
+    html = render_report(run, archs)
     best = max((a for a in archs if a.status == "ok"), key=lambda a: a.valid_acc)
     assert f"{best.valid_acc:.2f}% (#{best.id})" in html
     invalid_codes = {d["code"] for a in archs if a.status == "invalid" for d in a.diagnostics}
@@ -91,7 +91,7 @@ def test_report_summarises_statuses_failures_and_the_best():
 def test_report_in_a_real_browser(tmp_path):
     run, archs = make_run(30, evil=True)
     page = tmp_path / "report.html"
-    page.write_text(render(run, archs), encoding="utf-8")
+    page.write_text(render_report(run, archs), encoding="utf-8")
     with Browser() as browser:
         browser.open(page.as_uri())
         assert browser.problems() == []
@@ -134,7 +134,7 @@ def _compare_page(payload: str = EVIL) -> str:
 
 @pytest.mark.parametrize("page", ["report", "compare"])
 def test_policy_admits_only_the_inline_scripts_and_styles_the_page_has(page):
-    html = render(*make_run(12, evil=True)) if page == "report" else _compare_page()
+    html = render_report(*make_run(12, evil=True)) if page == "report" else _compare_page()
     policy = _policy(html)
     assert policy["default-src"] == ["'none'"] and policy["base-uri"] == ["'none'"]
     scripts = re.findall(r"<script>(.*?)</script>", html, re.S)  # the data block has a type: it never runs
@@ -199,7 +199,7 @@ def test_markup_that_slipped_past_escaping_never_runs(tmp_path, monkeypatch):
     for a in archs:  # the failures table writes the kind with the template, not the script
         a.error_kind = a.error_kind and a.error_kind + HOSTILE
     page = tmp_path / "report.html"
-    page.write_text(_render_unescaped(monkeypatch, lambda: render(run, archs)), encoding="utf-8")
+    page.write_text(_render_unescaped(monkeypatch, lambda: render_report(run, archs)), encoding="utf-8")
     with Browser() as browser:
         browser.record_csp_violations()
         browser.open(page.as_uri())
@@ -214,7 +214,7 @@ def test_markup_that_slipped_past_escaping_never_runs(tmp_path, monkeypatch):
 def test_hostile_fields_stay_text_and_no_script_of_the_page_is_refused(tmp_path):
     run, archs = make_run(20, evil=True, payload=HOSTILE)
     page = tmp_path / "report.html"
-    page.write_text(render(run, archs), encoding="utf-8")
+    page.write_text(render_report(run, archs), encoding="utf-8")
     with Browser() as browser:
         browser.record_csp_violations()
         browser.open(page.as_uri())

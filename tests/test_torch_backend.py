@@ -133,6 +133,9 @@ def test_a_3000_input_sum_and_concat_compile_and_run(tmp_path):
     from nader.dsl.limits import InputLimits
 
     limits = InputLimits(inputs_per_node=3000)
+    # seeded: two float32 sums of 3,000 terms differ by up to ~0.07 for some inputs, and which ones this
+    # test drew depended on the tests before it (it failed once another test file used torch's RNG first)
+    torch.manual_seed(0)
     x = torch.randn(2, 4, 5, 5)
     torch.save(x, tmp_path / "x.pt")
     names = []

@@ -160,7 +160,7 @@ CHECKS: dict[str, Callable[[dict, BlockDiff, Block], Outcome]] = {
 }
 
 
-def evaluate(checks: list[dict], diff: BlockDiff) -> Outcome:
+def judge(checks: list[dict], diff: BlockDiff) -> Outcome:
     """All checks of a request against a diff from the base block to the reply's block."""
     if diff.equal:
         return Outcome(False, "the block is unchanged")

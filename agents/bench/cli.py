@@ -17,7 +17,10 @@ import sys
 
 import click
 
-from ..llm.cli import llm_options
+from nader.inputs.cli import options
+from nader.inputs.settings import Choice, Integer, Path, Setting, Text, output_format
+
+from ..llm.options import LLM_SETTINGS
 from .nad import SETTINGS
 
 
@@ -27,17 +30,16 @@ def _fail(message: str) -> None:
 
 
 @click.command("bench-nad", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--run-dir", type=click.Path(file_okay=False), required=True,
-              help="Where LLM calls, experiences (RUN/runs.sqlite) and each request's result (RUN/bench-nad.jsonl)"
-                   " are recorded; the same --run-dir resumes, reading back the requests done.")
-@click.option("--setting", "settings", multiple=True, type=click.Choice(tuple(SETTINGS)),
-              help="Settings to run (repeatable) [default: all].")
-@click.option("--rounds", type=click.IntRange(1, 10), default=3, show_default=True,
-              help="Modifier rounds with feedback (k); settings without feedback use 1.")
-@click.option("--only", "only", default=None, help="Run only requests whose id starts with this (resnet_basic/micro).")
-@click.option("--limit", type=click.IntRange(1), default=None, help="Run at most this many requests.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@llm_options
+@options(Setting("--run-dir", Path("dir"), required=True,
+                 help="Where LLM calls, experiences (RUN/runs.sqlite) and each request's result (RUN/bench-nad.jsonl)"
+                      " are recorded; the same --run-dir resumes, reading back the requests done."),
+         Setting("--setting", Choice(tuple(SETTINGS), case_sensitive=True), "Settings to run (repeatable).",
+                 name="settings", multiple=True, shown_default="all"),
+         Setting("--rounds", Integer(1, 10), "Modifier rounds with feedback (k); settings without feedback use 1.",
+                 default=3),
+         Setting("--only", Text(), "Run only requests whose id starts with this (resnet_basic/micro)."),
+         Setting("--limit", Integer(1), "Run at most this many requests."),
+         output_format("table", "json"), *LLM_SETTINGS)
 def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
     """Run the Modifier on the NAD benchmark's 100 requests and print, per setting, the
     executability (first reply verifies), executability after feedback, success rate and
@@ -57,7 +59,7 @@ def bench_nad_command(run_dir, settings, rounds, only, limit, fmt, **llm):
         if os.environ.get("NADER_DEBUG"):
             raise
         _fail(str(exc))
-    requests = [r for r in nad.load() if only is None or r.id.startswith(only)][:limit]
+    requests = [r for r in nad.load_requests() if only is None or r.id.startswith(only)][:limit]
     if not requests:
         _fail(f"no request id starts with {only!r}")
     rows = []

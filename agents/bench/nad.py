@@ -1,9 +1,14 @@
 """The NAD benchmark's data: base blocks and modification requests with machine checks.
 
-`load()` returns the requests in file order; each carries its base block's text, the checks a
+`load_requests()` returns the requests in file order; each carries its base block's text, the checks a
 reply must pass (`agents/bench/checks.py`) and one reference answer. `score(request, text)`
 judges a reply's block text: it must parse, verify as a base block, differ from the base block
 and pass every check.
+
+The base blocks (`nad/*.nad`) are the benchmark's own, frozen: each request's prompt holds its
+block's text, which a recorded run replays (`--replay`). `resnet_basic.nad` is the graph of the
+shipped example's base block (examples/resnet_basic.nad, the one source the compiler's worked
+examples read), kept as its own copy so that editing the example never changes the benchmark.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from nader.compiler.passes.verify import verify_block
 from nader.dsl.ir import Role
 from nader.dsl.parser import parse
 
-from .checks import Outcome, evaluate
+from .checks import Outcome, judge
 
 DATA = "nad"
 LEVELS = ("micro", "macro")
@@ -56,7 +61,7 @@ def base_blocks() -> dict[str, str]:
             if p.name.endswith(".nad")}
 
 
-def load() -> list[Request]:
+def load_requests() -> list[Request]:
     spec = tomllib.loads(_data_file("requests.toml"))
     bases = base_blocks()
     out = []
@@ -99,7 +104,7 @@ def score(request: Request, text: str) -> tuple[bool, Outcome]:
         codes = sorted({d.code.code for d in report.diagnostics if d.is_error})
         return False, Outcome(False, "does not verify: " + ", ".join(codes))
     base = parse(request.base_text).program.blocks[0]
-    return True, evaluate(list(request.checks), block_diff(base, block))
+    return True, judge(list(request.checks), block_diff(base, block))
 
 
 def request_by_id(requests: list[Request], ident: str) -> Optional[Request]:

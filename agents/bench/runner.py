@@ -24,7 +24,8 @@ from typing import Iterable, List, Optional
 
 from ..llm.errors import CallFailed, ReplayMiss, RunStopped
 from ..modifier import Modifier
-from ..reflector import ExperienceBase, Reflector
+from ..experiences import ExperienceBase
+from ..reflector import Reflector
 from ..tokens import CountingClient
 from . import nad
 from .nad import SETTINGS

@@ -13,26 +13,15 @@ pay for numpy.
 """
 from __future__ import annotations
 
-import importlib
+from nader import lazy_exports
 
-_EXPORTS = {
-    ".attributes": ("ATTRIBUTE_TREE", "ATTRIBUTE_TREES", "GRANULARITIES", "MAIN_CATEGORIES", "check_tags",
-                    "render_tree"),
-    ".embedders": ("Embedder", "EmbedderUnavailable", "EndpointEmbedder", "LocalEmbedder", "default_embedder"),
-    ".store": ("DUPLICATE_THRESHOLD", "EmbedderMismatch", "Idea", "KnowledgeBase", "KnowledgeBaseError"),
-    ".tagger": ("Tags", "tag"),
+_BY_MODULE = {
+    "attributes": ("ATTRIBUTE_TREE", "ATTRIBUTE_TREES", "GRANULARITIES", "MAIN_CATEGORIES", "check_tags",
+                   "render_tree"),
+    "embedders": ("Embedder", "EmbedderUnavailable", "EndpointEmbedder", "LocalEmbedder", "default_embedder"),
+    "store": ("DUPLICATE_THRESHOLD", "EmbedderMismatch", "Idea", "KnowledgeBase", "KnowledgeBaseError"),
+    "tagger": ("Tags", "tag"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_MODULE_OF)
-
-
-def __getattr__(name: str):
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_MODULE_OF[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return __all__
+_EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

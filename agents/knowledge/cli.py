@@ -17,12 +17,13 @@ import time
 
 import click
 
-from ..llm.cli import llm_options
+from nader.inputs.cli import options
+from nader.inputs.settings import Integer, Setting, Text, output_format
 
-_KB_OPTION = click.option("--kb", "kb_path", required=True, type=click.Path(file_okay=False),
-                          envvar="NADER_KB", help="Knowledge base directory [env NADER_KB].")
-_FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
-                              show_default=True)
+from ..llm.options import LLM_SETTINGS
+from .options import KB
+
+_FORMAT = output_format("text", "json")
 _BATCH = 512
 
 
@@ -82,9 +83,7 @@ def kb_group():
 
 @kb_group.command("import")
 @click.argument("pool_file", metavar="FILE", type=click.Path(dir_okay=False))
-@_KB_OPTION
-@_FORMAT_OPTION
-@llm_options
+@options(KB, _FORMAT, *LLM_SETTINGS)
 def import_command(pool_file, kb_path, fmt, **llm):
     """Import NADER's idea pool FILE (JSON list of {id, paper_id, inspiration}) into --kb.
 
@@ -134,12 +133,9 @@ def import_command(pool_file, kb_path, fmt, **llm):
 
 @kb_group.command("search")
 @click.argument("query")
-@_KB_OPTION
-@click.option("-k", "k", type=click.IntRange(min=1), default=5, show_default=True, help="How many ideas.")
-@click.option("--granularity", default=None, help="Only ideas of this granularity.")
-@click.option("--main-category", default=None, help="Only ideas of this main category.")
-@_FORMAT_OPTION
-@llm_options
+@options(KB, Setting("-k", Integer(1), "How many ideas.", default=5),
+         Setting("--granularity", Text(), "Only ideas of this granularity."),
+         Setting("--main-category", Text(), "Only ideas of this main category."), _FORMAT, *LLM_SETTINGS)
 def search_command(query, kb_path, k, granularity, main_category, fmt, **llm):
     """The ideas of --kb most similar to QUERY, best first (cosine similarity)."""
 
@@ -164,8 +160,7 @@ def search_command(query, kb_path, k, granularity, main_category, fmt, **llm):
 
 
 @kb_group.command("stats")
-@_KB_OPTION
-@_FORMAT_OPTION
+@options(KB, _FORMAT)
 def stats_command(kb_path, fmt):
     """Counts of --kb: ideas, papers, merged duplicates, ideas per attribute."""
     from .store import KnowledgeBase

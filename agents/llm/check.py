@@ -367,7 +367,8 @@ def _recommend(report: CheckReport, current: ModelProfile, config: LLMConfig) ->
     return ModelProfile(pattern, token_param=report.token_param or current.token_param,
                         temperature=current.temperature, reasoning_effort=current.reasoning_effort,
                         json=json, system=system, grammar=grammar, context=context, max_tokens=cap,
-                        reply=_reply_form(report, current, context, min(cap or config.max_tokens, config.max_tokens)))
+                        reply=_reply_form(report, current, context, min(cap or config.max_tokens, config.max_tokens)),
+                        small=current.small or report.block_reply == "ran to max_tokens")
 
 
 def _reply_form(report: CheckReport, current: ModelProfile, context: Optional[int], reply_tokens: int) -> str:
@@ -375,7 +376,7 @@ def _reply_form(report: CheckReport, current: ModelProfile, context: Optional[in
     the current profile's."""
     if report.block_reply == "ran to max_tokens":
         report.reply_note = (f"a block restated with one change did not end within {BLOCK_PROBE_TOKENS} tokens: "
-                             "reply = \"edits\"")
+                             "reply = \"edits\", small = true (answers before rationales)")
     elif reply_tokens < EDITS_BELOW_TOKENS:
         report.reply_note = (f"a reply of at most {reply_tokens} tokens may cut a whole block (under "
                              f"{EDITS_BELOW_TOKENS}): reply = \"edits\"")

@@ -6,64 +6,20 @@ configuration error (one `error:` line, no traceback).
 """
 from __future__ import annotations
 
-import functools
 import json
 import sys
 
 import click
 
-from .options import LLM_FLAGS, old_dest, parse_count, parse_positive, renamed_values
+from nader.inputs.cli import options
+from nader.inputs.settings import Path, Setting, output_format
 
+from .options import LLM_SETTINGS
 
-class _Count(click.ParamType):
-    """A positive integer with an optional K/M/G suffix (2M, 1.5k)."""
-
-    name = "COUNT"
-
-    def convert(self, value, param, ctx):
-        try:
-            return parse_count(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-class _Positive(click.ParamType):
-    """A positive finite number: caps and timeouts (click's FloatRange lets nan and inf through)."""
-
-    name = "FLOAT"
-
-    def convert(self, value, param, ctx):
-        try:
-            return parse_positive(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-#: The click parameter type of each LLMFlag kind (agents/llm/options.py's KINDS).
-CLICK_TYPES = {"file": click.Path(dir_okay=False), "dir": click.Path(file_okay=False), "text": str,
-               "positive": _Positive(), "count": _Count(), "at-least-1": click.IntRange(min=1)}
-
-
-def llm_options(command):
-    """Decorate a click command with the LLM options (agents/llm/options.py's LLM_FLAGS); they
-    arrive as keyword arguments named as in OPTION_NAMES (an old spelling given arrives under the
-    new name, after a warning)."""
-
-    @functools.wraps(command)
-    def with_new_names(*args, **kwargs):
-        try:
-            warnings = renamed_values(kwargs)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
-        for warning in warnings:
-            click.echo(warning, err=True)
-        return command(*args, **kwargs)
-
-    for flag in reversed(LLM_FLAGS):
-        for old in reversed(flag.old):
-            with_new_names = click.option(old, old_dest(old), type=CLICK_TYPES[flag.kind], hidden=True)(with_new_names)
-        with_new_names = click.option(flag.flag, flag.name, type=CLICK_TYPES[flag.kind], help=flag.help)(with_new_names)
-    return with_new_names
+#: Decorates a click command with the LLM settings (agents/llm/options.py's LLM_SETTINGS); they
+#: arrive as keyword arguments named as in OPTION_NAMES (an old spelling given arrives under the
+#: new name, after a warning).
+llm_options = options(*LLM_SETTINGS)
 
 
 @click.group("llm", context_settings={"help_option_names": ["-h", "--help"]})
@@ -72,10 +28,9 @@ def llm_group():
 
 
 @llm_group.command("check")
-@click.option("--write", "write_path", type=click.Path(dir_okay=False), default=None,
-              help='Save the recommended profile as [llm.profiles."MODEL"] in this TOML file (other keys kept).')
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-@llm_options
+@options(Setting("--write", Path("file"), name="write_path",
+                 help='Save the recommended profile as [llm.profiles."MODEL"] in this TOML file (other keys kept).'),
+         output_format("text", "json"), *LLM_SETTINGS)
 def check_command(write_path, fmt, **llm):
     """Measure the endpoint in about a minute, whatever the model's quality: the models it lists
     and their context length, whether a system message arrives, which JSON modes and grammars it
@@ -102,7 +57,7 @@ def check_command(write_path, fmt, **llm):
     if fmt == "json":
         click.echo(json.dumps({**report.as_dict(), "written": write_path}, indent=2, sort_keys=True))
     else:
-        click.echo(render(report))
+        click.echo(render_check(report))
         if write_path:
             click.echo(f'profile written to {write_path} as [llm.profiles."{report.model}"]')
     sys.exit(report.exit_code)
@@ -133,7 +88,7 @@ def _probe_line(name: str, probe, base, obeys: tuple[str, str]) -> str:
     return f"  {name:<19} accepted; {cost}{form}"
 
 
-def render(report) -> str:
+def render_check(report) -> str:
     """The report as text."""
     lines = [f"endpoint      {report.base_url}", f"model         {report.model}"]
     listed = ", ".join(report.listed) if report.listed else f"(none: {report.models_note})"

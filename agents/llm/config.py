@@ -143,13 +143,16 @@ def _tables(value: Any, where: str):
     return value.items()
 
 
-def load_config(path: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None) -> LLMConfig:
-    """The `[llm]` section of a TOML file (none: defaults), with non-None `overrides` (flags) on top."""
+def load_config(path: Optional[Path] = None, overrides: Optional[Mapping[str, Any]] = None, *,
+                text: Optional[str] = None) -> LLMConfig:
+    """The `[llm]` section of a TOML file (none: defaults), with non-None `overrides` (flags) on top;
+    `text`: the file's text as it is about to be written (checked before the file is replaced)."""
     config = LLMConfig()
     if path is not None:
         path = Path(path)
         try:  # a regular bounded UTF-8 file, nesting bounded (nader.inputs)
-            data = load_toml(path, "LLM configuration", max_depth=MAX_DEPTH, max_bytes=MAX_BYTES)
+            data = load_toml(path if text is None else text, "LLM configuration", max_depth=MAX_DEPTH,
+                             max_bytes=MAX_BYTES, source=str(path))
         except InputError as exc:
             raise LLMConfigError(str(exc)) from None
         section = data.get("llm", {})

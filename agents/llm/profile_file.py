@@ -1,7 +1,7 @@
 """Writing one model profile into a TOML config file (`llm check --write`) without touching the
 rest of it: the file's other keys, comments and order stay as they were, and only the table
 `[llm.profiles."PATTERN"]` is added or replaced. The result must load through `load_config`, or
-nothing is written.
+nothing is written; it is written through `write_file` (a failure leaves the file as it was).
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from nader.inputs import InputError, load_toml, read_bounded_text
+from nader.inputs.writes import WriteRefused, write_file
 
 from .config import MAX_BYTES, MAX_DEPTH, load_config
 from .errors import LLMConfigError
@@ -54,21 +55,18 @@ def write_profile(path: Path, profile: ModelProfile, comments: Sequence[str] = (
                              f"{table}") from None
     if any(loaded.get(k) != v for k, v in _values(profile).items()):
         raise LLMConfigError(f"{path}: the profile cannot be added to this file by machine; add by hand:\n{table}")
-    tmp = path.with_name(path.name + ".tmp")
+    load_config(path, text=new)  # the file the product will read must load
     try:
-        tmp.write_text(new, encoding="utf-8")
-        load_config(tmp)  # the file the product will read must load
-        tmp.replace(path)
-    except OSError as exc:
-        raise LLMConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+        write_file(path, new, what="LLM configuration")
+    except WriteRefused as exc:
+        raise LLMConfigError(str(exc)) from None
 
 
 def _values(profile: ModelProfile) -> dict:
     return {"token_param": profile.token_param, "temperature": profile.temperature,
             "reasoning_effort": profile.reasoning_effort, "json": profile.json, "system": profile.system,
             "grammar": profile.grammar, **({"reply": profile.reply} if profile.reply != "block" else {}),
+            **({"small": True} if profile.small else {}),
             **{key: getattr(profile, key) for key in ("context", "max_tokens") if getattr(profile, key) is not None}}
 
 

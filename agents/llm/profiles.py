@@ -9,7 +9,9 @@ takes a grammar for constrained decoding (`grammar`: llama.cpp's `grammar`, vLLM
 agents size their prompts to it), and the most completion tokens to ask per call (`max_tokens`,
 unset: `[llm] max_tokens`), for a server too slow to write a full reply within the request timeout,
 and how the Modifier asks for a block (`reply`: the whole block, or `"edits"` of the parent, for small
-models that restate a block until `max_tokens`; nader.dsl.edits). The first pattern
+models that restate a block until `max_tokens`; nader.dsl.edits), and whether the model is small
+(`small`: prompts then ask for the answer before any rationale, GENIUS's cell first, so that a
+model which rambles until `max_tokens` has named one). The first pattern
 (a shell-style glob, case-insensitive) that matches the model name wins; the user's profiles
 (`[llm.profiles."PATTERN"]`) are tried before the built-in ones, and `*` matches anything.
 """
@@ -44,6 +46,7 @@ class ModelProfile:
     context: Optional[int] = None  # the server's context length in tokens (None: unknown)
     max_tokens: Optional[int] = None  # a cap on [llm] max_tokens for this model (None: no cap)
     reply: str = "block"       # block | edits: how the Modifier asks for a block (edits of the parent: small models)
+    small: bool = False        # a small model: the answer before any rationale (GENIUS's cell first)
 
 
 # OpenAI's reasoning models take max_completion_tokens and reject temperature; its current chat
@@ -87,7 +90,7 @@ def profile_from_table(pattern: str, table: dict) -> ModelProfile:
             if table[key] not in choices:
                 raise LLMConfigError(f"{where}: {key} must be one of {', '.join(choices)}")
             profile = replace(profile, **{key: table[key]})
-    for flag in ("temperature", "reasoning_effort"):
+    for flag in ("temperature", "reasoning_effort", "small"):
         if flag in table:
             if not isinstance(table[flag], bool):
                 raise LLMConfigError(f"{where}: {flag} must be true or false")
@@ -107,6 +110,14 @@ def match_profile(model: str, user_profiles: tuple[ModelProfile, ...] = ()) -> M
         if fnmatch.fnmatchcase(name, profile.pattern.lower()):
             return profile
     raise AssertionError("the '*' profile matches every model")  # pragma: no cover
+
+
+def profile_for(client) -> Optional[ModelProfile]:
+    """The profile of an LLM client's model (the user's profiles first), or None when the client
+    names no model (a test's stand-in)."""
+    config = getattr(client, "config", None)
+    model = getattr(config, "model", None)
+    return match_profile(model, tuple(getattr(config, "profiles", ()))) if model else None
 
 
 def request_params(profile: ModelProfile, *, max_tokens: int | None, temperature: float | None,

@@ -20,7 +20,7 @@ from typing import Optional
 from .client import CallEvent
 
 
-def _clock(seconds: float) -> str:
+def clock_text(seconds: float) -> str:
     seconds = int(max(0, seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
@@ -97,7 +97,7 @@ class CallProgress:
         if self.total is not None:
             parts.append(f"done={self.done}/{self.total}")
             eta = self.eta()
-            parts.append(f"eta={_clock(eta)}" if eta is not None else "eta=?")
+            parts.append(f"eta={clock_text(eta)}" if eta is not None else "eta=?")
         return " ".join(parts)
 
     def cost(self) -> str:
@@ -106,7 +106,7 @@ class CallProgress:
     def summary(self) -> str:
         done = f" {self.unit}={self.done}/{self.total}" if self.total is not None else ""
         return (f"llm done calls={self.calls} in={self.prompt_tokens} out={self.completion_tokens}"
-                f" cost={self.cost()}{done} elapsed={_clock(time.monotonic() - self.t0)}")
+                f" cost={self.cost()}{done} elapsed={clock_text(time.monotonic() - self.t0)}")
 
     def close(self) -> None:
         """Stop the live line and write the summary line once (none when no call was made)."""

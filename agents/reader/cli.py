@@ -13,7 +13,11 @@ import sys
 
 import click
 
-from ..llm.cli import llm_options
+from nader.inputs.cli import options
+from nader.inputs.settings import Path, Setting, output_format
+
+from ..knowledge.options import KB
+from ..llm.options import LLM_SETTINGS
 
 
 def _fail(message: str) -> None:
@@ -30,12 +34,9 @@ def _usage_line(usage) -> str:
 
 @click.command("read", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("papers", nargs=-1, required=True, type=click.Path(dir_okay=False), metavar="PAPERS...")
-@click.option("--kb", "kb_path", required=True, type=click.Path(file_okay=False), envvar="NADER_KB",
-              help="Knowledge base directory [env NADER_KB].")
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Where LLM calls are recorded (RUN/runs.sqlite) [default: the knowledge base directory].")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@llm_options
+@options(KB, Setting("--run-dir", Path("dir"), "Where LLM calls are recorded (RUN/runs.sqlite).",
+                     shown_default="the knowledge base directory"),
+         output_format("table", "json"), *LLM_SETTINGS)
 def read_command(papers, kb_path, run_dir, fmt, **llm):
     """Read PAPERS (.txt, .md, .pdf, or .jsonl with title/abstract/text) into the knowledge base.
 

@@ -77,7 +77,7 @@ def check_ideas(reply: dict, max_ideas: int = MAX_IDEAS) -> list[str]:
     return ideas
 
 
-def check_tags(reply: dict, count: int, tree: dict) -> list[tuple[str, str, Optional[str]]]:
+def check_tag_reply(reply: dict, count: int, tree: dict) -> list[tuple[str, str, Optional[str]]]:
     if set(reply) != {"tags"} or not isinstance(reply["tags"], list):
         raise ReplyFormatError('the object must have exactly one key, "tags", holding a list')
     tags = reply["tags"]
@@ -159,7 +159,7 @@ class Reader:
             outcome.ideas_found = len(ideas)
             if ideas:
                 tags = await self._ask("reader_tag.v1", {"ideas": ideas, "tree": self.tree},
-                                       lambda r: check_tags(r, len(ideas), self.tree), paper.paper_id)
+                                       lambda r: check_tag_reply(r, len(ideas), self.tree), paper.paper_id)
                 records = [self.make_idea(text, paper.paper_id, *tag) for text, tag in zip(ideas, tags)]
                 outcome.ideas = [{"text": t, "granularity": g, "main_category": m, "sub_category": s}
                                  for t, (g, m, s) in zip(ideas, tags)]

@@ -71,7 +71,7 @@ def _attrs(**attrs: object) -> str:
     return "[" + ", ".join(f"{k}={quote(str(v))}" for k, v in attrs.items() if v is not None) + "]"
 
 
-def node_label(node: Node) -> str:
+def node_caption(node: Node) -> str:
     """`id: Op` and the arguments as written: one per line (`out_channels=C`), or inline for
     operations taking a list (`reshape(B,C,H*W)`)."""
     head = f"{node.id}: {node.op_name}"
@@ -120,7 +120,7 @@ def block_dot(report: BlockReport, prefix: str = "", indent: str = "  ") -> list
         if node.id in seen:
             continue  # a duplicated id (NAD2xx) is drawn once
         seen.add(node.id)
-        label = node_label(node)
+        label = node_caption(node)
         attrs: dict[str, object] = {"label": label, "fillcolor": _fill(node)}
         if node.opdef is not None and node.opdef.has(Category.TERMINAL):
             attrs.update(shape="ellipse", style="filled,bold", fontname="Helvetica-Bold")

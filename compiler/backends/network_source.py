@@ -131,12 +131,12 @@ def emit_network_source(parsed, options) -> Emitted:
         info = analyze("", skel.name, dataset, widths=options.widths, depths=options.depths,
                        input_size=options.input_size, arch=arch)
     except BuildError as error:
-        raise EmitError(str(error)) from None
+        raise EmitError(str(error), error.diagnostics) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
     return Emitted(network_source(arch, plan, info), tuple(note_lines(parsed.program.path, info)))
 
 
-def emit(parsed, options):
+def emit_torch(parsed, options):
     """`nadc FILE --emit torch`: standalone source, one class per block (or a whole network with --network)."""
     from nader.compiler.backends.torch_backend import block_source
 
@@ -159,4 +159,4 @@ def _default_dataset(skeleton: str) -> str:
     return "imagenet" if skeleton == "imagenet" else "cifar10"
 
 
-__all__ = ["emit", "emit_network_source", "network_class_source", "network_source"]
+__all__ = ["emit_torch", "emit_network_source", "network_class_source", "network_source"]

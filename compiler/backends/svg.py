@@ -19,7 +19,7 @@ from nader.compiler.passes.structure_codes import CYCLE
 from nader.compiler.passes.verify import BlockReport
 from nader.dsl.ops import Category, Group
 
-from .drawing import ORDERED, _ERROR_COLOR, _error_codes, _fill, _reports, node_label
+from .drawing import ORDERED, _ERROR_COLOR, _error_codes, _fill, _reports, node_caption
 
 FONT_PX = 11
 CHAR_W = 6.6  # mean advance of an 11 px sans-serif glyph
@@ -82,7 +82,7 @@ def _boxes(report: BlockReport) -> dict[Hashable, _Box]:
     for node in report.block.nodes:
         if node.id in boxes:
             continue  # a duplicated id (NAD2xx) is drawn once
-        lines = node_label(node).split("\n")
+        lines = node_caption(node).split("\n")
         terminal = node.opdef is not None and node.opdef.has(Category.TERMINAL)
         if terminal and node.op in Group.SOURCE and node.id in shapes:
             lines.append(shape_str(shapes[node.id]))

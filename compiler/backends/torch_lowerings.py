@@ -22,7 +22,7 @@ from nader.compiler.passes.cost import has_bias
 from nader.compiler.passes.symbolic import Poly, to_python
 from nader.compiler.passes.verify import BlockReport
 from nader.dsl.expr import Neg, Num, Sym, TupleValue, constant_int
-from nader.dsl.expr import evaluate as evaluate_expr
+from nader.dsl.expr import evaluate_expr
 from nader.dsl.ir import Block, Node
 from nader.dsl.ops import Op
 

@@ -1,19 +1,22 @@
-"""Shared pieces of the subcommands: file loading, diagnostic output, exit codes."""
+"""Shared pieces of the subcommands: file loading, diagnostic output, exit codes, and the settings
+several commands take (`--role`, `--stem-stride`, `--domain`, `--format` of diagnostics, the
+network's `--widths`, `--depths`, `--input-size`), declared once (`nader.inputs.settings.Setting`).
+A command takes one as it is or places it with its own help (`ROLE.but(help=...)`), so the
+spelling and the reader stay the same in every command; `nader.inputs.cli.options` makes the
+click options. Settings only one command takes are declared beside it. (Here, not in a module of
+their own: `nadc verify` imports this one anyway, and each module costs its start-up.)"""
 from __future__ import annotations
 
-import sys
 from typing import Iterable, Optional
 
 import click
 
-from nader.compiler.reporting import FORMATS, render
-from nader.inputs import InputError, positive
+from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
+from nader.dsl.ir import Role
 from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse, parse_file
-
-format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True,
-                             help="How to print diagnostics.")
+from nader.dsl.parser import ParseResult, parse_file
+from nader.inputs.settings import Choice, Custom, Integer, IntList, Setting
 
 
 def load(paths: Iterable[str]) -> list[ParseResult]:
@@ -27,9 +30,7 @@ def load_one(path: str) -> ParseResult:
         limits = limits_for(path)
     except LimitsError as error:
         raise click.UsageError(str(error)) from None
-    if path == "-":
-        return parse(sys.stdin.read(limits.text_bytes + 1), "<stdin>", limits)  # past the limit: NAD122
-    return parse_file(path, limits)
+    return parse_file(path, limits)  # `-` too: every command reads a block file alike (read_block_file)
 
 
 def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResult],
@@ -39,41 +40,31 @@ def report(diagnostics: list[Diagnostic], fmt: str, results: Iterable[ParseResul
     if not diagnostics and fmt != "json":
         return
     sources = {r.program.path: r.source for r in results}
-    click.echo(render(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
-
-
-def int_list(text: Optional[str], what: str) -> Optional[tuple[int, ...]]:
-    """Comma-separated positive integers of an option such as `--widths 16,32,64`."""
-    if not text:
-        return None
-    try:
-        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
-    except ValueError:
-        raise click.BadParameter(f"{what} must be comma-separated integers, e.g. 16,32,64") from None
-    if not values or any(v < 1 for v in values):
-        raise click.BadParameter(f"{what} must list positive integers, e.g. 16,32,64")
-    return values
+    click.echo(render_diagnostics(diagnostics, fmt, sources), err=fmt != "json" if err is None else err, nl=False)
 
 
 def exit_status(diagnostics: Iterable[Diagnostic]) -> int:
     return 1 if any(d.is_error for d in diagnostics) else 0
 
 
+def _domain(value):
+    """square | any | N: the input sizes a verdict holds for (`nader.compiler.passes.parse_domain`)."""
+    from nader.compiler.passes import parse_domain  # the passes load when a command runs, not for --help
 
-class PositiveFinite(click.ParamType):
-    """A float flag that is finite and > `least` (click's FloatRange lets nan and inf through), at
-    most `most`."""
+    return parse_domain(value) if isinstance(value, str) else value
 
-    name = "float"
 
-    def __init__(self, least: float = 0.0, most: float = 1e15):
-        self.least, self.most = least, most
-
-    def convert(self, value, param, ctx):
-        try:
-            number = positive(value, "value", hi=self.most, from_text=True)
-        except InputError as error:
-            self.fail(str(error).partition(": ")[2], param, ctx)
-        if number < self.least:
-            self.fail(f"{number} is below the least allowed, {self.least}", param, ctx)
-        return float(number)
+ROLE = Setting("--role", Choice([r.value for r in Role], case_sensitive=True),
+               "Verify every block in this role instead of the one its header implies.")
+STEM_STRIDE = Setting("--stem-stride", Integer(1, 64),
+                      help="Stride of stems: 1 for NAS-Bench-201, 4 for ImageNet-style networks.",
+                      shown_default="the stride each stem has, as networks take it (the first of 1, 2, 4, 8, 16, 32 "
+                                    "it verifies with)")
+DOMAIN = Setting("--domain", Custom(_domain, "square|any|N", "square, any or a resolution N"), default="square",
+                 help="Input sizes the verdict holds for: square maps (H = W) at any size, as networks feed them; "
+                      "`any` H and W with one set of weights; or one resolution N (N x N).")
+FORMAT = Setting("--format", Choice(FORMATS, case_sensitive=True), "How to print diagnostics.", name="fmt",
+                 default="full")
+WIDTHS = Setting("--widths", IntList(1, example="16,32,64"), "Stage widths instead of fitting them, e.g. 16,32,64.")
+DEPTHS = Setting("--depths", IntList(1, example="5,5,5"), "Blocks per stage, e.g. 5,5,5.")
+INPUT_SIZE = Setting("--input-size", Integer(1), "Input resolution of the network.")

@@ -18,17 +18,20 @@ from typing import Optional
 import click
 
 from nader.compiler.backends.errors import DiagnosedError, EmitError
-from nader.compiler.commands.common import exit_status, format_option, int_list, load, report
+from nader.compiler.commands.common import (DEPTHS, DOMAIN, FORMAT, INPUT_SIZE, ROLE, STEM_STRIDE, WIDTHS, exit_status,
+                                            load, report)
 from nader.compiler.reporting import Emitted
-from nader.compiler.passes.contract import SQUARE, Domain, parse_domain
+from nader.compiler.passes.contract import SQUARE, Domain
 from nader.dsl.ir import Program, Role
 from nader.dsl.parser import ParseResult
+from nader.inputs.cli import options as setting_options
+from nader.inputs.settings import Choice, Integer, Path, Setting, Text
 
 EMITTERS = {
     "ir": "nader.compiler.commands.compile:emit_ir",
     "json": "nader.compiler.commands.compile:emit_json",
-    "torch": "nader.compiler.backends.network_source:emit",
-    "onnx": "nader.compiler.backends.onnx:emit",
+    "torch": "nader.compiler.backends.network_source:emit_torch",
+    "onnx": "nader.compiler.backends.onnx:emit_onnx",
     "dot": "nader.compiler.backends.drawing:emit_dot",
     "svg": "nader.compiler.backends.svg:emit_svg",
 }
@@ -71,32 +74,29 @@ def emit_json(parsed: ParseResult, options: EmitOptions) -> str:
     return json.dumps(program_json(parsed.program), indent=2) + "\n"
 
 
+def _tuple(values):
+    return tuple(values) if values else None
+
+
 @click.command("compile")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--emit", type=click.Choice(list(EMITTERS)), default="ir", show_default=True, help="What to produce.")
-@click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              help="Write to this file instead of standard output (required for onnx).")
-@click.option("--role", type=click.Choice([r.value for r in Role]), default=None, help="Override the blocks' roles.")
-@click.option("--stem-stride", type=click.IntRange(1, 64), default=1, show_default=True)
-@click.option("--network", default=None, help="Emit a whole network on this skeleton (nb201, nas-bench-201, imagenet, "
-                                              "darts) [default: the file's `# nadc-network:` line, if any].")
-@click.option("--dataset", default=None, help="Dataset preset of the network (cifar10, cifar100, imagenet16-120, ...).")
-@click.option("--widths", default=None, help="Stage widths instead of fitting them, e.g. 16,32,64.")
-@click.option("--depths", default=None, help="Blocks per stage, e.g. 5,5,5.")
-@click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution of the network.")
-@click.option("--in-channels", type=click.IntRange(1), default=None, help="Block input width for block-level emitters.")
-@click.option("--domain", default="square", show_default=True, metavar="square|any|N",
-              help="Input sizes blocks are verified for (block-level emitters; see `nadc verify --help`).")
-@format_option
+@setting_options(Setting("--emit", Choice(list(EMITTERS), case_sensitive=True), "What to produce.", default="ir"),
+         Setting(("-o", "--output"), Path("file"), "Write to this file instead of standard output (required for onnx).",
+                 name="out_path"),
+         ROLE.but(help="Override the blocks' roles."),
+         STEM_STRIDE.but(default=1, shown_default=None),
+         Setting("--network", Text(), "Emit a whole network on this skeleton (nb201, nas-bench-201, imagenet, darts).",
+                 shown_default="the file's `# nadc-network:` line, if any"),
+         Setting("--dataset", Text(), "Dataset preset of the network (cifar10, cifar100, imagenet16-120, ...)."),
+         WIDTHS, DEPTHS, INPUT_SIZE,
+         Setting("--in-channels", Integer(1), "Block input width for block-level emitters."),
+         DOMAIN.but(help="Input sizes blocks are verified for (block-level emitters; see `nadc verify --help`)."),
+         FORMAT)
 def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widths, depths, input_size, in_channels,
                 domain, fmt):
     """Parse FILEs and emit IR (readable dump), JSON, PyTorch source, ONNX or a drawing."""
-    try:
-        domain = parse_domain(domain)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--domain") from None
-    options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, int_list(widths, "--widths"),
-                          int_list(depths, "--depths"), input_size, in_channels, out_path, domain)
+    options = EmitOptions(Role(role) if role else None, stem_stride, network, dataset, _tuple(widths), _tuple(depths),
+                          input_size, in_channels, out_path, domain)
     results = load(files)
     diagnostics = [d for r in results for d in r.diagnostics]
 
@@ -124,7 +124,7 @@ def compile_cmd(files, emit, out_path, role, stem_stride, network, dataset, widt
         raise SystemExit(1)
     except EmitError as error:
         _echo_notes(error)
-        report_all()
+        report_all(error.diagnostics)
         click.echo(f"nadc: error: {error}", err=True)
         raise SystemExit(1)
     report_all()
@@ -160,7 +160,7 @@ def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOp
         try:
             classes = dataset_info(header["dataset"]).num_classes
         except BuildError as error:
-            raise EmitError(f"{parsed.program.path}: the network line: {error}") from None
+            raise EmitError(f"{parsed.program.path}: the network line: {error}", error.diagnostics) from None
         if classes != header["classes"]:
             raise EmitError(f"{parsed.program.path}: the network line says classes={header['classes']} but "
                             f"{header['dataset']} has {classes}; correct the line or give --dataset")
@@ -175,10 +175,15 @@ def _write(outputs: list, out_path: Optional[str]) -> None:
     if binary and len(outputs) > 1:
         raise click.UsageError("binary output (onnx) takes one input file")
     if out_path and out_path != "-":
-        mode = "wb" if binary else "w"
-        with open(out_path, mode) as handle:
-            for o in outputs:
-                handle.write(o)
+        from nader.inputs.writes import WriteRefused, write_file
+        from nader.runtime.outputs import claim
+
+        try:  # not a run directory's own file; written whole or not at all
+            claim([out_path])
+            write_file(out_path, outputs[0] if binary else "".join(outputs), what="output")
+        except WriteRefused as error:
+            click.echo(f"nadc: error: {error}", err=True)
+            raise SystemExit(2) from None
         return
     if binary:
         if sys.stdout.isatty():

@@ -12,7 +12,10 @@ from typing import Optional
 
 import click
 
-from nader.compiler.commands.common import PositiveFinite, int_list, load
+from nader.inputs.cli import options
+from nader.inputs.settings import Choice, Integer, Real, Setting, Text, output_format
+
+from nader.compiler.commands.common import DEPTHS, INPUT_SIZE, STEM_STRIDE, WIDTHS, load
 from nader.compiler.reporting import note_lines
 
 
@@ -26,26 +29,24 @@ def _g(value: int) -> str:
 
 @click.command("cost")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--network", "skeleton", type=click.Choice(["nb201", "nas-bench-201", "imagenet", "darts"]), default="nb201",
-              show_default=True, help="Skeleton to place the blocks in.")
-@click.option("--dataset", default=None,
-              help="cifar10, cifar100, imagenet16-120, imagenet or digits (default: cifar10; imagenet for the "
-                   "imagenet skeleton). Sets the input size, classes and budget preset.")
-@click.option("--widths", default=None, help="Evaluate these stage widths (or one base width) instead of fitting.")
-@click.option("--depths", default=None, help="Blocks per stage (darts: normal cells per stage), e.g. 5,5,5.")
-@click.option("--input-size", type=click.IntRange(1), default=None, help="Input resolution instead of the dataset's.")
-@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
-              help="Stride of the stem (default: the stride the stem block has).")
-@click.option("--max-params", type=PositiveFinite(), default=None,
-              help="Parameter budget in millions (replaces the preset's).")
-@click.option("--max-flops", type=PositiveFinite(), default=None,
-              help="FLOPs budget in G, thop convention (replaces the preset's).")
-@click.option("--max-memory", type=PositiveFinite(), default=None,
-              help="Training memory budget in MiB: a training step's activations, parameters, gradients and "
-                   "optimizer state at --batch-size [default: half of this machine's RAM].")
-@click.option("--batch-size", type=click.IntRange(1, 1 << 20), default=None,
-              help="Batch size the memory budget is checked at [default: 256, NAS-Bench-201's].")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@options(Setting("--network", Choice(["nb201", "nas-bench-201", "imagenet", "darts"], case_sensitive=True),
+                 "Skeleton to place the blocks in.", name="skeleton", default="nb201"),
+         Setting("--dataset", Text(), shown_default="cifar10; imagenet for the imagenet skeleton",
+                 help="cifar10, cifar100, imagenet16-120, imagenet or digits. Sets the input size, classes and budget "
+                      "preset."),
+         WIDTHS.but(help="Evaluate these stage widths (or one base width) instead of fitting."),
+         DEPTHS.but(help="Blocks per stage (darts: normal cells per stage), e.g. 5,5,5."),
+         INPUT_SIZE.but(help="Input resolution instead of the dataset's."),
+         STEM_STRIDE.but(help="Stride of the stem.", shown_default="the stride the stem block has"),
+         Setting("--max-params", Real(hi=1e15, positive=True), "Parameter budget in millions (replaces the preset's)."),
+         Setting("--max-flops", Real(hi=1e15, positive=True),
+                 "FLOPs budget in G, thop convention (replaces the preset's)."),
+         Setting("--max-memory", Real(hi=1e15, positive=True), shown_default="half of this machine's RAM",
+                 help="Training memory budget in MiB: a training step's activations, parameters, gradients and "
+                      "optimizer state at --batch-size."),
+         Setting("--batch-size", Integer(1, 1 << 20), "Batch size the memory budget is checked at.",
+                 shown_default="256, NAS-Bench-201's"),
+         output_format("text", "json"))
 def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, max_params, max_flops, max_memory,
              batch_size, fmt):
     """Fit FILEs' networks to the budget and print widths, parameters, FLOPs and the binding budget.
@@ -72,8 +73,8 @@ def cost_cmd(files, skeleton, dataset, widths, depths, input_size, stem_stride, 
     skel = skeleton_info(skeleton)
     try:
         data = dataset_info(dataset or ("imagenet" if skeleton == "imagenet" else "cifar10"))
-        width_values = resolve_widths(skel, int_list(widths, "--widths"))
-        depth_values = resolve_depths(skel, int_list(depths, "--depths"))
+        width_values = resolve_widths(skel, tuple(widths) if widths else None)
+        depth_values = resolve_depths(skel, tuple(depths) if depths else None)
     except BuildError as error:
         raise click.UsageError(str(error)) from None
     if width_values is not None and (max_params or max_flops):

@@ -22,6 +22,8 @@ import click
 from nader.compiler.commands.common import load, report
 from nader.compiler.passes.diff import block_diff, diff_json, pair_blocks, render_text
 from nader.dsl.ir import Block
+from nader.inputs.cli import options
+from nader.inputs.settings import Setting, Text, output_format
 
 
 def _select(blocks: list[Block], name: Optional[str], path: str) -> list[Block]:
@@ -37,9 +39,9 @@ def _select(blocks: list[Block], name: Optional[str], path: str) -> list[Block]:
 @click.command("diff")
 @click.argument("file_a", type=click.Path(allow_dash=True))
 @click.argument("file_b", type=click.Path(allow_dash=True))
-@click.option("--block", "block", metavar="NAME", help="Compare only this block.")
-@click.option("--block-b", "block_b", metavar="NAME", help="The block's name in FILE_B, if it differs.")
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@options(Setting("--block", Text(), "Compare only this block.", metavar="NAME"),
+         Setting("--block-b", Text(), "The block's name in FILE_B, if it differs.", metavar="NAME"),
+         output_format("text", "json"))
 def diff_cmd(file_a, file_b, block, block_b, fmt):
     """Show nodes and edges added, removed or changed between the blocks of FILE_A and FILE_B."""
     if file_a == "-" and file_b == "-":

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import click
 
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Path as PathKind, Setting
+from nader.inputs.writes import WriteRefused, write_file
+
 SUFFIXES = (".nad", ".toml", ".py")
 
 
@@ -18,7 +22,7 @@ def shipped() -> dict:
             if f.name.endswith(SUFFIXES) and not f.name.startswith("_")}
 
 
-def summary(name: str, text: str) -> str:
+def leading_comment(name: str, text: str) -> str:
     """The first line of a file's leading comment or docstring."""
     if name.endswith(".py"):
         try:
@@ -37,9 +41,8 @@ def summary(name: str, text: str) -> str:
 
 @click.command("examples")
 @click.argument("name", required=False)
-@click.option("-o", "--output", type=click.Path(), default=None,
-              help="Write the example to this file, or into this folder under its own name.")
-@click.option("--all", "every", is_flag=True, help="Write every example into the folder given by -o.")
+@options(Setting(("-o", "--output"), PathKind(), "Write the example to this file, or into this folder under its own name."),
+         Setting("--all", Flag(), "Write every example into the folder given by -o.", name="every"))
 def examples_cmd(name, output, every):
     """List the shipped examples, print one (NAME), or write it out (-o).
 
@@ -60,7 +63,7 @@ def examples_cmd(name, output, every):
     if name is None:
         width = max(map(len, found), default=0)
         for key, res in found.items():
-            click.echo(f"{key:<{width}}  {summary(key, res.read_text(encoding='utf-8'))}")
+            click.echo(f"{key:<{width}}  {leading_comment(key, res.read_text(encoding='utf-8'))}")
         return
     res = found.get(name) or found.get(next((k for k in found if Path(k).stem == name), ""))
     if res is None:
@@ -75,7 +78,7 @@ def examples_cmd(name, output, every):
 
 def _put(path: Path, text: str) -> None:
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise click.UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_file(path, text, what="example")
+    except WriteRefused as exc:
+        raise click.UsageError(str(exc)) from None
     click.echo(f"wrote {path}", err=True)

@@ -10,63 +10,43 @@ untouched (exit 1). The canonical form itself is described in
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 
-from nader.compiler.commands.common import format_option
-from nader.compiler.reporting import render
+from nader.compiler.commands.common import FORMAT
+from nader.compiler.reporting import render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
-from nader.dsl.limits import InputLimits, LimitsError, limits_for, read_bounded, text_problem, text_size
-from nader.dsl.parser import UNREADABLE_FILE
-from nader.dsl.span import Span
-
-_BOM = "\ufeff"
+from nader.dsl.limits import InputLimits, LimitsError, limits_for
+from nader.dsl.parser import read_block_file
+from nader.inputs import SourceText
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting
+from nader.inputs.writes import WriteRefused, write_file
 
 
 def _files(count: int) -> str:
     return f"{count} file{'s' if count != 1 else ''}"
 
 
-def _read(path: str, limits: InputLimits) -> tuple[str | None, Diagnostic | None]:
-    """The exact text of a file (no newline translation), or a NAD100 diagnostic (NAD122 past the size limit,
-    of which no more is read)."""
+def _format_one(path: str, source: SourceText, renumber: bool, limits: InputLimits) -> FormatResult:
+    """The canonical text in the file's own form: its line ends and byte-order mark are kept
+    (`SourceText.render`): a change of text changes the file, and so do line ends of mixed kinds
+    (made the first line end's kind)."""
     name = "<stdin>" if path == "-" else path
-    try:
-        if path != "-":
-            with open(path, "rb") as file:
-                data = read_bounded(file, limits.text_bytes)
-        else:
-            buffer = getattr(sys.stdin, "buffer", None)  # bytes, so CRLF line ends are seen as they are
-            data = buffer.read(limits.text_bytes + 1) if buffer is not None else sys.stdin.read(limits.text_bytes + 1)
-        size = data if type(data) is int else len(data) if type(data) is bytes else text_size(data)
-        if size > limits.text_bytes:
-            problem = text_problem(size, limits)
-            return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
-        return (data.decode("utf-8") if type(data) is bytes else data), None
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {reason}", Span(1, 1, 1, 1),
-                                "check the path and that the file is UTF-8 text", name)
-
-
-def _format_one(path: str, source: str, renumber: bool, limits: InputLimits) -> FormatResult:
-    name = "<stdin>" if path == "-" else path
-    body = source[len(_BOM):] if source.startswith(_BOM) else source  # a byte-order mark is not content
-    result = format_source(body, name, renumber_ids=renumber, limits=limits)
-    result.source = source  # `changed` compares with the file as it is, mark included
+    result = format_source(source.text, name, renumber_ids=renumber, limits=limits)
+    if result.text is not None:
+        result.text = source.render(result.text)
+    result.source = source.render(source.text)
     return result
 
 
 @click.command("fmt")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--check", is_flag=True, help="Change nothing; list the files that would change and exit 1 if any.")
-@click.option("--write", is_flag=True, help="Rewrite the files that change, in place.")
-@click.option("--renumber", is_flag=True,
-              help="Also renumber nodes: inputs first, then output, then the rest in topological order.")
-@format_option
+@options(Setting("--check", Flag(), "Change nothing; list the files that would change and exit 1 if any."),
+         Setting("--write", Flag(), "Rewrite the files that change, in place."),
+         Setting("--renumber", Flag(), "Also renumber nodes: inputs first, then output, then the rest in topological "
+                                       "order."),
+         FORMAT)
 def fmt_cmd(files, check, write, renumber, fmt):
     """Print FILEs in canonical form (`-` reads standard input).
 
@@ -82,13 +62,13 @@ def fmt_cmd(files, check, write, renumber, fmt):
 
     diagnostics: list[Diagnostic] = []
     sources: dict[str, str] = {}
-    failed = changed = unchanged = 0
+    failed = changed = unchanged = unwritten = 0
     for path in files:
         try:
             limits = limits_for(path)
         except LimitsError as error:
             raise click.UsageError(str(error)) from None
-        source, unreadable = _read(path, limits)
+        source, unreadable = read_block_file(path, limits)
         if unreadable is not None:
             diagnostics.append(unreadable)
             failed += 1
@@ -104,26 +84,24 @@ def fmt_cmd(files, check, write, renumber, fmt):
             continue
         for note in result.notes:
             click.echo(f"warning: {name}: {note}", err=True)
-        if result.changed:
-            changed += 1
-        else:
-            unchanged += 1
+        differs = result.changed or source.mixed
         if check:
-            if result.changed:
+            if differs:
                 click.echo(f"Would reformat: {name}")
-        elif write:
-            if result.changed:
-                try:
-                    Path(path).write_bytes(result.text.encode("utf-8"))
-                except OSError as error:
-                    click.echo(f"error: {name}: cannot write: {error.strerror or error}", err=True)
-                    changed -= 1
-                    failed += 1
-        else:
+        elif write and differs:
+            try:
+                write_file(path, result.text, what="block file")
+            except WriteRefused as error:  # the file is as it was: not counted as reformatted
+                click.echo(f"error: {error}", err=True)
+                unwritten += 1
+                continue
+        elif not write:
             click.echo(result.text, nl=False)
+        changed += differs
+        unchanged += not differs
 
     if diagnostics:
-        click.echo(render(diagnostics, fmt, sources), err=True, nl=False)
+        click.echo(render_diagnostics(diagnostics, fmt, sources), err=True, nl=False)
     if check:
         parts = []
         if changed:
@@ -135,4 +113,6 @@ def fmt_cmd(files, check, write, renumber, fmt):
         click.echo(f"{_files(changed)} reformatted, {_files(unchanged)} left unchanged")
     if failed and (check or write or len(files) > 1):
         click.echo(f"{_files(failed)} could not be formatted", err=True)
-    raise SystemExit(1 if failed or (check and changed) else 0)
+    if unwritten:
+        click.echo(f"{_files(unwritten)} could not be written", err=True)
+    raise SystemExit(1 if failed or unwritten or (check and changed) else 0)

@@ -16,14 +16,15 @@ import click
 
 from nader.compiler.commands.common import load, report
 from nader.compiler.passes.canonical import canonical_hash, group_equal, source_hash
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting, output_format
 
 
 @click.command("hash")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True,
-              help="`text`: `<hash>  <file>:<block>` per line; `json`: an array of objects.")
-@click.option("--duplicates", is_flag=True,
-              help="Print only groups of equal blocks (exactly checked), one group per paragraph.")
+@options(output_format("text", "json", help="`text`: `<hash>  <file>:<block>` per line; `json`: an array of objects."),
+         Setting("--duplicates", Flag(), "Print only groups of equal blocks (exactly checked), one group per "
+                                         "paragraph."))
 def hash_cmd(files, fmt, duplicates):
     """Print the canonical hash of each block in FILEs (`-` reads stdin)."""
     results = load(files)

@@ -18,27 +18,30 @@ from collections import Counter
 
 import click
 
-from nader.compiler.commands.common import format_option, load
-from nader.compiler.lint.config import ConfigError, selection_for
+from nader.compiler.commands.common import FORMAT, load
+from nader.compiler.lint.config import LintConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
-from nader.compiler.reporting import render, render_json
+from nader.compiler.reporting import render_diagnostics, render_json
 from nader.dsl.diagnostics import sort_key
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting, Text
 
 
 @click.command("lint")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--select", "select", multiple=True, metavar="CODES",
-              help="Report only these codes, prefixes or names (comma-separated; replaces the configured `select`).")
-@click.option("--ignore", "ignore", multiple=True, metavar="CODES",
-              help="Do not report these codes, prefixes or names (replaces the configured `ignore`).")
-@click.option("--isolated", is_flag=True, help="Ignore pyproject.toml configuration.")
-@format_option
+@options(Setting("--select", Text(), multiple=True, metavar="CODES",
+                 help="Report only these codes, prefixes or names (comma-separated; replaces the configured "
+                      "`select`)."),
+         Setting("--ignore", Text(), multiple=True, metavar="CODES",
+                 help="Do not report these codes, prefixes or names (replaces the configured `ignore`)."),
+         Setting("--isolated", Flag(), "Ignore pyproject.toml configuration."),
+         FORMAT)
 def lint_cmd(files, select, ignore, isolated, fmt):
     """Lint block FILEs (`-` reads stdin)."""
     try:
         selections = [selection_for(f, list(select) if select else None, list(ignore) if ignore else None, isolated)
                       for f in files]
-    except ConfigError as error:
+    except LintConfigError as error:
         raise click.UsageError(str(error)) from None
     results = load(files)
     linted = [lint_parsed(r, s) for r, s in zip(results, selections)]
@@ -50,7 +53,7 @@ def lint_cmd(files, select, ignore, isolated, fmt):
         click.echo(json.dumps({"diagnostics": json.loads(render_json(diagnostics)), "summary": summary}, indent=2))
     elif diagnostics:
         sources = {r.program.path: r.source for r in results}
-        click.echo(render(diagnostics, fmt, sources), nl=False)
+        click.echo(render_diagnostics(diagnostics, fmt, sources), nl=False)
     if fmt == "full" and diagnostics:
         noun = "finding" if len(diagnostics) == 1 else "findings"
         click.echo(f"nadc lint: {len(diagnostics)} {noun} in {len(files)} file{'s' if len(files) != 1 else ''}"

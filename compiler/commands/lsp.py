@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import click
 
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Setting
+
 
 @click.command("lsp")
-@click.option("--stdio", is_flag=True, help="Speak over standard input and output (the default and only transport; "
-                                            "accepted because editors pass it).")
+@options(Setting("--stdio", Flag(), "Speak over standard input and output (the default and only transport; "
+                                    "accepted because editors pass it)."))
 def lsp_cmd(stdio):
     """Run the Language Server Protocol server for block files (diagnostics, hover shapes, completion,
     formatting, quick fixes, go to definition, references, rename, outline, folding).
@@ -23,4 +26,4 @@ def lsp_cmd(stdio):
     except ImportError as error:
         raise click.UsageError(f"`nadc lsp` needs pygls and lsprotocol ({error.name} is missing): "
                                "pip install 'nader-toolchain[lsp]'") from None
-    serve()
+    raise SystemExit(serve())

@@ -5,35 +5,40 @@ loop keeps answering while it runs and analyses never run at the same time (the 
 are shared). A result is published only if the document is still at the version it analysed:
 a stale one is dropped and the newest text analysed instead. Requests (hover, completion, ...)
 reuse the analysis of the current version, or wait for one on the same thread.
-
+Messages reach pygls only through `lsp_transport.py` (strict frames, envelope, lifecycle); here
+they are typed by lsprotocol (params that do not fit get -32602), and a request the server
+declines gets -32803 with the reason, a bug -32603 with one line, never a traceback.
 Positions: the compiler counts characters from 1; the protocol counts lines from 0 and, by
 default, UTF-16 code units; pygls's position codec converts between them.
 """
 from __future__ import annotations
 
 import asyncio
-import difflib
+import functools
 import logging
-import tempfile
+import os
+import re
+import typing
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Optional
 from urllib.parse import unquote
 
+import cattrs
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.uris import to_fs_path
 
 from nader import __version__
-from nader.compiler.codes import code_table
-from nader.compiler.editor import Analysis, analyze, completions, definition, folding_ranges, hover, references
-from nader.compiler.editor import rename_edits, symbols
-from nader.compiler.passes import SQUARE, Limits
-from nader.compiler.repair import repair_text
-from nader.compiler.repair.config import FixConfigError, fix_config_for
-from nader.dsl.diagnostics import Diagnostic, Edit, Fix, Severity
-from nader.dsl.format import format_source
+from nader.compiler.editor import Analysis, RenameRefused, analyze_document, analyze_file, completions, definition
+from nader.compiler.editor import explain_file, fix_title, folding_ranges, format_runs, hover, quick_fixes, references
+from nader.compiler.editor import rename_edits, repaired, symbols
+from nader.dsl.diagnostics import Diagnostic, Fix, Severity
 from nader.dsl.span import Span
+from nader.inputs import InputError
+
+from . import lsp_transport as wire
 
 log = logging.getLogger("nadc.lsp")
 
@@ -42,6 +47,10 @@ _KINDS = {"operation": T.CompletionItemKind.Function, "parameter": T.CompletionI
 #: The kind of the whole-file repair: editors run it on save when asked (`source.fixAll`).
 FIX_ALL = "source.fixAll.nadc"
 _SEVERITY = {Severity.ERROR: T.DiagnosticSeverity.Error, Severity.WARNING: T.DiagnosticSeverity.Warning}
+#: The most characters the open documents hold together: past it, the document that grew is
+#: dropped (as if closed) and the editor told, so no client can make the server's memory grow
+#: without bound by opening documents.
+MAX_OPEN_TEXT = 64 << 20
 
 
 class State:
@@ -52,15 +61,59 @@ class State:
         self.results: dict[str, tuple[Optional[int], Analysis]] = {}
         self.busy: set[str] = set()
         self.explain_url: Optional[str] = None  # a template with `{code}`, from initializationOptions
-        self._explained: dict[str, str] = {}
+        self.sizes: dict[str, int] = {}  # characters of each open document
+        self.open_text = 0
 
 
-server = LanguageServer("nadc", __version__)
+class Refused(Exception):
+    """A request the server declines, with the reason the editor shows (-32803, RequestFailed)."""
+
+
+class _Protocol(LanguageServerProtocol):
+    def _send_response(self, msg_id, result=None, error=None):
+        # pygls puts the traceback of an unexpected error in `data`: it stays in the log, one line
+        if error is not None and error.data is not None:
+            error = T.ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)
+
+    def forget_finished(self) -> None:
+        """pygls keeps the future of each notification's handlers in `_request_futures`, and only a
+        request's answer takes one out: without this, every keystroke's didChange stayed (two
+        futures each). A finished one is answered or needs no answer."""
+        for key in [key for key, future in self._request_futures.items() if future.done()]:
+            del self._request_futures[key]
+
+
+CONVERTER = default_converter()
+for _kind in (str, int, float, bool):
+    CONVERTER.register_structure_hook(_kind, wire.exactly(_kind))
+server = LanguageServer("nadc", __version__, protocol_cls=_Protocol, converter_factory=lambda: CONVERTER)
 state = State()
 
 
+def _answers(handler):
+    """A request handler whose failures are the spec's errors: `Refused` -32803 with its reason,
+    anything else -32603 with one line (the log has the same line, no traceback)."""
+
+    @functools.wraps(handler)
+    async def answered(ls, params):
+        try:
+            return await handler(ls, params)
+        except (Refused, InputError) as refusal:
+            raise JsonRpcException(str(refusal), code=wire.REQUEST_FAILED) from None
+        except JsonRpcException:
+            raise
+        except Exception as error:  # noqa: BLE001 - answered as the spec's error, never a traceback
+            log.error("internal error in %s: %s: %s", handler.__name__, type(error).__name__, error)
+            raise JsonRpcInternalError(f"nadc: internal error: {type(error).__name__}: {error}"[:500]) from None
+    return answered
+
+
 def _path(uri: str) -> str:
-    path = to_fs_path(uri)
+    try:
+        path = to_fs_path(uri)
+    except Exception:  # noqa: BLE001 - a URI pygls cannot take apart is no file
+        path = None
     return path if path else "<stdin>"  # an unsaved buffer: configuration from the working directory
 
 
@@ -69,14 +122,27 @@ def _open(ls: LanguageServer, uri: str):
     return ls.workspace.text_documents.get(unquote(uri))
 
 
+def _analyze_closed(uri: str) -> Analysis:
+    """A document the editor has not opened, analysed from its file (`analyze_file`: a regular file
+    of bounded size only, so a FIFO, /dev/stdin or /dev/zero is refused, not read)."""
+    path = _path(uri) if uri.startswith("file:") else "<stdin>"
+    if path == "<stdin>":
+        raise Refused(f"{wire.shown_method(uri)!r} is not open and not a file: open it in the editor first")
+    return analyze_file(path)  # InputError: answered as a refusal
+
+
 async def _analysis(ls: LanguageServer, uri: str) -> tuple[Optional[int], Analysis]:
-    """The analysis of the document's current version, computed on the worker thread if missing."""
-    doc = ls.workspace.get_text_document(uri)
+    """The analysis of the document's current version, computed on the worker thread if missing;
+    a document not open is read from disk (`_closed_text`) each time."""
+    loop = asyncio.get_running_loop()
+    doc = _open(ls, uri)
+    if doc is None:
+        return None, await loop.run_in_executor(state.executor, _analyze_closed, uri)
     cached = state.results.get(uri)
     if cached is not None and cached[0] == doc.version:
         return cached
     version, text = doc.version, doc.source
-    analysis = await asyncio.get_running_loop().run_in_executor(state.executor, analyze, text, _path(uri))
+    analysis = await loop.run_in_executor(state.executor, analyze_document, text, _path(uri))
     return version, analysis
 
 
@@ -101,7 +167,7 @@ async def refresh(ls: LanguageServer, uri: str) -> None:
                 ls.window_log_message(T.LogMessageParams(T.MessageType.Warning, analysis.config_error))
             return
     except Exception as error:  # noqa: BLE001 - a bug must not end the server; the editor is told
-        log.exception("analysis failed")
+        log.error("analysis of %s failed: %s: %s", uri, type(error).__name__, error)
         ls.window_show_message(T.ShowMessageParams(T.MessageType.Error,
                                                    f"nadc: internal error analysing {uri}: {type(error).__name__}: {error}"))
     finally:
@@ -145,21 +211,7 @@ def _from_position(lines: list[str], position: T.Position) -> tuple[int, int]:
 
 def _explain_link(code: str) -> Optional[str]:
     """A link to the code's `nadc explain` text: the configured template, else a file the server writes."""
-    if state.explain_url:
-        return state.explain_url.replace("{code}", code)
-    if code not in state._explained:
-        entry = code_table().get(code)
-        if entry is None:
-            return None
-        folder = Path(tempfile.gettempdir()) / f"nadc-explain-{__version__}"
-        try:
-            folder.mkdir(exist_ok=True)
-            target = folder / f"{code}.md"
-            target.write_text(entry.explain(), encoding="utf-8")
-        except OSError:
-            return None
-        state._explained[code] = target.as_uri()
-    return state._explained[code]
+    return state.explain_url.replace("{code}", code) if state.explain_url else explain_file(code)
 
 
 def _diagnostic(ls: LanguageServer, uri: str, analysis: Analysis, d: Diagnostic) -> T.Diagnostic:
@@ -178,50 +230,21 @@ def _text_edits(lines: list[str], fix: Fix) -> list[T.TextEdit]:
     return [T.TextEdit(_range(lines, e.span), e.text) for e in fix.edits]
 
 
-def _fix_title(analysis: Analysis, d: Diagnostic) -> str:
-    """The action's title: the fix's own message, else what its edit does; unsafe ones say so."""
-    fix = d.fix
-    title = getattr(fix, "message", "") or _edit_text(analysis, fix)
-    unsafe = getattr(fix, "safety", "safe") == "unsafe"
-    return f"{d.code.code}: {title}" + (" (unsafe: changes the architecture)" if unsafe else "")
-
-
-def _edit_text(analysis: Analysis, fix: Fix) -> str:
-    lines = analysis.lines
-    if len(fix.edits) == 1:
-        e: Edit = fix.edits[0]
-        old = lines[e.span.line - 1][e.span.col - 1:e.span.end_col - 1] if e.span.line == e.span.end_line \
-            and 0 < e.span.line <= len(lines) else ""
-        if old and e.text:
-            return f"replace `{old}` with `{e.text.strip()}`"
-        if e.text:
-            return f"insert `{e.text.strip()}`"
-        if old:
-            return f"remove `{old}`"
-    return "apply the fix"
-
-
 # -- features -----------------------------------------------------------------------------------
 
 @server.feature(T.INITIALIZE)
 def initialize(ls: LanguageServer, params: T.InitializeParams) -> None:
     options = params.initialization_options
-    if isinstance(options, dict) and isinstance(options.get("explainUrl"), str):
+    if isinstance(options, dict) and isinstance(options.get("explainUrl"), str) and len(options["explainUrl"]) < 2048:
         state.explain_url = options["explainUrl"]
+    session.initialized = True
 
 
 @server.feature(T.TEXT_DOCUMENT_DID_OPEN)
-async def did_open(ls: LanguageServer, params: T.DidOpenTextDocumentParams) -> None:
-    await refresh(ls, params.text_document.uri)
-
-
 @server.feature(T.TEXT_DOCUMENT_DID_CHANGE)
-async def did_change(ls: LanguageServer, params: T.DidChangeTextDocumentParams) -> None:
-    await refresh(ls, params.text_document.uri)
-
-
 @server.feature(T.TEXT_DOCUMENT_DID_SAVE)
-async def did_save(ls: LanguageServer, params: T.DidSaveTextDocumentParams) -> None:
+async def did_edit(ls: LanguageServer, params) -> None:
+    """An open, a change or a save: analyse the document again."""
     await refresh(ls, params.text_document.uri)
 
 
@@ -229,10 +252,12 @@ async def did_save(ls: LanguageServer, params: T.DidSaveTextDocumentParams) -> N
 def did_close(ls: LanguageServer, params: T.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     state.results.pop(uri, None)
+    state.open_text -= state.sizes.pop(unquote(uri), 0)
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
 @server.feature(T.TEXT_DOCUMENT_HOVER)
+@_answers
 async def on_hover(ls: LanguageServer, params: T.HoverParams) -> Optional[T.Hover]:
     _, analysis = await _analysis(ls, params.text_document.uri)
     lines = analysis.lines
@@ -244,6 +269,7 @@ async def on_hover(ls: LanguageServer, params: T.HoverParams) -> Optional[T.Hove
 
 
 @server.feature(T.TEXT_DOCUMENT_COMPLETION, T.CompletionOptions(trigger_characters=[":", "(", ",", "=", ">"]))
+@_answers
 async def on_completion(ls: LanguageServer, params: T.CompletionParams) -> T.CompletionList:
     _, analysis = await _analysis(ls, params.text_document.uri)
     items = [T.CompletionItem(label=c.label, kind=_KINDS[c.kind], detail=c.detail or None,
@@ -254,85 +280,70 @@ async def on_completion(ls: LanguageServer, params: T.CompletionParams) -> T.Com
 
 
 def _format_edits(analysis: Analysis, only: Optional[tuple[int, int]] = None) -> Optional[list[T.TextEdit]]:
-    """The edits that make the text canonical (`nadc fmt`), as changed runs of lines; with `only`
-    (first, last line, 1-based), those runs that touch these lines. None when it cannot be formatted."""
-    result = format_source(analysis.parsed.source, analysis.path, limits=analysis.limits)
-    if not result.ok:
+    """`nadc fmt`'s changed runs of lines as text edits (`format_runs`); None when it cannot format."""
+    runs = format_runs(analysis, only)
+    if runs is None:
         return None
-    old, new = analysis.parsed.source.splitlines(keepends=True), result.text.splitlines(keepends=True)
-    lines = analysis.lines
+    old = analysis.parsed.source.splitlines(keepends=True)
     edits = []
-    for tag, i1, i2, j1, j2 in _runs(old, new):
-        if only is not None and (i2 < only[0] or i1 + 1 > only[1]):
-            continue
+    for i1, i2, text in runs:
         end = T.Position(i2, 0) if i2 < len(old) or not old or old[-1].endswith("\n") \
-            else _position(lines, len(old), len(old[-1]) + 1)
-        edits.append(T.TextEdit(T.Range(T.Position(i1, 0), end), "".join(new[j1:j2])))
+            else _position(analysis.lines, len(old), len(old[-1]) + 1)
+        edits.append(T.TextEdit(T.Range(T.Position(i1, 0), end), text))
     return edits
 
 
-def _runs(old: list[str], new: list[str]):
-    """The changed runs of lines; a run that replaces as many lines as it has, line by line, so that
-    a range format touches only the lines asked for."""
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "replace" and i2 - i1 == j2 - j1:
-            yield from ((tag, i1 + k, i1 + k + 1, j1 + k, j1 + k + 1) for k in range(i2 - i1))
-        elif tag != "equal":
-            yield tag, i1, i2, j1, j2
+def _lines_of(params_range: T.Range) -> tuple[int, int]:
+    """A range's first and last line, 1-based; -32602 for one that ends before it starts."""
+    start, end = params_range.start, params_range.end
+    if (end.line, end.character) < (start.line, start.character):
+        raise JsonRpcInvalidParams("invalid params: the range ends before it starts")
+    return start.line + 1, end.line + 1
 
 
 @server.feature(T.TEXT_DOCUMENT_FORMATTING)
+@_answers
 async def on_formatting(ls: LanguageServer, params: T.DocumentFormattingParams) -> Optional[list[T.TextEdit]]:
     _, analysis = await _analysis(ls, params.text_document.uri)
     return _format_edits(analysis)
 
 
 @server.feature(T.TEXT_DOCUMENT_RANGE_FORMATTING)
+@_answers
 async def on_range_formatting(ls: LanguageServer, params: T.DocumentRangeFormattingParams) -> Optional[list[T.TextEdit]]:
+    lines = _lines_of(params.range)
     _, analysis = await _analysis(ls, params.text_document.uri)
-    return _format_edits(analysis, (params.range.start.line + 1, params.range.end.line + 1))
+    return _format_edits(analysis, lines)
 
 
 @server.feature(T.TEXT_DOCUMENT_CODE_ACTION, T.CodeActionOptions(
     code_action_kinds=[T.CodeActionKind.QuickFix, FIX_ALL]))
+@_answers
 async def on_code_action(ls: LanguageServer, params: T.CodeActionParams) -> list[T.CodeAction]:
-    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked), and `nadc fix`'s
-    safe repair of the whole file as a fix-all action."""
+    """Each diagnostic's fix in the range (safe ones preferred, unsafe ones marked) and the other verified
+    repairs of its errors, and `nadc fix`'s safe repair of the whole file as a fix-all action."""
     uri = params.text_document.uri
+    first, last = _lines_of(params.range)
     _, analysis = await _analysis(ls, uri)
     lines = analysis.lines
-    first, last = params.range.start.line + 1, params.range.end.line + 1
     wanted = params.context.only
     actions = []
     if not wanted or any(k.startswith(T.CodeActionKind.QuickFix) for k in wanted):
-        for d in analysis.diagnostics:
-            if d.fix is None or d.span.end_line < first or d.span.line > last:
-                continue
+        # each diagnostic's fix, then the other verified repairs of each error (compiler/editor/actions.py)
+        fixes = await asyncio.get_running_loop().run_in_executor(state.executor, quick_fixes, analysis, first, last)
+        for d, preferred in fixes:
             actions.append(T.CodeAction(
-                title=_fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
-                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=getattr(d.fix, "safety", "safe") == "safe",
+                title=fix_title(analysis, d), kind=T.CodeActionKind.QuickFix,
+                diagnostics=[_diagnostic(ls, uri, analysis, d)], is_preferred=preferred,
                 edit=T.WorkspaceEdit(changes={uri: _text_edits(lines, d.fix)})))
     if wanted and any(FIX_ALL.startswith(k) for k in wanted) and any(d.is_error for d in analysis.diagnostics):
-        repaired = await asyncio.get_running_loop().run_in_executor(state.executor, _repaired, analysis)
-        if repaired is not None:
+        text = await asyncio.get_running_loop().run_in_executor(state.executor, repaired, analysis)
+        if text is not None:
             end = _position(lines, len(lines), len(lines[-1]) + 1)
             actions.append(T.CodeAction(title="nadc fix: repair the file (as `nadc fix` does)", kind=FIX_ALL,
                                         edit=T.WorkspaceEdit(changes={uri: [T.TextEdit(T.Range(T.Position(0, 0), end),
-                                                                                       repaired)]})))
+                                                                                       text)]})))
     return actions
-
-
-def _repaired(analysis: Analysis) -> Optional[str]:
-    """The text after `nadc fix`'s repairs (safe ones; unsafe too where `[tool.nadc.fix]` says so), or
-    None when they change nothing or the configuration cannot be used."""
-    try:
-        config = fix_config_for(analysis.path)
-    except FixConfigError:
-        return None
-    result = repair_text(analysis.parsed.source, unsafe=config.unsafe, disabled=config.disabled, role=None,
-                         stem_stride=None, limits=Limits(), domain=SQUARE, path=analysis.path,
-                         input_limits=analysis.limits)
-    return result.text if result.changed else None
 
 
 def _locations(uri: str, analysis: Analysis, spans: list[Span]) -> list[T.Location]:
@@ -340,6 +351,7 @@ def _locations(uri: str, analysis: Analysis, spans: list[Span]) -> list[T.Locati
 
 
 @server.feature(T.TEXT_DOCUMENT_DEFINITION)
+@_answers
 async def on_definition(ls: LanguageServer, params: T.DefinitionParams) -> list[T.Location]:
     uri = params.text_document.uri
     _, analysis = await _analysis(ls, uri)
@@ -347,6 +359,7 @@ async def on_definition(ls: LanguageServer, params: T.DefinitionParams) -> list[
 
 
 @server.feature(T.TEXT_DOCUMENT_REFERENCES)
+@_answers
 async def on_references(ls: LanguageServer, params: T.ReferenceParams) -> list[T.Location]:
     uri = params.text_document.uri
     _, analysis = await _analysis(ls, uri)
@@ -356,14 +369,21 @@ async def on_references(ls: LanguageServer, params: T.ReferenceParams) -> list[T
 
 
 @server.feature(T.TEXT_DOCUMENT_RENAME)
+@_answers
 async def on_rename(ls: LanguageServer, params: T.RenameParams) -> Optional[T.WorkspaceEdit]:
+    """The edits that rename a node id in its block; a name that is not a node id the block's lines
+    can hold, or a position with no id, is refused (-32803, with the reason)."""
     uri = params.text_document.uri
     _, analysis = await _analysis(ls, uri)
-    edits = rename_edits(analysis, *_from_position(analysis.lines, params.position), params.new_name)
+    try:
+        edits = rename_edits(analysis, *_from_position(analysis.lines, params.position), params.new_name)
+    except RenameRefused as refusal:
+        raise Refused(str(refusal)) from None
     return T.WorkspaceEdit(changes={uri: [T.TextEdit(_range(analysis.lines, s), text) for s, text in edits]})
 
 
 @server.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+@_answers
 async def on_symbols(ls: LanguageServer, params: T.DocumentSymbolParams) -> list[T.DocumentSymbol]:
     _, analysis = await _analysis(ls, params.text_document.uri)
     lines = analysis.lines
@@ -378,13 +398,99 @@ async def on_symbols(ls: LanguageServer, params: T.DocumentSymbolParams) -> list
 
 
 @server.feature(T.TEXT_DOCUMENT_FOLDING_RANGE)
+@_answers
 async def on_folding(ls: LanguageServer, params: T.FoldingRangeParams) -> list[T.FoldingRange]:
     _, analysis = await _analysis(ls, params.text_document.uri)
     return [T.FoldingRange(start_line=a - 1, end_line=b - 1, kind=T.FoldingRangeKind.Region)
             for a, b in folding_ranges(analysis)]
 
 
-def serve() -> None:
-    """Answer over standard input and output until the editor ends the session."""
-    logging.basicConfig(level=logging.WARNING, format="nadc lsp: %(message)s")  # stderr: the editor's log
-    server.start_io()
+# -- messages -----------------------------------------------------------------------------------
+
+#: lsprotocol's methods that are requests (the rest of its catalogue are notifications).
+_REQUESTS = frozenset(m for m, types in T.METHOD_TO_TYPES.items() if types[0] in typing.get_args(T.REQUESTS))
+#: pygls's own handlers the server uses (it has more, for notebooks and commands, which it does not).
+_BUILTIN = frozenset({T.INITIALIZE, T.INITIALIZED, T.SHUTDOWN, T.EXIT, T.TEXT_DOCUMENT_DID_OPEN,
+                      T.TEXT_DOCUMENT_DID_CHANGE, T.TEXT_DOCUMENT_DID_CLOSE, T.CANCEL_REQUEST, T.SET_TRACE,
+                      T.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, T.WINDOW_WORK_DONE_PROGRESS_CANCEL})
+_HANDLED = _BUILTIN | frozenset(server.protocol.fm.features)
+session = wire.Session(requests=_HANDLED & _REQUESTS, notifications=_HANDLED - _REQUESTS, known_requests=_REQUESTS)
+
+
+def _typed(message: wire.Message):
+    """The message as lsprotocol's type for its method, or -32602 naming what does not fit."""
+    data = dict(message.data)
+    request_type, _, params_type, _ = T.METHOD_TO_TYPES[message.method]
+    if params_type is None:
+        data.pop("params", None)  # shutdown, exit: whatever is sent along is not looked at
+    elif data.get("params") is None:
+        data["params"] = {}  # omitted: fine for a method whose params are all optional
+    try:
+        return CONVERTER.structure(data, request_type)
+    except Exception as error:  # noqa: BLE001 - cattrs reports a mismatch in several ways
+        problems = cattrs.transform_error(error) if isinstance(error, cattrs.BaseValidationError) else [str(error)]
+        where = "; ".join(re.sub(r"_([a-z])", lambda m: m.group(1).upper(), p) for p in problems[:4])
+        return wire.Refusal(wire.INVALID_PARAMS, f"invalid params for {message.method}: {where}"[:500], message.id)
+
+
+def _dispatch(item) -> bool:
+    """Hand one item of the transport to pygls, or answer it here; False once the session ends."""
+    if isinstance(item, wire.Refusal):
+        log.warning("refused a message: %s", item.message)
+        writer.error(item)
+        return not writer.broken
+    refusal = session.admit(item)
+    if refusal is None and item.method != T.EXIT:
+        typed = _typed(item)
+        refusal = typed if isinstance(typed, wire.Refusal) else None
+    if refusal is not None:
+        quiet = item.kind == "notification" and item.method.startswith("$/")
+        log.log(logging.DEBUG if quiet else logging.WARNING, "refused %s: %s", item.method or "a response",
+                refusal.message)
+        if item.kind == "request":
+            writer.error(refusal)
+        return not writer.broken
+    if item.method == T.EXIT:
+        return False
+    uri = getattr(getattr(typed.params, "text_document", None), "uri", None)
+    if item.method == T.TEXT_DOCUMENT_DID_CHANGE and _open(server, uri) is None:
+        log.warning("refused %s: %s is not open", item.method, uri)
+        return True
+    server.protocol.handle_message(typed)
+    if item.kind == "notification":
+        server.protocol.forget_finished()
+    if item.method == T.SHUTDOWN:
+        session.shut_down = True
+    elif item.method in (T.TEXT_DOCUMENT_DID_OPEN, T.TEXT_DOCUMENT_DID_CHANGE):
+        _bound_open_text(server, uri)
+    return not writer.broken
+
+
+def _bound_open_text(ls: LanguageServer, uri: str) -> None:
+    """Count the document's characters; past `MAX_OPEN_TEXT` in all, drop it (as if closed)."""
+    doc, key = _open(ls, uri), unquote(uri)
+    size = len(doc.source) if doc is not None else 0
+    state.open_text += size - state.sizes.get(key, 0)
+    state.sizes[key] = size
+    if state.open_text > MAX_OPEN_TEXT:
+        ls.workspace.remove_text_document(uri)
+        state.open_text -= state.sizes.pop(key)
+        state.results.pop(uri, None)
+        message = f"nadc: {uri} is not analysed: the open documents hold more than {MAX_OPEN_TEXT:,} characters"
+        log.warning(message)
+        ls.window_show_message(T.ShowMessageParams(T.MessageType.Error, message + "; close some, then reopen it"))
+
+
+writer = wire.Writer(1)
+
+
+def serve(stdin: int = 0, stdout: int = 1) -> int:
+    """Answer over standard input and output (file descriptors) until the editor ends the session;
+    the exit status (0 after shutdown and exit, 1 when the session ended any other way, as the spec
+    says)."""
+    wire.configure_logging()
+    writer.fd = stdout
+    server.protocol.set_writer(writer)
+    asyncio.run(wire.pump(wire.FrameReader(lambda n: os.read(stdin, n)), _dispatch, writer))
+    state.executor.shutdown(wait=False, cancel_futures=True)
+    return session.exit_code if session.exit_code is not None else (0 if session.shut_down else 1)

@@ -7,9 +7,11 @@ import os
 
 import click
 
-from nader.compiler.commands.common import load, load_one
-from nader.compiler.reporting import FORMATS, render
+from nader.compiler.commands.common import DOMAIN, FORMAT, ROLE, STEM_STRIDE, load, load_one
+from nader.compiler.reporting import render_diagnostics
 from nader.dsl.ir import Role
+from nader.inputs.cli import options
+from nader.inputs.settings import Flag, Integer, Setting
 
 #: Fewest files a process gets: below that, a process spends more on reading lines another one
 #: has read already (each has its own table of lines) than it saves.
@@ -19,25 +21,16 @@ FILES_PER_RUN = 8
 
 @click.command("verify")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option("--role", type=click.Choice([r.value for r in Role]), default=None,
-              help="Verify every block in this role instead of the one its header implies.")
-@click.option("--stem-stride", type=click.IntRange(1, 64), default=None,
-              help="Stride of stems: 1 for NAS-Bench-201, 4 for ImageNet-style networks. Default: the stride "
-                   "each stem has, as networks take it (the first of 1, 2, 4, 8, 16, 32 it verifies with).")
-@click.option("--domain", default="square", show_default=True, metavar="square|any|N",
-              help="Input sizes the verdict holds for: square maps (H = W) at any size, as networks feed them; "
-                   "`any` H and W with one set of weights; or one resolution N (N x N).")
-@click.option("--max-elements", type=click.IntRange(1), default=None,
-              help="Largest tensor (elements per sample at C=64, H=W=32) a block may produce.")
-@click.option("--shapes", "with_shapes", is_flag=True,
-              help="Also print every node's inferred shape (JSON: a `shapes` object per block).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="full", show_default=True)
-@click.option("--no-fixes", is_flag=True,
-              help="Do not look for repairs (`nadc fix`) to attach to errors that carry no fix: faster over many "
-                   "failing files.")
-@click.option("--jobs", type=click.IntRange(1), default=None,
-              help=f"Processes for JSON output over many files (default: one per core, at least {FILES_PER_JOB} "
-                   "files each); the output is the same for any number.")
+@options(ROLE, STEM_STRIDE, DOMAIN,
+         Setting("--max-elements", Integer(1), "Largest tensor (elements per sample at C=64, H=W=32) a block may "
+                                               "produce."),
+         Setting("--shapes", Flag(), "Also print every node's inferred shape (JSON: a `shapes` object per block).",
+                 name="with_shapes"),
+         FORMAT,
+         Setting("--no-fixes", Flag(), "Do not look for repairs (`nadc fix`) to attach to errors that carry no fix: "
+                                       "faster over many failing files."),
+         Setting("--jobs", Integer(1), "Processes for JSON output over many files; the output is the same for any "
+                                       "number.", shown_default=f"one per core, at least {FILES_PER_JOB} files each"))
 def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt, no_fixes, jobs):
     """Verify the blocks in FILEs: structure (NAD2xx) and shapes (NAD3xx) for every size of the domain.
 
@@ -48,12 +41,6 @@ def verify_cmd(files, role, stem_stride, domain, max_elements, with_shapes, fmt,
     object whose block is null.
     Exit status 1 when any block has an error.
     """
-    from nader.compiler.passes import parse_domain
-
-    try:
-        domain = parse_domain(domain)
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--domain") from None
     # Parsing and verifying create no reference cycles, so the cyclic collector would only rescan
     # the growing IR again and again (a quarter of the run over 1,000 files).
     collecting = gc.isenabled()
@@ -186,7 +173,7 @@ def _verify(files, checks, with_shapes, fmt) -> bool:
             summary.append(f"{report.file}:{report.block.span.line}: {report.block.name} ({role}): {verdict}{constraints}")
             if with_shapes and report.shapes is not None:
                 summary.extend(f"  {node_id}: {shape_str(shape)}" for node_id, shape in report.shapes.shapes.items())
-    text = render(diagnostics, fmt, {r.program.path: r.source for r in results})
+    text = render_diagnostics(diagnostics, fmt, {r.program.path: r.source for r in results})
     if text:
         click.echo(text, nl=False)
     click.echo("\n".join(summary))

@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from nader.compiler.lint.config import ConfigError, selection_for
+from nader.compiler.lint.config import LintConfigError, selection_for
 from nader.compiler.lint.engine import lint_parsed
 from nader.compiler.passes import SQUARE, BlockReport, Limits, verify_program
 from nader.compiler.repair import suggest_fixes
 from nader.dsl.diagnostics import Diagnostic, sort_key
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS, InputLimits, LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse
+from nader.dsl.parser import ParseResult, parse, read_block_file
+from nader.inputs import InputError
 
 
 @dataclass
@@ -57,7 +58,7 @@ class Analysis:
         return block, node, edge
 
 
-def analyze(text: str, path: str) -> Analysis:
+def analyze_document(text: str, path: str) -> Analysis:
     """Parse, verify and lint `text`, the content of `path` (which need not exist on disk)."""
     config_error = None
     try:
@@ -79,13 +80,30 @@ def analyze(text: str, path: str) -> Analysis:
     out = Analysis(path, parsed, reports, [], verified, config_error, limits)
     try:
         selection = selection_for(path)
-    except ConfigError as error:
+    except LintConfigError as error:
         out.config_error = out.config_error or str(error)
         selection = None
     seen = {_key(d) for d in verified}
     linted = lint_parsed(parsed, selection).diagnostics if selection is not None else []
     out.diagnostics = sorted(verified + [d for d in linted if _key(d) not in seen], key=sort_key)
     return out
+
+
+def analyze_file(path: str) -> Analysis:
+    """`analyze_document` of a file on disk (a document the editor has not opened). Only a regular file of at
+    most the `text-bytes` limit is read: InputError for a FIFO, a device or a larger file, which
+    would block the server or fill its memory. The one place the editor reads a file."""
+    if "\0" in path:  # the operating system takes no such path: say so rather than fail in `stat`
+        raise InputError(f"{path!r}: a path with a NUL character names no file")
+    try:
+        limits = limits_for(path)
+    except LimitsError:
+        limits = DEFAULT_LIMITS
+    # `-` would be standard input, which is the protocol's stream; and no pipe is the document's
+    source, refused = read_block_file("./-" if path == "-" else path, limits, pipes=False)
+    if refused is not None:
+        raise InputError(refused.message)
+    return analyze_document(source.text, path)
 
 
 def _key(d: Diagnostic) -> tuple:

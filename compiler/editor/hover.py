@@ -2,8 +2,13 @@
 shapes flowing through it; on a diagnostic, its code's explanation."""
 from __future__ import annotations
 
+import tempfile
+from functools import lru_cache
+from pathlib import Path
 from typing import Optional
 
+from nader import __version__
+from nader.compiler.codes import code_table
 from nader.compiler.passes import BlockReport
 from nader.compiler.passes.shape_types import shape_str
 from nader.dsl.diagnostics import Diagnostic
@@ -102,3 +107,20 @@ def hover(analysis: Analysis, line: int, col: int) -> Optional[tuple[str, Span]]
         text = "\n\n---\n\n".join(notes + ([text] if text else []))  # the problem first
         span = span or next(d.span for d in analysis.diagnostics if _covers(d.span, line, col))
     return (text, span) if text else None
+
+
+@lru_cache(maxsize=None)
+def explain_file(code: str) -> Optional[str]:
+    """The URI of a Markdown file holding the code's `nadc explain` text, written to the temporary
+    folder the first time (an editor links a diagnostic's code to it); None when it cannot be."""
+    entry = code_table().get(code)
+    if entry is None:
+        return None
+    folder = Path(tempfile.gettempdir()) / f"nadc-explain-{__version__}"
+    try:
+        folder.mkdir(exist_ok=True)
+        target = folder / f"{code}.md"
+        target.write_text(entry.explain(), encoding="utf-8")
+    except OSError:
+        return None
+    return target.as_uri()

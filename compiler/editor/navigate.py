@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from nader.dsl.ir import Block, NodeId, node_id
+from nader.dsl.limits import InputLimits, long_digits
 from nader.dsl.span import Span
 
 from .analysis import Analysis
@@ -68,19 +69,45 @@ def references(analysis: Analysis, line: int, col: int, include_declaration: boo
     return sorted(spans)
 
 
+class RenameRefused(ValueError):
+    """A rename that cannot be made, and why (for the person who asked)."""
+
+
+def _shown(name: str) -> str:
+    return repr(name if len(name) <= 40 else name[:40] + "...")
+
+
+def check_node_id(name: str, limits: InputLimits) -> None:
+    """RenameRefused unless `name` is a node id the parser reads under `limits`: letters, digits
+    and `_`, no run of digits longer than `digits-per-number` (NAD120), no longer than a line."""
+    if len(name) > limits.line_length:
+        raise RenameRefused(f"a node id of {len(name):,} characters is longer than a line may be "
+                            f"({limits.line_length:,}, NAD121)")
+    if not ID_TEXT.fullmatch(name):
+        raise RenameRefused(f"{_shown(name)} is not a node id (letters, digits and `_`)")
+    if long_digits(limits.digits_per_number).search(name):
+        raise RenameRefused(f"{_shown(name)} has a run of more than {limits.digits_per_number} digits (NAD120)")
+
+
 def rename_edits(analysis: Analysis, line: int, col: int, new_name: str) -> list[tuple[Span, str]]:
-    """The edits that rename the node id under the cursor across its block. Raises ValueError when
-    `new_name` is not an id, or another node of the block has it already."""
+    """The edits that rename the node id under the cursor across its block. Raises RenameRefused
+    when there is no id there, `new_name` is not a node id (`check_node_id`), another node of the
+    block has it already, or a line would grow past the line limit."""
     found = id_at(analysis, line, col)
     if not found:
-        raise ValueError("no node id here to rename")
-    if not ID_TEXT.fullmatch(new_name):
-        raise ValueError(f"`{new_name}` is not a node id (letters, digits and `_`)")
+        raise RenameRefused("no node id here to rename")
+    limits = analysis.limits
+    check_node_id(new_name, limits)
     block, old = found
     new = node_id(new_name)
     if new != old and any(n.id == new for n in block.nodes):
-        raise ValueError(f"block `{block.name}` has a node `{new}` already")
-    return [(span, new_name) for span in references(analysis, line, col)]
+        raise RenameRefused(f"block `{block.name}` has a node `{new}` already")
+    spans = references(analysis, line, col)
+    lines = analysis.lines
+    for span in spans:
+        if len(lines[span.line - 1]) - (span.end_col - span.col) + len(new_name) > limits.line_length:
+            raise RenameRefused(f"line {span.line} would be longer than {limits.line_length:,} characters (NAD121)")
+    return [(span, new_name) for span in spans]
 
 
 def symbols(analysis: Analysis) -> list[Symbol]:

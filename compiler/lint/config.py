@@ -28,7 +28,7 @@ from nader.dsl.pyproject import PyprojectError, nadc_table
 from .engine import all_rules
 
 
-class ConfigError(ValueError):
+class LintConfigError(ValueError):
     """A configuration that cannot be used: unreadable TOML, or a selector naming no code."""
 
 
@@ -40,8 +40,8 @@ def lintable_codes() -> dict[str, Code]:
             if c in rules or c.startswith("NAD4") or (c.startswith("NAD1") and e.severity is Severity.WARNING)}
 
 
-def resolve(selectors: Iterable[str], origin: str) -> frozenset[str]:
-    """The codes a list of selectors names. Unknown selectors are a ConfigError."""
+def resolve_selectors(selectors: Iterable[str], origin: str) -> frozenset[str]:
+    """The codes a list of selectors names. Unknown selectors are a LintConfigError."""
     table = code_table()
     out: set[str] = set()
     for raw in selectors:
@@ -54,7 +54,7 @@ def resolve(selectors: Iterable[str], origin: str) -> frozenset[str]:
         by_prefix = {c for c in table if c.startswith(s.upper())} if s.upper().startswith("NAD") else set()
         by_name = {c for c, e in table.items() if e.name == s.lower()}
         if not (by_prefix or by_name):
-            raise ConfigError(f"{origin}: `{s}` is not a diagnostic code, prefix or name (`nadc explain` lists them)")
+            raise LintConfigError(f"{origin}: `{s}` is not a diagnostic code, prefix or name (`nadc explain` lists them)")
         out |= by_prefix | by_name
     return frozenset(out)
 
@@ -81,16 +81,16 @@ def _read(pyproject: Path) -> Optional[dict]:
     try:
         table = nadc_table(pyproject, "lint")
     except PyprojectError as error:
-        raise ConfigError(str(error)) from None
+        raise LintConfigError(str(error)) from None
     if table is None:
         return None
     if not isinstance(table, dict):
-        raise ConfigError(f"{pyproject}: [tool.nadc.lint] must be a table")
+        raise LintConfigError(f"{pyproject}: [tool.nadc.lint] must be a table")
     for key, value in table.items():
         if key not in ("select", "ignore"):
-            raise ConfigError(f"{pyproject}: unknown key `{key}` in [tool.nadc.lint] (use `select`, `ignore`)")
+            raise LintConfigError(f"{pyproject}: unknown key `{key}` in [tool.nadc.lint] (use `select`, `ignore`)")
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-            raise ConfigError(f"{pyproject}: [tool.nadc.lint] {key} must be a list of strings")
+            raise LintConfigError(f"{pyproject}: [tool.nadc.lint] {key} must be a list of strings")
     return table
 
 
@@ -116,6 +116,6 @@ def selection_for(path: str, cli_select: Optional[Sequence[str]] = None,
     default = frozenset(lintable_codes())
     select_list = _split(cli_select) if cli_select is not None else table.get("select")
     ignore_list = _split(cli_ignore) if cli_ignore is not None else table.get("ignore")
-    select = default if select_list is None else resolve(select_list, "--select" if cli_select is not None else origin)
-    ignore = frozenset() if ignore_list is None else resolve(ignore_list, "--ignore" if cli_ignore is not None else origin)
+    select = default if select_list is None else resolve_selectors(select_list, "--select" if cli_select is not None else origin)
+    ignore = frozenset() if ignore_list is None else resolve_selectors(ignore_list, "--ignore" if cli_ignore is not None else origin)
     return Selection(select, ignore, str(found[0]) if found else None)

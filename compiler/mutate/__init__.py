@@ -30,9 +30,10 @@ One operator at a time, on a single `Block`:
 A `Site` is `(operator, args)`; `apply` is deterministic given the site, so randomness is only
 in choosing operators and sites. Operators are small classes, one per module in `operators/`,
 found there and collected in `table.OPERATORS`; each has a `summary`, a `doc` and a `requires` text, shown by
-`nadc explain mutations` and `nadc explain NAME`. They edit blocks with `rewrite.Rewrite`
-(nodes with bound parameters, rewired edges, fresh ids that collide with no existing id) and
-the formatter prints the result: no block text is ever assembled from strings.
+`nadc explain mutations` and `nadc explain NAME`. They rewrite blocks on the interpreter's
+`Transformer` (`rewrite.Rewrite`: a rule per changed node; nodes with bound parameters, rewired
+edges, fresh ids that collide with no existing id) and the formatter prints the result: no block
+text is ever assembled from strings.
 """
 from __future__ import annotations
 

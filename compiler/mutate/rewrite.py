@@ -1,23 +1,26 @@
-"""Editing a block as an IR rewrite: new nodes, rewired edges, removed nodes.
+"""A mutation as a rewrite on the interpreter: `Rewrite`, a `Transformer` with a rule per node.
 
-Operators never build block text. They open a `Rewrite` on the parent block,
-add nodes with bound parameters (`add`), move consumers from one node to
-another (`redirect`), change a node in place (`replace`, `set_args`), delete
-nodes (`remove`, `prune`) and take the result with `block()`; the formatter
-prints it. Node ids are treated as opaque labels (ints or names): new nodes
-get integer ids that no existing id spells, so a new `10` never collides with
-a node named `"10"` (and are strings where every existing id is one). Edge lines keep their place and their comments, so the
-operand order of `concat` and `multiply` is never disturbed.
+Operators never build block text. An operator gives the nodes it changes a rule each (by node
+id) and runs one `Rewrite` of the parent: the walk copies every other node, and a rule, called
+with the node and the ids its inputs now have, keeps it (`keep`, as another operation with
+`replaced` or other arguments with `with_args`, or reading other inputs), adds nodes with bound
+parameters (`add`) and returns the id the node's consumers read from then on (a new gate, say), or
+drops it by returning another id (its consumers read that instead). `prune=True` deletes what then
+no longer leads to the output. The formatter prints the result. Node ids are treated as opaque
+labels (ints or names): new nodes get integer ids that no existing id spells, so a new `10` never
+collides with a node named `"10"` (and are strings where every existing id is one). Edge lines keep
+their place and their comments, so the operand order of `concat` and `multiply` is never disturbed.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Hashable, Iterable, Optional, Union
+from typing import Any, Callable, Hashable, Mapping, Optional, Union
 
+from nader.compiler.passes.transformer import Transformer
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.expr import BinOp, Num, Sym, TupleValue, Value
-from nader.dsl.ir import Arg, Block, Edge, Node
-from nader.dsl.ops import REGISTRY, Group, Op
+from nader.dsl.ir import Arg, Block, Node
+from nader.dsl.ops import REGISTRY, Op
 from nader.dsl.line_checks import bind
 
 from .errors import CannotApply
@@ -81,118 +84,44 @@ def make_node(node_id: NodeId, op: Op, *positional: ArgValue, **keywords: ArgVal
     return Node(node_id, op.value, args, params=_bound(op.value, args))
 
 
-def _id_text(node_id: NodeId) -> str:
-    return str(node_id)
+def replaced(node: Node, op: Op, *positional: ArgValue, **keywords: ArgValue) -> Node:
+    """`node` with another operation and arguments; its id and comments stay."""
+    fresh = make_node(node.id, op, *positional, **keywords)
+    return replace(node, op_name=fresh.op_name, args=fresh.args, params=fresh.params)
 
 
-class Rewrite:
-    """A mutable copy of a block's nodes and edges; `block()` returns the rewritten Block."""
+def with_args(node: Node, **keywords: ArgValue) -> Node:
+    """`node` with parameters set: the argument rewritten where it is written (keyword or positional,
+    as it was), else `name=value` added."""
+    args = list(node.args)
+    for name, value in keywords.items():
+        written = node.arg(name)
+        if written is None:
+            args.append(Arg(name, _value(value)))
+        else:
+            args[next(i for i, a in enumerate(args) if a is written)] = Arg(written.name, _value(value))
+    args_t = tuple(args)
+    return replace(node, args=args_t, params=_bound(node.op_name, args_t))
 
-    def __init__(self, block: Block):
-        self.parent = block
-        self.nodes: list[Node] = list(block.nodes)
-        self.edges: list[Edge] = list(block.edges)
-        taken = {_id_text(n.id) for n in block.nodes}
-        taken |= {_id_text(i) for e in block.edges for i in (*e.sources, e.target)}
-        self._taken = taken
-        self._next = 1 + max((int(t) for t in taken if t.isdigit()), default=-1)
-        # Where every id is a string (a front end that keeps ids as text), new ids are text too.
-        self._as_text = bool(block.nodes) and all(isinstance(n.id, str) for n in block.nodes)
 
-    # -- ids and lookups ---------------------------------------------------------------
-    def fresh_id(self) -> NodeId:
-        """An integer id that no existing id spells (as text where all ids are text)."""
-        while str(self._next) in self._taken:
-            self._next += 1
-        new = self._next
-        self._taken.add(str(new))
-        self._next += 1
-        return str(new) if self._as_text else new
+#: A rule: (the rewrite, the node, the ids its inputs now have) -> the id its consumers read.
+Rule = Callable[["Rewrite", Node, tuple], Any]
 
-    def node(self, node_id: NodeId) -> Node:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        raise KeyError(node_id)
 
-    def inputs_of(self, node_id: NodeId) -> list[NodeId]:
-        return [s for e in self.edges if e.target == node_id for s in e.sources]
+class Rewrite(Transformer):
+    """One walk of the parent block: the nodes with a rule (by id) are rewritten by it, the others
+    copied; `add` makes a new node of the registry's operation with its parameters bound."""
 
-    def consumers_of(self, node_id: NodeId) -> list[NodeId]:
-        return [e.target for e in self.edges for s in e.sources if s == node_id]
+    __slots__ = ()
 
-    # -- edits ---------------------------------------------------------------------------
-    def add(self, op: Op, inputs: Iterable[NodeId], *positional: ArgValue, **keywords: ArgValue) -> NodeId:
+    def __init__(self, block: Block, rules: Mapping[NodeId, Rule] = {}, *, prune: bool = False):
+        super().__init__(block, rules, prune=prune)
+
+    def add(self, op: Op, inputs, *positional: ArgValue, **keywords: ArgValue) -> NodeId:
         """A new node fed by `inputs` (one edge line each, in operand order); returns its id."""
-        new = self.fresh_id()
-        self.nodes.append(make_node(new, op, *positional, **keywords))
-        for source in inputs:
-            self.edges.append(Edge((source,), new))
-        return new
+        return self.emit(make_node(self.fresh_id(), op, *positional, **keywords), inputs)
 
-    def redirect(self, old: NodeId, new: NodeId, targets: Iterable[NodeId]) -> None:
-        """Make the wires `old -> t` read `new -> t` for each t in `targets`, in place (operand order kept)."""
-        wanted = set(targets)
-        for k, e in enumerate(self.edges):
-            if e.target in wanted and old in e.sources:
-                self.edges[k] = replace(e, sources=tuple(new if s == old else s for s in e.sources))
 
-    def replace(self, node_id: NodeId, op: Op, *positional: ArgValue, **keywords: ArgValue) -> None:
-        """Give node `node_id` another operation and arguments; its id, edges and comments stay."""
-        fresh = make_node(node_id, op, *positional, **keywords)
-        for k, n in enumerate(self.nodes):
-            if n.id == node_id:
-                self.nodes[k] = replace(n, op_name=fresh.op_name, args=fresh.args, params=fresh.params)
-
-    def set_args(self, node_id: NodeId, **keywords: ArgValue) -> None:
-        """Set parameters of a node, rewriting the argument where it is written, else adding `name=value`."""
-        for k, n in enumerate(self.nodes):
-            if n.id != node_id:
-                continue
-            args = list(n.args)
-            for name, value in keywords.items():
-                written = n.arg(name)
-                if written is None:
-                    args.append(Arg(name, _value(value)))
-                else:  # keep the keyword or positional form it was written in
-                    args[next(i for i, a in enumerate(args) if a is written)] = Arg(written.name, _value(value))
-            args_t = tuple(args)
-            self.nodes[k] = replace(n, args=args_t, params=_bound(n.op_name, args_t))
-
-    def remove(self, node_id: NodeId) -> None:
-        """Delete a node and every wire from or to it."""
-        self.nodes = [n for n in self.nodes if n.id != node_id]
-        kept: list[Edge] = []
-        for e in self.edges:
-            if e.target == node_id:
-                continue
-            if node_id in e.sources:
-                sources = tuple(s for s in e.sources if s != node_id)
-                if not sources:
-                    continue
-                e = replace(e, sources=sources)
-            kept.append(e)
-        self.edges = kept
-
-    def prune(self) -> list[NodeId]:
-        """Delete the nodes that no longer lead to the output; returns their ids."""
-        sinks = [n.id for n in self.nodes if n.op in Group.SINK]
-        feeding: dict[NodeId, list[NodeId]] = {}
-        for e in self.edges:
-            feeding.setdefault(e.target, []).extend(e.sources)
-        alive = set(sinks)
-        stack = list(sinks)
-        while stack:
-            for s in feeding.get(stack.pop(), ()):
-                if s not in alive:
-                    alive.add(s)
-                    stack.append(s)
-        dead = [n.id for n in self.nodes if n.id not in alive and n.op not in Group.SOURCE]
-        for node_id in dead:
-            self.remove(node_id)
-        return dead
-
-    def block(self) -> Block:
-        b = self.parent
-        return Block(b.name, tuple(self.nodes), tuple(self.edges), b.leading_comments, b.header_comment,
-                     b.trailing_comments)
+def rewrite(block: Block, rules: Mapping[NodeId, Rule], *, prune: bool = False) -> Block:
+    """The block `Rewrite(block, rules)` makes."""
+    return Rewrite(block, rules, prune=prune).run()

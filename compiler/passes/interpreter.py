@@ -19,6 +19,10 @@ dispatch to the table are here, once:
   without a call, which keeps shape inference, run by every `verify`, as fast as its own loop was;
 * `missing_handlers` lists the operations a table has no handler for, by name: the registry tests
   use it (adding an operation means one registry entry and one handler per table).
+
+`Transformer` (`transformer.py`, beside this module so that the passes that only read a block do
+not load it) is the walk that builds a new block, as torch.fx pairs its `Transformer` with its
+`Interpreter`.
 """
 from __future__ import annotations
 

@@ -138,6 +138,24 @@ UNSATISFIABLE = define_code("NAD312", "unsatisfiable-constraints", E, "No width 
     ## Fix
     Relax a constraint: e.g. `groups` that divides `C`, or sizes that stay positive.
 """)
+NETWORK_WIDTHS = define_code("NAD318", "network-widths", W, "The block's constraints exclude NAS-Bench-201's widths.", """
+    ## What it does
+    Warns when a valid block's constraints fail at a width NAS-Bench-201's network gives its role:
+    a base block or cell runs at `C` = 16, 32 and 64 (on 32x32, 16x16, 8x8 maps), a downsample block
+    at 16 -> 32 and 32 -> 64, a stem at 3 -> 16. NADER searches in that network.
+    ## Why is this bad?
+    The block is valid: the network builder here fits its widths to the constraints. NADER's
+    network does not: `Linear(out_channels=C/32)` is half a channel at `C` = 16, `groups=32` does
+    not divide 16 channels, and the block fails when NADER runs it.
+    ## Example
+    ```
+    2:Conv2d(out_channels=C/32,kernel_size=1)
+    ```
+    needs `C % 32 == 0`.
+    ## Fix
+    Divide by what 16 is a multiple of (`C/16`, `C/4`), and choose `groups` that divide the channels
+    at 16 (`groups=C`, depthwise). `nadc fix --unsafe` does (`fit-divisor`).
+""")
 SIZE_LIMIT = define_code("NAD313", "size-limit", E, "A tensor or layer is absurdly large at the reference size.", """
     ## What it does
     Evaluates every tensor and weight at the reference size (C=64, H=W=32, one sample) before

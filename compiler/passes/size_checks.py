@@ -11,7 +11,7 @@ from nader.dsl.expr import TupleValue, Value, constant_int
 from nader.dsl.ir import Block, Role
 from nader.dsl.ops import Op
 
-from .shape_codes import SIZE_LIMIT, UNSATISFIABLE
+from .shape_codes import NETWORK_WIDTHS, SIZE_LIMIT, UNSATISFIABLE
 from .shape_types import Shape, ShapeResult
 from .structure import graph_facts
 from .symbolic import Constraint, Poly
@@ -49,10 +49,55 @@ def check_constraints(block: Block, result: ShapeResult, sink: DiagnosticSink) -
             _SATISFIABLE.clear()
         satisfiable = _SATISFIABLE[key] = _satisfiable(result.constraints)
     if satisfiable:
+        _check_network_widths(block, result, sink, key)
         return
     sink.emit(UNSATISFIABLE, "no width satisfies the constraints " + "; ".join(str(c) for c in result.constraints),
               block.header_span, "relax one of them, e.g. choose `groups` that divides the channel count", block.name)
     result.failed = True
+
+
+#: (C, dim, H) of each stage NAS-Bench-201's network (NADER's search network) builds a block of each
+#: role at: the widths a block must run at there, whatever widths fitting would choose here.
+NETWORK_SIZES = {
+    Role.BASE: ((16, 16, 32), (32, 32, 16), (64, 64, 8)),
+    Role.CELL: ((16, 16, 32), (32, 32, 16), (64, 64, 8)),
+    Role.DOWNSAMPLE: ((16, 32, 32), (32, 64, 16)),
+    Role.REDUCTION_CELL: ((16, 16, 32), (32, 32, 16)),
+    Role.STEM: ((3, 16, 32),),
+}
+
+
+def network_sizes(role: Role, domain) -> list[dict[str, int]]:
+    """The symbol values of NETWORK_SIZES for `role` (a fixed resolution replaces the stages' own)."""
+    side = domain.size if domain.name == "fixed" else None
+    return [{"B": 2, "C": c, "dim": dim, "H": side or h, "W": side or h} for c, dim, h in NETWORK_SIZES.get(role, ())]
+
+
+# The first of `network_sizes` a set of constraints fails at, by the constraints' sizes and moduli, role
+# and domain (-1: none): the same constraints recur across blocks.
+_NETWORK_FAILS: dict[tuple, int] = {}
+
+
+def _check_network_widths(block: Block, result: ShapeResult, sink: DiagnosticSink, key: tuple) -> None:
+    """NAD318 where a valid block's constraints fail at a width NAS-Bench-201's network gives its role."""
+    memo = (key, result.role, result.domain)
+    first = _NETWORK_FAILS.get(memo)
+    all_sizes = network_sizes(result.role, result.domain) if first != -1 else ()
+    if first is None:
+        if len(_NETWORK_FAILS) > 65_536:
+            _NETWORK_FAILS.clear()
+        first = _NETWORK_FAILS[memo] = next((k for k, sizes in enumerate(all_sizes) if not result.satisfied(sizes)), -1)
+    if first >= 0:
+        sizes = all_sizes[first]
+        failed = [c for c in result.constraints if not c.holds(sizes)]
+        if failed:
+            at = "C = 3 -> dim = 16" if result.role is Role.STEM else \
+                f"C = {sizes['C']}" + (f" -> dim = {sizes['dim']}" if sizes["dim"] != sizes["C"] else "")
+            sink.emit(NETWORK_WIDTHS, f"the constraint{'s' if len(failed) > 1 else ''} "
+                      f"{'; '.join(str(c) for c in failed)} fail{'s' if len(failed) == 1 else ''} at {at}, a width "
+                      f"NAS-Bench-201's network (NADER's) builds this {result.role.value} block at",
+                      block.header_span, "divide by what 16 is a multiple of (`C/16`, not `C/32`) and use `groups` "
+                      "that divide the channels there", block.name)
 
 
 # Whether some sizes meet a set of constraints, by their sizes and moduli (what `holds` reads).

@@ -13,7 +13,7 @@ from itertools import chain
 from typing import Callable, Mapping, Optional
 
 from nader.dsl.diagnostics import UNSAFE, DiagnosticSink, Fix, Label
-from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols
+from nader.dsl.expr import SPATIAL_SYMBOLS, BinOp, Neg, Num, TupleValue, Value, constant_int, constant_number, leaves, symbols_in
 from nader.dsl.ir import Block, NodeId, Role, free_id
 from nader.dsl.ops import Group, Op, ParamKind
 from nader.dsl.span import Span
@@ -85,11 +85,6 @@ _LAYERS = Group.WEIGHT_LAYER
 
 def graph_facts(block: Block) -> GraphFacts:
     return block.analysis("graph_facts", _compute_facts)
-
-
-def _node_span(block: Block, node_id: int) -> Span:
-    node = block.node(node_id)
-    return node.span if node else block.header_span
 
 
 def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
@@ -412,7 +407,7 @@ def _check_value(op_name: str, d, p, value) -> tuple:
             problems.append((ILL_TYPED_PARAMETER, f"`{p.name}` of `{op_name}` must be {wanted}, not `{item}`",
                              p.name, None))
     if p.kind is ParamKind.SIZE:
-        bad = sorted({s.name for s in symbols(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
+        bad = sorted({s.name for s in symbols_in(value) if s.name in SPATIAL_SYMBOLS or s.name == "B"})
         if bad:
             problems.append((SPATIAL_IN_LAYER, f"`{p.name}` of `{op_name}` uses {', '.join(f'`{b}`' for b in bad)}",
                              p.name, "layer parameters may use only `C` and `dim`"))

@@ -12,6 +12,6 @@ from __future__ import annotations
 from .engine import repair_text, suggest_fixes
 from .kind import FixKind
 from .kinds import all_kinds
-from .result import AppliedFix, RepairResult
+from .result import AppliedFix, LeftBlock, RepairResult
 
-__all__ = ["AppliedFix", "FixKind", "RepairResult", "all_kinds", "repair_text", "suggest_fixes"]
+__all__ = ["AppliedFix", "FixKind", "LeftBlock", "RepairResult", "all_kinds", "repair_text", "suggest_fixes"]

@@ -1,6 +1,7 @@
 """What a fix kind sees: the block, its verification report (role, shapes) and graph helpers."""
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -47,9 +48,10 @@ class RepairContext:
         return shapes.shapes.get(node_id) if shapes is not None else None
 
     def channels(self, node_id: NodeId) -> Optional[str]:
-        """The channel count of a 4-d (B,C,H,W) result, as an expression; None when unknown."""
+        """The channel count of a 4-d (B,C,H,W) result, as the language writes it (a fix writes it in a
+        parameter); None when unknown or when it has no such spelling (`ceil(C/2)`)."""
         shape = self.shape(node_id)
-        return str(shape[1]) if shape is not None and len(shape) == 4 else None
+        return written(str(shape[1])) if shape is not None and len(shape) == 4 else None
 
     def output_shape(self) -> tuple:
         """The shape the role's contract wants out of the block."""
@@ -92,3 +94,21 @@ class RepairContext:
 
     def output_node(self) -> Optional[Node]:
         return next((n for n in self.block.nodes if n.op is Op.OUTPUT), None)
+
+
+_FLOOR = re.compile(r"floor\(([^()]+)/(\d+)\)")
+
+
+def written(size: str) -> Optional[str]:
+    """A size shape inference printed (`floor(C/4)`, `3*C/2`) as an expression of the language (`C//4`),
+    or None where it has no such spelling (`ceil(...)`): writing `floor(C/4)` into a parameter made
+    a line that does not parse."""
+    whole = _FLOOR.fullmatch(size)
+    if whole:
+        return f"{_operand(whole.group(1))}//{whole.group(2)}"
+    size = _FLOOR.sub(lambda m: f"({_operand(m.group(1))}//{m.group(2)})", size)
+    return None if "ceil" in size or "floor" in size else size
+
+
+def _operand(text: str) -> str:
+    return text if re.fullmatch(r"[\w*]+", text) else f"({text})"

@@ -106,11 +106,18 @@ class BlockEditor:
     # -- the fix -------------------------------------------------------------------------------
     def fix(self, kind: str, message: str, safety: str = SAFE) -> Fix:
         changed: dict[int, Optional[str]] = dict(self.node_lines)
+        crlf = bool(self.lines) and self.lines[0].endswith("\r")  # keep a CRLF file's line ends
+        end = "\r\n" if crlf else "\n"
+        on_line: dict[int, list[int]] = {}  # a chain `a->b->c` is several edges on one line
         for index, edge in enumerate(self.block.edges):
-            if index in self.edge_sources or index in self.edge_targets:
-                sources, target = self.sources(index), self.target(index)
-                changed[edge.span.line] = (_with_comment(f"{','.join(map(str, sources))}->{target}", edge.comment)
-                                           if sources else None)
+            on_line.setdefault(edge.span.line, []).append(index)
+        for line, indices in on_line.items():
+            if not any(k in self.edge_sources or k in self.edge_targets for k in indices):
+                continue
+            rows = [f"{','.join(map(str, self.sources(k)))}->{self.target(k)}" for k in indices if self.sources(k)]
+            comment = next((self.block.edges[k].comment for k in indices if self.block.edges[k].comment), None)
+            # a changed chain is written one edge a line, as `nadc fmt` writes it
+            changed[line] = end.join([_with_comment(rows[0], comment), *rows[1:]]) if rows else None
         node_rows = [n.span.line for n in self.block.nodes]
         all_rows = node_rows + [e.span.line for e in self.block.edges]
         after_nodes = max(node_rows, default=self.block.header_span.line)
@@ -120,8 +127,6 @@ class BlockEditor:
             inserts.setdefault(after_nodes + 1, []).extend(self.new_nodes)
         if self.new_edges:
             inserts.setdefault(after_all + 1, []).extend(f"{','.join(map(str, s))}->{t}" for s, t in self.new_edges)
-        crlf = bool(self.lines) and self.lines[0].endswith("\r")  # keep a CRLF file's line ends
-        end = "\r\n" if crlf else "\n"
         edits = []
         for line, text in sorted(changed.items()):
             old = self.lines[line - 1] if line <= len(self.lines) else ""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Optional
 
 from nader.dsl.diagnostics import Diagnostic
 
@@ -21,6 +22,23 @@ class AppliedFix:
 
 
 @dataclass(frozen=True)
+class LeftBlock:
+    """A block the repair left as it was: the fixes it found did not make it verify."""
+
+    block: str  # its name (the names of the blocks of its lines, where a fix made several)
+    fixes: tuple[AppliedFix, ...]  # what `partial` would have applied
+    errors: int  # the errors left after them
+
+    def message(self) -> str:
+        n, e = len(self.fixes), self.errors
+        return (f"block `{self.block}` left as it was: after {n} fix{'es' if n != 1 else ''} {e} error"
+                f"{'s' if e != 1 else ''} would remain (`--partial` applies them)")
+
+    def to_json(self) -> dict:
+        return {"block": self.block, "fixes": [f.to_json() for f in self.fixes], "errors": self.errors}
+
+
+@dataclass(frozen=True)
 class RepairResult:
     """The text before and after repair, the fixes applied in order, and the errors that remain."""
 
@@ -28,6 +46,8 @@ class RepairResult:
     text: str  # the repaired text (== original when nothing applied)
     applied: tuple[AppliedFix, ...]
     remaining: tuple[Diagnostic, ...]  # errors left after repair
+    left: tuple[LeftBlock, ...] = ()  # blocks left as they were: no verifying repair found (not `partial`)
+    stopped: Optional[str] = None  # errors | budget | steps: it stopped before a fixed point (engine.repair_text)
 
     @property
     def changed(self) -> bool:
@@ -53,7 +73,7 @@ class RepairResult:
 
     def to_json(self) -> dict:
         return {"changed": self.changed, "ok": self.ok, "applied": [f.to_json() for f in self.applied],
-                "remaining": [d.to_json() for d in self.remaining]}
+                "remaining": [d.to_json() for d in self.remaining], "left": [b.to_json() for b in self.left]}
 
 
 def _lines(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Training-free (zero-cost) proxies: one module each, found by discovery, as the fix kinds are.
 
 A module declares ``PROXY = Proxy(...)`` (its name, whether it needs data, its paper and its
-documentation; `proxy.py`) and ``score(net, inputs) -> float``, higher meaning better. It imports
+documentation; `proxy.py`) and ``score_network(net, inputs) -> float``, higher meaning better. It imports
 `Proxy` from `.proxy`, never from this package, which imports it. `search/proxy_scorer.py` builds each
 architecture's network through the compiler at fixed small settings, seeds it from the
 architecture's canonical hash, times it and caches the score in the store.
@@ -26,7 +26,7 @@ ENSEMBLE = "+"  # synflow+zen
 
 
 @lru_cache(maxsize=1)
-def discovered() -> Dict[str, ModuleType]:
+def proxy_modules() -> Dict[str, ModuleType]:
     """The proxy modules of this package by proxy name, in name order."""
     modules = [importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__)
                if not info.name.startswith("_") and info.name != "proxy"]
@@ -40,17 +40,17 @@ def discovered() -> Dict[str, ModuleType]:
 
 def all_proxies() -> Dict[str, Proxy]:
     """Every proxy's declaration by name."""
-    return {name: module.PROXY for name, module in discovered().items()}
+    return {name: module.PROXY for name, module in proxy_modules().items()}
 
 
 def module_of(name: str) -> ModuleType:
-    return discovered()[name]
+    return proxy_modules()[name]
 
 
 def members(spec: str) -> Tuple[str, ...]:
     """The proxies a spec names (one, or an ensemble's members); ConfigError for an unknown one."""
     names = tuple(part.strip() for part in str(spec or "").split(ENSEMBLE))
-    known = discovered()
+    known = proxy_modules()
     for name in names:
         if name not in known:
             raise ConfigError(f"unknown proxy {name!r} in {spec!r}; choose one of {', '.join(known)}, or several "
@@ -62,7 +62,7 @@ def members(spec: str) -> Tuple[str, ...]:
 
 def needs_data(spec: str) -> List[str]:
     """The members of a spec that need images (empty: it runs with no --data-dir)."""
-    return [name for name in members(spec) if discovered()[name].PROXY.data]
+    return [name for name in members(spec) if proxy_modules()[name].PROXY.data]
 
 
 def data_free() -> List[str]:
@@ -72,7 +72,7 @@ def data_free() -> List[str]:
 # ---------------------------------------------------------------------- ranks
 
 
-def ranks(scores: Sequence[Optional[float]]) -> List[float]:
+def score_ranks(scores: Sequence[Optional[float]]) -> List[float]:
     """Rank 1 for the highest score; ties share their mean rank; a missing score (None: a proxy
     that failed or gave NaN) ranks below every score, the missing ones tied."""
     order = sorted(range(len(scores)), key=lambda i: (scores[i] is None, -(scores[i] or 0.0)))
@@ -91,7 +91,7 @@ def ranks(scores: Sequence[Optional[float]]) -> List[float]:
 
 def mean_ranks(by_member: Dict[str, Sequence[Optional[float]]]) -> List[float]:
     """The ensemble's rank of each architecture of a pool: the mean of its members' ranks, unweighted."""
-    columns = [ranks(scores) for scores in by_member.values()]
+    columns = [score_ranks(scores) for scores in by_member.values()]
     return [sum(col[i] for col in columns) / len(columns) for i in range(len(columns[0]))] if columns else []
 
 
@@ -137,5 +137,5 @@ def proxy_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["ENSEMBLE", "Inputs", "Proxy", "all_proxies", "data_free", "discovered", "mean_ranks", "members",
-           "module_of", "needs_data", "order", "proxy_table", "ranks", "session_line", "stored_lines"]
+__all__ = ["ENSEMBLE", "Inputs", "Proxy", "all_proxies", "data_free", "mean_ranks", "members",
+           "module_of", "needs_data", "order", "proxy_table", "proxy_modules", "score_ranks", "session_line", "stored_lines"]

@@ -13,5 +13,5 @@ PROXY = Proxy("flops", data=False, builds=False,
     module). More is ranked higher. No data.""")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     return float(inputs.counts["flops"])

@@ -13,7 +13,7 @@ PROXY = Proxy("grad_norm", data=True, labels=True,
     and labels, so it needs `--data-dir`.""")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     from torch.nn import functional as F
 
     net.train()

@@ -18,7 +18,7 @@ PROXY = Proxy("jacov", data=True,
 K = 1e-5
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     import torch
 
     net.train()

@@ -61,5 +61,5 @@ def log_det_kernel(net, images) -> float:
     return float(logdet) if float(sign) != 0.0 else float("-inf")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     return log_det_kernel(net, inputs.images)

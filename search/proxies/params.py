@@ -13,5 +13,5 @@ PROXY = Proxy("params", data=False, builds=False,
     ranked higher. No data.""")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     return float(inputs.counts["params"])

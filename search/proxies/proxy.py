@@ -41,7 +41,7 @@ class Proxy:
 
 @dataclass
 class Inputs:
-    """What a proxy's `score(net, inputs)` receives for one architecture.
+    """What a proxy's `score_network(net, inputs)` receives for one architecture.
 
     ``images``/``labels``: the fixed mini-batch of training images (normalised) and their
     labels, for proxies with ``data``; None otherwise. ``shape`` is one input's (C, H, W);

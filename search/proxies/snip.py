@@ -14,7 +14,7 @@ PROXY = Proxy("snip", data=True, labels=True,
     connection at 1. It reads real images and labels, so it needs `--data-dir`.""")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     from torch.nn import functional as F
 
     net.train()

@@ -16,7 +16,7 @@ PROXY = Proxy("synflow", data=False,
     out). No data: the input is ones.""")
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     import torch
 
     net = net.double().eval()

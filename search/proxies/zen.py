@@ -18,7 +18,7 @@ PROXY = Proxy("zen", data=False,
 GAMMA = 1e-2
 
 
-def score(net, inputs) -> float:
+def score_network(net, inputs) -> float:
     import torch
     from torch import nn
 

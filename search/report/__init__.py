@@ -1,5 +1,5 @@
 """`nader-search report`: one self-contained HTML file showing a search (see docs/report.md)."""
-from .model import Arch, Run
-from .render import render
+from .model import ReportArch, Run
+from .render import render_report
 
-__all__ = ["Arch", "Run", "render"]
+__all__ = ["ReportArch", "Run", "render"]

@@ -6,7 +6,6 @@ recovers what can be read)."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 import time
@@ -14,10 +13,16 @@ from pathlib import Path
 
 import click
 
-from nader.compiler.commands.common import PositiveFinite
-from nader.runtime.cli import repair_cells, repair_option, store_problem, warn_problems
+from nader.inputs.cli import options
+from nader.inputs.settings import Choice, Flag, Integer, Path as PathKind, Real, Setting, output_format
+from nader.inputs.writes import WriteRefused, write_file
+from nader.runtime.cli import repair_cells, store_problem, warn_problems
+from nader.runtime.options import REPAIR_STORE
 
-from ..cli import _objectives
+from ..settings import BY_NAME
+
+
+_OUTPUT = Setting(("-o", "--output"), PathKind("file"), "Write to a file.")
 
 
 def _stamp(run_dir: Path) -> tuple:
@@ -32,29 +37,29 @@ def _stamp(run_dir: Path) -> tuple:
     return tuple(out)
 
 
-def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None) -> tuple[int, int]:
-    """Render and write atomically (a browser reloading never sees half a file); (archs, bytes).
-    Damaged cells of the database are left out and described in `problems`."""
+def write_report(run_dir: Path, output: Path, top: int, problems: list | None = None,
+                 repairing: bool = False) -> tuple[int, int]:
+    """Render and write through `write_file` (a browser reloading never sees half a file, a full disk
+    leaves the last report); (archs, bytes). Damaged cells of the database are left out and
+    described in `problems`, as is an index that disagrees with its table (raised when `repairing`)."""
     from .load import load_run
-    from .render import render
+    from .render import render_report
 
-    run, archs = load_run(run_dir, problems)
-    html = render(run, archs, top_n=top).encode("utf-8")
-    tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
-    tmp.write_bytes(html)
-    os.replace(tmp, output)
+    run, archs = load_run(run_dir, problems, repairing)
+    html = render_report(run, archs, top_n=top).encode("utf-8")
+    write_file(output, html, what="report")
     return len(archs), len(html)
 
 
 @click.command("report")
 @click.argument("run_dirs", metavar="RUN...", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the HTML (default RUN/report.html; for several runs compare.html).")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(1, 200),
-              help="How many of the best architectures to show with drawings and diffs.")
-@click.option("--watch", "watch", is_flag=False, flag_value=5.0, default=None, type=PositiveFinite(least=0.5, most=86400.0),
-              metavar="[SECONDS]", help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops.")
-@repair_option
+@options(_OUTPUT.but(kind=PathKind("file", as_path=True), help="Where to write the HTML.",
+                     shown_default="RUN/report.html; for several runs compare.html"),
+         Setting("--top", Integer(1, 200), "How many of the best architectures to show with drawings and diffs.",
+                 default=10),
+         Setting("--watch", Real(0.5, 86400.0, positive=True), flag_value=5.0, metavar="[SECONDS]",
+                 help="Rewrite the report whenever the run changes (polls every SECONDS, default 5); Ctrl-C stops."),
+         REPAIR_STORE)
 def report_command(run_dirs: tuple, output, top: int, watch, repair):
     """Write a self-contained HTML report of the search in RUN: summary, modification tree,
     curves, top architectures with drawings and diffs, failures. It needs no server and no
@@ -65,28 +70,29 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
     """
     from nader.runtime.integrity import StoreError
 
-    from .load import RunNotFound
+    from ..store import RunNotFound, lost_architectures
 
     if len(run_dirs) > 1:
         _compare(run_dirs, output or Path("compare.html"), watch, repair)
         return
     run_dir = run_dirs[0]
     output = output or run_dir / "report.html"
+    _claim(output)
     problems: list = []
     try:
-        n, size = write_report(run_dir, output, top, problems)
+        n, size = write_report(run_dir, output, top, problems, repairing=repair)
     except RunNotFound as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     except StoreError as error:
-        sys.exit(store_problem(error, repair))
+        sys.exit(store_problem(error, repair, lost=(lost_architectures,)))
     except sqlite3.Error as error:  # a page gone bad since the check
         click.echo(f"error: cannot read {run_dir / 'runs.sqlite'}: {error}", err=True)
         sys.exit(2)
-    except OSError as error:
-        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+    except (WriteRefused, OSError) as error:  # OSError: a file of the run unreadable
+        click.echo(f"error: {error}", err=True)
         sys.exit(2)
-    if repair and (code := repair_cells(run_dir)) is not None:
+    if repair and (code := repair_cells(run_dir, lost=(lost_architectures,))) is not None:
         sys.exit(code)
     warn_problems(problems)
     click.echo(f"{output} ({n} architectures, {size / 1e6:.2f} MB)")
@@ -101,7 +107,7 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
                 last = now
                 try:
                     n, size = write_report(run_dir, output, top)
-                except (StoreError, sqlite3.Error, OSError) as error:  # damaged or gone while watched
+                except (StoreError, sqlite3.Error, OSError, WriteRefused) as error:  # damaged or gone while watched
                     click.echo(f"error: {error}", err=True)
                     sys.exit(2)
                 click.echo(f"{time.strftime('%H:%M:%S')} {output} ({n} architectures, {size / 1e6:.2f} MB)")
@@ -112,65 +118,82 @@ def report_command(run_dirs: tuple, output, top: int, watch, repair):
 def _compare(run_dirs, output: Path, watch, repair: bool = False) -> None:
     from nader.runtime.integrity import StoreError
 
+    from ..store import RunNotFound, lost_architectures
     from .compare import write_compare
-    from .load import RunNotFound
 
     if watch is not None:
         click.echo("error: --watch takes one RUN", err=True)
         sys.exit(2)
+    _claim(output)
     try:
         size = write_compare(run_dirs, output)
     except RunNotFound as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(2)
     except StoreError as error:
-        sys.exit(store_problem(error, repair))
-    except OSError as error:
-        click.echo(f"error: cannot write {output}: {error.strerror or error}", err=True)
+        sys.exit(store_problem(error, repair, lost=(lost_architectures,)))
+    except (WriteRefused, OSError) as error:  # OSError: a file of a run unreadable
+        click.echo(f"error: {error}", err=True)
         sys.exit(2)
     click.echo(f"{output} ({len(run_dirs)} runs compared, {size / 1e6:.2f} MB)")
 
 
 def _open(run_dir, repair: bool = False):
+    """The run's reader, after the full integrity check: a damaged store is one line (with
+    --repair, recovered); an index that disagrees with its table is a warning (with --repair,
+    recovered, as `run` would ask)."""
     from nader.runtime.integrity import StoreError
 
-    from ..store import open_readonly
+    from ..store import RunReader, lost_architectures
 
     try:
-        conn = open_readonly(run_dir)
+        reader = RunReader(run_dir, repairing=repair)
     except StoreError as exc:
-        sys.exit(store_problem(exc, repair))
+        sys.exit(store_problem(exc, repair, lost=(lost_architectures,)))
     except (FileNotFoundError, sqlite3.Error) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    if repair and (code := repair_cells(run_dir)) is not None:
-        conn.close()
+    if repair and (code := repair_cells(run_dir, lost=(lost_architectures,))) is not None:
+        reader.close()
         sys.exit(code)
-    return conn
+    return reader
 
 
 def _read(run_dir, repair: bool, read):
-    """`read(conn, problems)` on the run's database; damaged cells become warnings, an error
-    while reading (a page gone bad since the check) one line."""
-    conn = _open(run_dir, repair)
-    problems: list = []
+    """`read(reader, problems)` on the run; an index mismatch and damaged cells become warnings, an
+    error while reading (a page gone bad since the check) one line."""
+    reader = _open(run_dir, repair)
+    problems: list = list(reader.warnings)
     try:
-        out = read(conn, problems)
+        out = read(reader, problems)
     except sqlite3.Error as exc:
         click.echo(f"error: cannot read {Path(run_dir) / 'runs.sqlite'}: {exc}", err=True)
         sys.exit(2)
     finally:
-        conn.close()
+        reader.close()
     warn_problems(problems)
     return out
 
 
+def _claim(output) -> None:
+    """Refuse, before reading the run, an output that is a run directory's own file (`-o
+    RUN/runs.sqlite`) or several outputs on one file (nader.runtime.outputs)."""
+    from nader.runtime.outputs import claim
+
+    try:
+        claim([output])
+    except WriteRefused as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
 def _write(text: str, output) -> None:
+    """`-o FILE` through `write_file` (a failure leaves FILE as it was), else standard output."""
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            click.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+            write_file(output, text, what="output")
+        except WriteRefused as exc:
+            click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     else:
         click.echo(text, nl=False)
@@ -178,23 +201,16 @@ def _write(text: str, output) -> None:
 
 @click.command("status", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@repair_option
+@options(output_format("table", "json"), REPAIR_STORE)
 def status_command(run_dir, fmt, repair):
     """Show a search's modification tree: every architecture under its parent."""
     from .. import records
     from ..proxies import stored_lines
-    from ..store import proxy_stats
 
-    def read(conn, problems):
-        from nader.runtime.integrity import json_cell
-
-        recs = records.records(conn, with_text=False, problems=problems)
-        rows = conn.execute("SELECT session, started, ended, stop_reason FROM search_sessions ORDER BY session")
-        sessions = [dict(zip(("session", "started", "ended", "stop_reason"), tuple(r))) for r in rows]
-        cfg = conn.execute("SELECT value FROM meta WHERE key='search.config'").fetchone()
-        cfg = (json_cell(cfg[0], "meta", "key=search.config", "value", problems, (dict,)) if cfg else None) or {}
-        return recs, sessions, cfg, records.failures(conn), proxy_stats(conn)
+    def read(reader, problems):
+        recs = records.records(reader, with_text=False, problems=problems)
+        return (recs, reader.sessions(), reader.stored_config(problems), records.failures(reader),
+                reader.proxy_stats())
 
     recs, sessions, cfg, failures, proxies = _read(run_dir, repair, read)
     if fmt == "json":
@@ -220,24 +236,23 @@ def status_command(run_dir, fmt, repair):
 
 @click.command("best", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("nad", "json")), default="nad", show_default=True,
-              help="nad: the architecture's text (a comment line, then the blocks); json: its whole record.")
-@click.option("--trial", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Architecture #N instead of the best (ids as `nader-search status` lists them).")
-@click.option("--emit", type=click.Choice(("nad", "torch", "onnx")), default=None,
-              help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
-                   "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o.")
-@click.option("--weights", is_flag=True,
-              help="--emit: also the trained weights: OUT.pt, a state_dict for the emitted network (onnx: "
-                   "its initializers).")
-@click.option("--seed", "weights_seed", type=int, default=None,
-              help="--weights: the seed whose training to take [default: the one with the best validation accuracy].")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-@click.option("--pareto", is_flag=True,
-              help="List the non-dominated set over the run's objectives (a table; --format json: the records).")
-@click.option("--objective", "objectives", callback=_objectives, default=None, metavar="NAME:max|min,...",
-              help="--pareto over these objectives instead of the run's.")
-@repair_option
+@options(output_format("nad", "json", help="nad: the architecture's text (a comment line, then the blocks); json: "
+                                             "its whole record."),
+         Setting("--trial", Integer(0), metavar="N",
+                 help="Architecture #N instead of the best (ids as `nader-search status` lists them)."),
+         Setting("--emit", Choice(("nad", "torch", "onnx"), case_sensitive=True),
+                 help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
+                      "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o."),
+         Setting("--weights", Flag(), "--emit: also the trained weights: OUT.pt, a state_dict for the emitted "
+                                      "network (onnx: its initializers)."),
+         BY_NAME["seed"].but(name="weights_seed", default=None, shown_default="the one with the best validation "
+                                                                              "accuracy",
+                             help="--weights: the seed whose training to take."),
+         _OUTPUT,
+         Setting("--pareto", Flag(), "List the non-dominated set over the run's objectives (a table; --format json: "
+                                     "the records)."),
+         BY_NAME["objective"].but(name="objectives", help="--pareto over these objectives instead of the run's.", shown_default=None),
+         REPAIR_STORE)
 def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, pareto, objectives, repair):
     """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
     non-dominated set; with --emit, write the trained network (and with --weights its weights) so
@@ -252,14 +267,14 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
             click.echo("error: --weights and --seed go with --emit nad|torch|onnx", err=True)
             sys.exit(2)
         if trial is not None:
-            def pick(conn, problems):
-                return next((r for r in records.records(conn, problems=problems) if r["arch_id"] == trial), None)
+            def pick(reader, problems):
+                return next((r for r in records.records(reader, problems=problems) if r["arch_id"] == trial), None)
             rec = _read(run_dir, repair, pick)
             if rec is None:
                 click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
                 sys.exit(2)
         else:
-            rec = _read(run_dir, repair, lambda conn, problems: records.best(conn, problems))
+            rec = _read(run_dir, repair, lambda reader, problems: records.best(reader, problems))
         if rec is None:
             click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
             sys.exit(1)
@@ -276,9 +291,9 @@ def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
                    err=True)
         sys.exit(2)
     try:
-        written = _read(run_dir, repair, lambda conn, problems: export(run_dir, conn, emit, Path(output),
-                                                                       weights=weights, trial=trial, seed=seed,
-                                                                       problems=problems))
+        written = _read(run_dir, repair, lambda reader, problems: export(run_dir, reader, emit, Path(output),
+                                                                         weights=weights, trial=trial, seed=seed,
+                                                                         problems=problems))
     except ExportError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.code)
@@ -291,9 +306,9 @@ def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
 
     from .. import records
 
-    def read(conn, problems):
-        chosen = objectives or records.objectives_of(conn)
-        return chosen, records.pareto(conn, chosen, problems)
+    def read(reader, problems):
+        chosen = objectives or records.objectives_of(reader)
+        return chosen, records.pareto(reader, chosen, problems)
 
     try:
         chosen, front = _read(run_dir, repair, read)
@@ -310,12 +325,12 @@ def _best_pareto(run_dir, fmt, output, objectives, repair) -> None:
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@click.option("--format", "fmt", type=click.Choice(("csv", "json")), default="csv", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write to a file.")
-@repair_option
+@options(output_format("csv", "json"), _OUTPUT, REPAIR_STORE)
 def export_command(run_dir, fmt, output, repair):
     """Export every architecture's record (one row each; per-seed results included)."""
     from .. import records
 
-    recs = _read(run_dir, repair, lambda conn, problems: records.records(conn, problems=problems))
+    if output:
+        _claim(output)
+    recs = _read(run_dir, repair, lambda reader, problems: records.records(reader, problems=problems))
     _write(records.export_json(recs) if fmt == "json" else records.export_csv(recs), output)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from nader.inputs.writes import write_file
+
 from .load import load_run
 from .render import _env, _static, content_security_policy
 
@@ -163,5 +165,5 @@ def render_compare(curves: List[Curve], *, title: str = "Search strategies compa
 
 def write_compare(run_dirs: Sequence, output: Path, **kwargs) -> int:
     html = render_compare(load_curves(run_dirs), **kwargs).encode("utf-8")
-    Path(output).write_bytes(html)
+    write_file(output, html, what="report")
     return len(html)

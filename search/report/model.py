@@ -1,6 +1,6 @@
 """What a report shows, independent of where it was read from.
 
-`Arch` is one architecture of the modification tree; `Run` the search's settings and totals.
+`ReportArch` is one architecture of the modification tree; `Run` the search's settings and totals.
 `search.report.load` fills them from a run directory; tests build them directly.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ FAILED_STATUSES = ("invalid", "over-budget", "failed", "diverged")
 
 
 @dataclass
-class Arch:
+class ReportArch:
     id: str
     parent: Optional[str]
     status: str  # proposed | invalid | duplicate | over-budget | screened-out | training | ok | diverged | failed

@@ -33,7 +33,7 @@ from nader.dsl.parser import parse
 from nader.runtime.errors import ConfigError
 
 from ..objectives import pareto_set, parse_objectives, value
-from .model import FAILED_STATUSES, Arch, Run
+from .model import FAILED_STATUSES, ReportArch, Run
 
 TOP_N = 10
 
@@ -74,7 +74,7 @@ def content_security_policy(scripts: Iterable[str] = (), styles: Iterable[str] =
     return "; ".join(parts)
 
 
-def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
+def pareto_ids(points: Iterable[tuple[str, float, float]]) -> list[str]:
     """Ids of the points no other point beats: higher accuracy at no greater cost, ordered by cost."""
     best = float("-inf")
     front = []
@@ -85,7 +85,7 @@ def pareto_front(points: Iterable[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-def objective_front(run: Run, archs: list[Arch]) -> Optional[dict]:
+def objective_front(run: Run, archs: list[ReportArch]) -> Optional[dict]:
     """A search with several objectives: every trained architecture at its first two objectives,
     and the Pareto set over all of them (`nader.search.objectives`, pymoo's sorting); None for
     one objective (the accuracy plots above show it)."""
@@ -114,7 +114,7 @@ def simulated_time(run: Run) -> bool:
     return bool((run.config or {}).get("evaluator"))
 
 
-def _best_so_far(archs: list[Arch], start: Optional[float], simulated: bool = False) -> list[dict]:
+def _best_so_far(archs: list[ReportArch], start: Optional[float], simulated: bool = False) -> list[dict]:
     """One point per finished trial, in finishing order: the best validation accuracy so far, at
     the wall time it finished or, for a tabular run, the simulated training time spent by then
     (every evaluated architecture's, failed ones included)."""
@@ -146,7 +146,7 @@ def _drawings(text: str) -> list[str]:
     return ["data:image/svg+xml;base64," + base64.b64encode(s.encode("utf-8")).decode("ascii") for s in svgs]
 
 
-def _diff(parent: Optional[Arch], arch: Arch) -> str:
+def _diff(parent: Optional[ReportArch], arch: ReportArch) -> str:
     if parent is None or not parent.text:
         return ""
     try:
@@ -157,7 +157,7 @@ def _diff(parent: Optional[Arch], arch: Arch) -> str:
     return "\n".join(p for p in parts if p.strip())
 
 
-def _failures(archs: list[Arch]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+def _failures(archs: list[ReportArch]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     codes = collections.Counter()
     kinds = collections.Counter()
     for a in archs:
@@ -171,7 +171,7 @@ def _failures(archs: list[Arch]) -> tuple[list[tuple[str, int]], list[tuple[str,
     return codes.most_common(), kinds.most_common()
 
 
-def _arch_json(a: Arch) -> dict:
+def _arch_json(a: ReportArch) -> dict:
     return {"id": a.id, "parent": a.parent, "status": a.status, "text": a.text, "change": a.change,
             "valid": a.valid_acc, "test": a.test_acc, "params": a.params, "flops": a.flops,
             "diagnostics": a.diagnostics, "error": a.error, "error_kind": a.error_kind,
@@ -180,7 +180,7 @@ def _arch_json(a: Arch) -> dict:
             **({"repaired": REPAIRED} if a.repair else {})}
 
 
-def promotions(archs: list[Arch]) -> dict:
+def promotions(archs: list[ReportArch]) -> dict:
     """The multi-fidelity table: the rungs' budgets and, per architecture that entered one, its
     validation accuracy at each rung and whether it was promoted from it (highest rung first)."""
     laddered = [a for a in archs if a.rungs]
@@ -192,7 +192,7 @@ def promotions(archs: list[Arch]) -> dict:
     return {"epochs": [e for _, e in epochs], "rows": rows}
 
 
-def proposals(archs: list[Arch]) -> Optional[dict]:
+def proposals(archs: list[ReportArch]) -> Optional[dict]:
     """The LLM's proposals: valid as written, valid after the compiler's repair, invalid; and the
     repaired ones with their fixes (None when the run has no LLM proposal)."""
     llm = [a for a in archs if a.origin == "llm"]
@@ -205,7 +205,7 @@ def proposals(archs: list[Arch]) -> Optional[dict]:
             "invalid": invalid, "codes": codes.most_common(), "repaired": repaired}
 
 
-def summary(run: Run, archs: list[Arch]) -> dict:
+def run_summary(run: Run, archs: list[ReportArch]) -> dict:
     trained = [a for a in archs if a.trained]
     best = min(trained, key=lambda a: a.rank_key(), default=None)
     times = [t for a in archs for t in (a.created, a.finished) if t is not None]
@@ -221,18 +221,18 @@ def summary(run: Run, archs: list[Arch]) -> dict:
     }
 
 
-def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
+def render_report(run: Run, archs: list[ReportArch], *, top_n: int = TOP_N, generated: Optional[float] = None) -> str:
     """The report's HTML text."""
     by_id = {a.id: a for a in archs}
     trained = sorted((a for a in archs if a.trained), key=lambda a: a.rank_key())
     top = [{"arch": a, "rank": k, "drawings": _drawings(a.text), "diff": _diff(by_id.get(a.parent), a)}
            for k, a in enumerate(trained[:top_n], 1)]
-    facts = summary(run, archs)
+    facts = run_summary(run, archs)
     data = {
         "archs": [_arch_json(a) for a in archs],
         "best_so_far": _best_so_far(archs, run.started, simulated_time(run)),
-        "pareto_params": pareto_front((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
-        "pareto_flops": pareto_front((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
+        "pareto_params": pareto_ids((a.id, a.params, a.valid_acc) for a in trained if a.params is not None),
+        "pareto_flops": pareto_ids((a.id, a.flops, a.valid_acc) for a in trained if a.flops is not None),
         "objectives": objective_front(run, archs),
     }
     codes, kinds = _failures(archs)
@@ -244,6 +244,6 @@ def render(run: Run, archs: list[Arch], *, top_n: int = TOP_N, generated: Option
         css=css, d3=d3, script=script, csp=content_security_policy([d3, script], [css], images=True))
 
 
-def data_json(run: Run, archs: list[Arch]) -> str:
+def data_json(run: Run, archs: list[ReportArch]) -> str:
     """The data the page's script reads, as JSON (for tests and for tools)."""
     return json.dumps({"archs": [_arch_json(a) for a in archs]}, sort_keys=True)

@@ -1,6 +1,6 @@
 """Parent-selection policies: which node of the modification tree to modify next.
 
-Each policy is a function ``select(tree, rng, **settings) -> Node | None`` over the nodes that
+Each policy is a function ``select(tree, rng, **settings) -> TreeNode | None`` over the nodes that
 trained successfully (their validation accuracy; test accuracy is never visible here). None
 means no node qualifies yet (nothing has finished training). The search's strategies use them
 (`tree`), and so will the LLM strategies (NADER's Proposer chooses its candidate network with

@@ -26,22 +26,22 @@ from __future__ import annotations
 import random
 from typing import List, Optional
 
-from ..tree import TRIALS, Node, Tree
+from ..tree import TRIALS, TreeNode, Tree
 
 
-def _key(n: Node):
+def _key(n: TreeNode):
     return (-n.score, n.params if n.params is not None else 0, n.arch_id)
 
 
-def _expanded(tree: Tree, n: Node) -> int:
+def _expanded(tree: Tree, n: TreeNode) -> int:
     return sum(1 for c in tree.kids(n.arch_id) if c.status in TRIALS)
 
 
-def open_nodes(tree: Tree, width: int) -> List[Node]:
+def open_nodes(tree: Tree, width: int) -> List[TreeNode]:
     return [n for n in tree.scored() if _expanded(tree, n) < width]
 
 
-def dfs_path(tree: Tree) -> List[Node]:
+def dfs_path(tree: Tree) -> List[TreeNode]:
     """The path from the root along the best child while accuracy does not drop."""
     node = tree.root
     if node is None:
@@ -58,7 +58,7 @@ def dfs_path(tree: Tree) -> List[Node]:
         path.append(node)
 
 
-def bfs_choice(tree: Tree, width: int) -> Optional[Node]:
+def bfs_choice(tree: Tree, width: int) -> Optional[TreeNode]:
     candidates = open_nodes(tree, width)
     if not candidates:
         return None
@@ -66,14 +66,14 @@ def bfs_choice(tree: Tree, width: int) -> Optional[Node]:
     return min((n for n in candidates if n.depth == level), key=_key)
 
 
-def dfs_choice(tree: Tree, width: int) -> Optional[Node]:
+def dfs_choice(tree: Tree, width: int) -> Optional[TreeNode]:
     for node in reversed(dfs_path(tree)):
         if node.score is not None and _expanded(tree, node) < width:
             return node
     return None
 
 
-def select_nader(tree: Tree, rng: random.Random, dfs: float = 0.5, width: int = 3) -> Optional[Node]:
+def select_nader(tree: Tree, rng: random.Random, dfs: float = 0.5, width: int = 3) -> Optional[TreeNode]:
     scored = tree.scored()
     if not scored:
         return None

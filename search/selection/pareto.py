@@ -14,10 +14,10 @@ from typing import List, Optional
 
 from nader.runtime.errors import ConfigError
 
-from ..tree import Node, Tree
+from ..tree import TreeNode, Tree
 
 
-def rank_and_crowding(nodes: List[Node]):
+def rank_and_crowding(nodes: List[TreeNode]):
     """(front index, crowding distance) per node, as NSGA-II computes them."""
     import numpy as np
 
@@ -39,7 +39,7 @@ def rank_and_crowding(nodes: List[Node]):
     return rank, crowd
 
 
-def pareto_front(tree: Tree) -> List[Node]:
+def pareto_front(tree: Tree) -> List[TreeNode]:
     nodes = tree.scored()
     if not nodes:
         return []
@@ -47,7 +47,7 @@ def pareto_front(tree: Tree) -> List[Node]:
     return [n for n, r in zip(nodes, rank) if r == 0]
 
 
-def select_pareto(tree: Tree, rng: random.Random) -> Optional[Node]:
+def select_pareto(tree: Tree, rng: random.Random) -> Optional[TreeNode]:
     nodes = tree.scored()
     if len(nodes) < 2:
         return nodes[0] if nodes else None

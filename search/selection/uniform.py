@@ -4,10 +4,10 @@ from __future__ import annotations
 import random
 from typing import Optional
 
-from ..tree import Node, Tree
+from ..tree import TreeNode, Tree
 
 
-def select_uniform(tree: Tree, rng: random.Random) -> Optional[Node]:
+def select_uniform(tree: Tree, rng: random.Random) -> Optional[TreeNode]:
     """Any node that verified and fits the budget, trained or not, with equal probability.
 
     It does not look at results, so with the same seed it proposes the same tree on any

@@ -71,8 +71,10 @@ class NotInSpace(ValueError):
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One cell: the operation on each of the 6 edges, in the string's order (see EDGES)."""
+class CellStructure:
+    """One cell of the space: the operation on each of the 6 edges, in the string's order (see
+    EDGES). NAS-Bench-201's API calls it that too; a DARTS network's `Cell` is the module built
+    from a `##Cell##` block (`compiler/backends/torch_support.py`)."""
 
     ops: Tuple[str, ...]
 
@@ -81,7 +83,7 @@ class Cell:
             raise NotInSpace(f"a NAS-Bench-201 cell has 6 operations from {', '.join(OPS)}; got {self.ops}")
 
     @classmethod
-    def parse(cls, text: str) -> "Cell":
+    def parse(cls, text: str) -> "CellStructure":
         """Read ``|op~i|+|op~i|op~i|+|op~i|op~i|op~i|`` strictly (sources must be 0, 0 1, 0 1 2)."""
         text = (text or "").strip()
         groups = text.split("+")
@@ -119,28 +121,28 @@ class Cell:
                 zero.add(node)
         return zero
 
-    def effective(self) -> "Cell":
+    def effective(self) -> "CellStructure":
         """The cell with every operation that cannot affect the output replaced by `none`."""
         zero = self.zero_nodes()
         live = {3}
         for node in (3, 2, 1):
             if node in live:
                 live.update(src for src, op in self.incoming(node) if op != "none" and src not in zero)
-        return Cell(tuple(op if (op != "none" and src not in zero and n in live) else "none"
+        return CellStructure(tuple(op if (op != "none" and src not in zero and n in live) else "none"
                           for (n, src), op in zip(EDGES, self.ops)))
 
 
-ZERO = Cell(("none",) * len(EDGES))
+ZERO = CellStructure(("none",) * len(EDGES))
 
 
-def all_cells() -> Iterator[Cell]:
+def all_cells() -> Iterator[CellStructure]:
     """The 15,625 cells of the space (in product order, not NAS-Bench-201's index order)."""
     for ops in itertools.product(OPS, repeat=len(EDGES)):
-        yield Cell(ops)
+        yield CellStructure(ops)
 
 
-def as_cell(cell) -> Cell:
-    return cell if isinstance(cell, Cell) else Cell.parse(str(cell))
+def as_cell(cell) -> CellStructure:
+    return cell if isinstance(cell, CellStructure) else CellStructure.parse(str(cell))
 
 
 # -- to the block language ---------------------------------------------------------------------
@@ -231,16 +233,16 @@ def _parse_block(text: str, role_hint: Optional[str] = None):
     return base[0]
 
 
-def cell_of_text(text: str) -> Cell:
+def cell_of_text(text: str) -> CellStructure:
     """The cell of an architecture or block text (its base block)."""
     return cell_of_block(_parse_block(text))
 
 
-def _recorded(block) -> Optional[Cell]:
+def _recorded(block) -> Optional[CellStructure]:
     comment = (block.header_comment or "").lstrip("#").strip()
     if comment.startswith(COMMENT_TAG):
         try:
-            return Cell.parse(comment[len(COMMENT_TAG):].strip())
+            return CellStructure.parse(comment[len(COMMENT_TAG):].strip())
         except NotInSpace:
             return None
     return None
@@ -277,7 +279,7 @@ def _params(node) -> dict:
     return out
 
 
-def _candidates(block) -> Iterator[Cell]:
+def _candidates(block) -> Iterator[CellStructure]:
     """Strings that may denote the block, from assignments of block nodes to NB201 nodes 1 and 2."""
     ids = [n.id for n in block.nodes]
     ops = {n.id: n.op_name for n in block.nodes}
@@ -301,7 +303,7 @@ def _candidates(block) -> Iterator[Cell]:
             yield cell
 
 
-def _decode(block, value: Dict[int, Optional[int]]) -> Optional[Cell]:
+def _decode(block, value: Dict[int, Optional[int]]) -> Optional[CellStructure]:
     ops = {edge: "none" for edge in EDGES}
     for node in (1, 2, 3):
         v = value[node]
@@ -326,10 +328,10 @@ def _decode(block, value: Dict[int, Optional[int]]) -> Optional[Cell]:
                 return None
             used.add(match[0])
             ops[(node, match[0])] = match[1]
-    return Cell(tuple(ops[e] for e in EDGES))
+    return CellStructure(tuple(ops[e] for e in EDGES))
 
 
-def cell_of_block(block) -> Cell:
+def cell_of_block(block) -> CellStructure:
     """The NAS-Bench-201 cell a block computes; raises NotInSpace when it is not a cell of the space."""
     sources = [str(op) for op in block.input_ops]
     if sources != ["input"]:
@@ -364,11 +366,11 @@ def _op_counts(block) -> tuple:
     return kernels.count(1), kernels.count(3), sum(n.op_name == "AvgPool2d" for n in block.nodes)
 
 
-def _cell_counts(cell: Cell) -> tuple:
+def _cell_counts(cell: CellStructure) -> tuple:
     return cell.ops.count("nor_conv_1x1"), cell.ops.count("nor_conv_3x3"), cell.ops.count("avg_pool_3x3")
 
 
-def _hash_of(cell: Cell) -> str:
+def _hash_of(cell: CellStructure) -> str:
     return canonical_hash(_parse_block(cell_block(cell)))
 
 
@@ -388,7 +390,7 @@ def op_list_text(cell) -> str:
     return "[" + ", ".join(str(OPS.index(op)) for op in as_cell(cell).ops) + "]"
 
 
-def parse_cell_reply(reply: str) -> Cell:
+def parse_cell_reply(reply: str) -> CellStructure:
     """The cell a reply names: its last `op_list = [...]` line (six ids 0-4 or operation names),
     else a NAS-Bench-201 string in it. Parsed strictly, never evaluated; raises NotInSpace with the reason."""
     lists = _OP_LIST.findall(reply or "")
@@ -404,10 +406,10 @@ def parse_cell_reply(reply: str) -> Cell:
                 ops.append(item)
             else:
                 raise NotInSpace(f"op_list entry {item[:40]!r} is not an operation id from 0 to 4")
-        return Cell(tuple(ops))
+        return CellStructure(tuple(ops))
     strings = _NB201_STRING.findall(reply or "")
     if strings:
-        return Cell.parse(strings[-1])
+        return CellStructure.parse(strings[-1])
     raise NotInSpace("no line `op_list = [a, b, c, d, e, f]` with six operation ids from 0 to 4 in the reply")
 
 
@@ -421,6 +423,6 @@ def check_cell_reply(reply: str) -> Tuple[Optional[str], str]:
     return architecture(cell), ""
 
 
-__all__ = ["Cell", "NotInSpace", "OPS", "EDGES", "SPACE_SIZE", "SKELETON", "WIDTHS", "DEPTHS", "RESNET", "all_cells",
+__all__ = ["CellStructure", "NotInSpace", "OPS", "EDGES", "SPACE_SIZE", "SKELETON", "WIDTHS", "DEPTHS", "RESNET", "all_cells",
            "architecture", "build", "cell_block", "cell_hash", "cell_of_block", "cell_of_text", "downsample_block",
            "stem_block", "check_cell_reply", "op_list_text", "parse_cell_reply"]

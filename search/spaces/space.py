@@ -21,8 +21,7 @@ from nader.compiler.architecture import load_architecture
 from nader.compiler.passes.canonical import equivalent
 from nader.runtime.errors import ConfigError
 
-from ..candidate import Candidate
-from ..strategies.base import mutation_candidate
+from ..candidate import Candidate, mutation_candidate
 from . import nb201
 
 
@@ -69,10 +68,10 @@ class NB201Space(Space):
         """A NAS-Bench-201 string (`|op~0|+...`) becomes its architecture; block text stays as it is."""
         stripped = (text or "").strip()
         if stripped.startswith("|"):
-            return nb201.architecture(nb201.Cell.parse(stripped))
+            return nb201.architecture(nb201.CellStructure.parse(stripped))
         return text
 
-    def cell(self, text: str) -> nb201.Cell:
+    def cell(self, text: str) -> nb201.CellStructure:
         return nb201.cell_of_text(text)
 
     def refuse(self, text: str, arch=None) -> Optional[str]:
@@ -124,11 +123,11 @@ class NB201Space(Space):
         left = [c for c in _ALL_STRINGS if c not in seen] if seen else _ALL_STRINGS
         if not left:
             return None
-        cell = nb201.Cell.parse(left[rng.randrange(len(left))])
+        cell = nb201.CellStructure.parse(left[rng.randrange(len(left))])
         return Candidate(nb201.architecture(cell), origin="sample", operator="nb201-uniform",
                          change={"operator": "nb201-uniform", "cell": str(cell)})
 
-    def neighbours(self, cell: nb201.Cell) -> List[Tuple[nb201.Cell, dict]]:
+    def neighbours(self, cell: nb201.CellStructure) -> List[Tuple[nb201.CellStructure, dict]]:
         """Every cell one edge away (6 edges x 4 other operations = 24), in a fixed order."""
         out = []
         for edge, (node, source) in enumerate(nb201.EDGES):
@@ -136,7 +135,7 @@ class NB201Space(Space):
                 if op != cell.ops[edge]:
                     ops = list(cell.ops)
                     ops[edge] = op
-                    new = nb201.Cell(tuple(ops))
+                    new = nb201.CellStructure(tuple(ops))
                     out.append((new, {"operator": "nb201-edge", "edge": f"{source}->{node}", "from": cell.ops[edge],
                                       "to": op, "cell": str(new)}))
         return out
@@ -151,17 +150,17 @@ def all_strings() -> List[str]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _cell_of(text: str) -> nb201.Cell:
+def _cell_of(text: str) -> nb201.CellStructure:
     return nb201.cell_of_text(text)
 
 
-def mutate_cell(cell: nb201.Cell, rng: random.Random) -> Tuple[nb201.Cell, dict]:
+def mutate_cell(cell: nb201.CellStructure, rng: random.Random) -> Tuple[nb201.CellStructure, dict]:
     edge = rng.randrange(len(nb201.EDGES))
     old = cell.ops[edge]
     op = rng.choice([o for o in nb201.OPS if o != old])
     ops = list(cell.ops)
     ops[edge] = op
-    new = nb201.Cell(tuple(ops))
+    new = nb201.CellStructure(tuple(ops))
     node, source = nb201.EDGES[edge]
     return new, {"operator": "nb201-edge", "edge": f"{source}->{node}", "from": old, "to": op, "cell": str(new)}
 

@@ -11,7 +11,7 @@ store, token accounting, stopping), so a strategy is a few dozen lines::
 
         def bind(self, context):           # the search it serves (optional; keep super's)
             ...
-        def ask(self, tree, rng):          # the parent to modify next (a Node), or None to wait
+        def ask(self, tree, rng):          # the parent to modify next (a TreeNode), or None to wait
             ...
         def propose(self, parent, rng):    # a Candidate from the parent (default: a mutation),
             ...                            # or None: nothing more from this parent for now
@@ -47,9 +47,9 @@ from typing import Any, Callable, ClassVar, Dict, Optional, Tuple
 
 from nader.runtime.errors import ConfigError
 
-from ..candidate import Candidate
+from ..candidate import Candidate, mutation_candidate
 from ..objectives import DEFAULT
-from ..tree import Node, Tree
+from ..tree import TreeNode, Tree
 
 
 class StopSearch(Exception):
@@ -135,19 +135,6 @@ class Option:
         return out
 
 
-def mutation_candidate(parent: Node, rng: random.Random) -> Candidate:
-    """The offline proposer: one graph-rewrite mutation of the parent (`nader.compiler.mutate`)."""
-    from nader.compiler.mutate import CannotApply, MutationError, mutate
-
-    try:
-        m = mutate(parent.text, rng)
-    except CannotApply as exc:
-        return Candidate(None, operator=None, error=str(exc))
-    except MutationError as exc:
-        return Candidate(None, operator=None, error=str(exc))
-    return Candidate(m.arch_text, operator=m.operator, change={"operator": m.operator, "args": m.args})
-
-
 class Strategy:
     name: ClassVar[str] = "base"
     summary: ClassVar[str] = ""
@@ -198,15 +185,15 @@ class Strategy:
     def close(self) -> None:
         """The run is over (also after an error or Ctrl-C); called once."""
 
-    def ask(self, tree: Tree, rng: random.Random) -> Optional[Node]:
+    def ask(self, tree: Tree, rng: random.Random) -> Optional[TreeNode]:
         raise NotImplementedError
 
-    def propose(self, parent: Node, rng: random.Random) -> Optional[Candidate]:
+    def propose(self, parent: TreeNode, rng: random.Random) -> Optional[Candidate]:
         if self.space is not None:  # the search space's mutation (a graph rewrite in the language)
             return self.space.mutate(parent, rng)
         return mutation_candidate(parent, rng)
 
-    def tell(self, node: Node, rng: random.Random) -> None:
+    def tell(self, node: TreeNode, rng: random.Random) -> None:
         pass
 
     def pool_left(self, tree: Tree, seen=()) -> bool:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Dict, List, NamedTuple, Tuple
 
-from nader.agents.llm.options import LLM_FLAGS
+from nader.agents.llm.options import LLM_SETTINGS, RUN_CAPS
+from nader.inputs.settings import Integer, Real
 
 from ..selection import POLICIES
-from . import STRATEGIES
 from .base import Option
 
 
@@ -24,12 +24,13 @@ class Declared(NamedTuple):
 
 SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")  # optuna's
 
-# The LLM strategies' endpoint options: the shared LLM flags, less the run's caps (the loop holds
-# those: SearchContext.llm_caps). "" and 0 leave the setting to the configuration.
-_NUMBERS = {"--llm-timeout": float, "--llm-deadline": float, "--llm-concurrency": int}
-LLM_OPTIONS = {f.name: Option(_NUMBERS[f.flag], 0, f.help.rstrip(".") + " [0: the configuration's]", minimum=0)
-               if f.flag in _NUMBERS else Option(str, "", f.help.rstrip("."))
-               for f in LLM_FLAGS if not f.run_cap}
+# The LLM strategies' endpoint options: the shared LLM settings, less the run's caps (the loop holds
+# those: SearchContext.llm_caps), as strategy options of their type. "" and 0 leave the setting to
+# the configuration.
+_NUMBERS = {Real: float, Integer: int}
+LLM_OPTIONS = {s.name: Option(_NUMBERS[type(s.kind)], 0, s.help.rstrip(".") + " [0: the configuration's]", minimum=0)
+               if type(s.kind) in _NUMBERS else Option(str, "", s.help.rstrip("."))
+               for s in LLM_SETTINGS if s not in RUN_CAPS}
 # Where the endpoint is may change between the sessions of one run.
 LLM_SESSION_OPTIONS = frozenset(LLM_OPTIONS)
 
@@ -99,14 +100,15 @@ DECLARED: Dict[str, Declared] = {
 }
 
 
-def listing() -> List[Tuple[str, str, Dict[str, Option]]]:
-    """(name, summary, options) of every strategy: a built-in one from `DECLARED` (its module is not
-    imported), a registered one from its class."""
+def listing(strategies) -> List[Tuple[str, str, Dict[str, Option]]]:
+    """(name, summary, options) of every strategy of the registry `strategies` (the package's
+    `STRATEGIES`, which imports the strategy modules that import this one: hence passed in): a
+    built-in one from `DECLARED` (its module is not imported), a registered one from its class."""
     out = []
-    for name in STRATEGIES:
-        if STRATEGIES.is_builtin(name):
+    for name in strategies:
+        if strategies.is_builtin(name):
             out.append((name, *DECLARED[name]))
         else:
-            cls = STRATEGIES[name]
+            cls = strategies[name]
             out.append((name, cls.summary, cls.options))
     return out

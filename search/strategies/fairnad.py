@@ -45,7 +45,7 @@ from nader.runtime.errors import ConfigError
 from ..candidate import Candidate
 from ..selection.pareto import select_pareto
 from ..selection.topk import ranked
-from ..tree import PENDING, TRIALS, Node, Tree
+from ..tree import PENDING, TRIALS, TreeNode, Tree
 from .base import Strategy
 from .catalog import DECLARED, LLM_SESSION_OPTIONS
 from .llm import LLMTeam, proposal_failure
@@ -159,12 +159,12 @@ class FairNADStrategy(Strategy):
             written = team.fairnad.write(parent.text, plan, arch_id=arch_id, progress=change)
             if written.feedback:
                 change["feedback"] = written.feedback
-            return self._candidate(written.text, change, error=written.error)
+            return self._candidate(written.text, change, error=written.error, arch=written.arch)
         except Exception as exc:  # a failed call or a reply that raised: a rejected proposal
             return self._candidate(None, change, error=proposal_failure(exc))
 
     # ------------------------------------------------------------------ plans
-    def _plan(self, slot: Slot, parent: Node, rng) -> tuple[str, dict]:
+    def _plan(self, slot: Slot, parent: TreeNode, rng) -> tuple[str, dict]:
         if slot.stage == "II":
             return refinement_plan(self.under_budget(parent), rng)
         if slot.stage == "III":
@@ -181,7 +181,7 @@ class FairNADStrategy(Strategy):
 
         return list(resolve_depths(skeleton_info(self.context.skeleton), None))
 
-    def under_budget(self, node: Node) -> bool:
+    def under_budget(self, node: TreeNode) -> bool:
         """FairNAD's rule: some budgeted cost of the node is below `threshold` of its limit."""
         budget = self.context.budget
         if budget is None:
@@ -191,16 +191,17 @@ class FairNADStrategy(Strategy):
         return any(limit and cost is not None and cost < t * limit for cost, limit in costs)
 
     # ------------------------------------------------------------------ helpers
-    def _chain_node(self, tree: Tree, rnd: int, chain: int, step: int) -> Optional[Node]:
+    def _chain_node(self, tree: Tree, rnd: int, chain: int, step: int) -> Optional[TreeNode]:
         found = [n for n in tree if n.status in TRIALS and n.change.get("stage") == "III"
                  and n.change.get("round") == rnd and n.change.get("chain") == chain and n.change.get("step") == step]
         return found[-1] if found else None
 
-    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None) -> Candidate:
+    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None, arch=None) -> Candidate:
         spent = self.team().counting.take()
         change = {**change, "tokens": spent.by_role}
         return Candidate(text, origin="llm", operator=f"fairnad/{change['stage']}", change=change, error=error,
-                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd,
+                         arch=arch)
 
 
 class _Team(LLMTeam):

@@ -4,8 +4,11 @@ Each iteration shows the LLM every architecture tried so far with its validation
 asks for one that outperforms them (temperature 0, as in the paper). It works in two spaces:
 
 * `--space nb201`: the LLM answers with the six operations of a NAS-Bench-201 cell as
-  `op_list = [a, b, c, d, e, f]` (ids 0-4, the paper's encoding; prompt `genius_cell.v2`) or a
-  NAS-Bench-201 string. The reply is parsed strictly (never evaluated).
+  `op_list = [a, b, c, d, e, f]` (ids 0-4, the paper's encoding; prompt `genius_cell.v2`, or
+  `genius_cell.v3` with the cell reply's grammar, `cell_reply.reply_grammar`, which leaves out the cells
+  tried, where the model's profile
+  is small or names a grammar field) or a NAS-Bench-201 string. The reply is parsed strictly
+  (never evaluated).
 * the block language (default): the LLM writes a whole base block (prompt `genius_block.v2`),
   verified by the compiler and built with the root's stem and reduction blocks.
 
@@ -39,9 +42,9 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from nader.agents.genius import Genius, base_block, failure_text, outcome
+from nader.agents.genius import CellReply, Genius, base_block, failure_text, outcome
 
-from ..spaces import nb201
+from ..spaces import cell_reply, nb201
 from ..candidate import Candidate
 from ..tree import FINAL, PENDING, REJECTED, TRIALS
 from .base import StopSearch, Strategy
@@ -71,9 +74,11 @@ class GeniusStrategy(Strategy):
     def _llm(self):
         if self._genius is None:
             self._team = LLMTeam(self.settings, self.context.run_dir, ROLE, self.context.llm_caps)
+            reply = CellReply(tuple(cell_reply.OP_TEXT[op] for op in nb201.OPS), cell_reply.REASON_WORDS,
+                              lambda tried: cell_reply.reply_grammar("gbnf", exclude=tried)) if self.cells else None
             self._genius = Genius(self._team.counting, repairs=self.settings["repairs"],
                                   iterations=self.settings["iterations"], dataset=self.context.dataset,
-                                  skeleton=self.context.skeleton)
+                                  skeleton=self.context.skeleton, cell_reply=reply)
         return self._genius
 
     def close(self) -> None:

@@ -49,7 +49,7 @@ from ..candidate import Candidate
 from ..objectives import best_of, dominates
 from ..selection.uniform import select_uniform
 from ..spaces import nb201
-from ..tree import PENDING, REJECTED, TRIALS, Node
+from ..tree import PENDING, REJECTED, TRIALS, TreeNode
 from .base import StopSearch, Strategy
 from .catalog import DECLARED
 
@@ -137,7 +137,7 @@ class LocalStrategy(Strategy):
         """Whether the run has a warm start's pool (its climbs start there, the first included)."""
         return self.context.proxies is not None and bool(self.context.proxies.pool)
 
-    def _step(self, anchor: Node) -> Optional[Tuple[str, int]]:
+    def _step(self, anchor: TreeNode) -> Optional[Tuple[str, int]]:
         """What the anchor's neighbourhood still needs: proposals, results, or nothing (None)."""
         pending = False
         for key, _make in self._hood(anchor):
@@ -147,7 +147,7 @@ class LocalStrategy(Strategy):
             pending = pending or node.status in PENDING
         return ("wait", 0) if pending else None
 
-    def _best_neighbour(self, anchor: Node) -> Optional[Node]:
+    def _best_neighbour(self, anchor: TreeNode) -> Optional[TreeNode]:
         """The neighbour with the highest signal; ties go to the earlier evaluated. With several
         objectives: one of the neighbourhood's non-dominated set (`objectives.best_of`)."""
         scored = [n for n in (self._resolve(anchor, key) for key, _ in self._hood(anchor)) if n and n.score is not None]
@@ -155,29 +155,29 @@ class LocalStrategy(Strategy):
             return best_of(scored, self.objectives)
         return min(scored, key=lambda n: (-n.score, n.arch_id), default=None)
 
-    def _better(self, node: Node, anchor: Node) -> bool:
+    def _better(self, node: TreeNode, anchor: TreeNode) -> bool:
         """A move needs a strictly higher signal; with several objectives, a neighbour that dominates."""
         if self.several:
             return dominates(node, anchor, self.objectives)
         return node.score > (anchor.score if anchor.score is not None else float("-inf"))
 
     # ------------------------------------------------------------------ neighbourhoods
-    def _hood(self, anchor: Node) -> list:
+    def _hood(self, anchor: TreeNode) -> list:
         if anchor.arch_id not in self.hoods:
             self.hoods[anchor.arch_id] = self._cells(anchor) if self.space.uniform else self._mutations(anchor)
         return self.hoods[anchor.arch_id]
 
-    def _cells(self, anchor: Node) -> list:
+    def _cells(self, anchor: TreeNode) -> list:
         key = self.keys.get(anchor.arch_id) or self.space.key(anchor)
         if key is None:
             return []
         out = []
-        for cell, change in self.space.neighbours(nb201.Cell.parse(key)):
+        for cell, change in self.space.neighbours(nb201.CellStructure.parse(key)):
             out.append((str(cell), lambda cell=cell, change=change: Candidate(
                 nb201.architecture(cell), operator="nb201-edge", change=change)))
         return out
 
-    def _mutations(self, anchor: Node) -> list:
+    def _mutations(self, anchor: TreeNode) -> list:
         """Single mutations of the anchor: every operator's sites, shuffled per operator by the
         anchor's hash (the same neighbourhood on every run), taken round robin up to the bound."""
         if not anchor.text:
@@ -201,7 +201,7 @@ class LocalStrategy(Strategy):
         return [(json.dumps([s.operator, s.args], sort_keys=True, default=str),
                  lambda s=s, text=anchor.text: _apply(text, s)) for s in picked]
 
-    def _resolve(self, anchor: Node, key: str) -> Optional[Node]:
+    def _resolve(self, anchor: TreeNode, key: str) -> Optional[TreeNode]:
         """The node holding a neighbour's result (None: not proposed yet). A duplicate stands for
         its original; a rejected neighbour is itself (resolved, without a score)."""
         if self.space.uniform:

@@ -25,7 +25,8 @@ from typing import Optional
 from nader.agents.llm.errors import CallFailed, ReplayMiss, RequestRejected, RunStopped
 from nader.agents.modifier import Modifier
 from nader.agents.proposer import NoIdeas, Proposer
-from nader.agents.reflector import ExperienceBase, Reflector
+from nader.agents.experiences import ExperienceBase
+from nader.agents.reflector import Reflector
 from nader.compiler.block_text import split_architecture
 
 from ..candidate import Candidate
@@ -99,7 +100,7 @@ class NaderStrategy(Strategy):
                 team.reflector.record_modification(m, plan.plan, arch_id=arch_id, parent_id=parent.arch_id)
             except (CallFailed, RequestRejected):
                 pass  # an embeddings call failed: the candidate stands, without its experience
-        return self._candidate(m.arch_text if m.ok else None, change, error=m.error)
+        return self._candidate(m.arch_text if m.ok else None, change, error=m.error, arch=m.architecture)
 
     def tell(self, node, rng) -> None:
         team = self._team()
@@ -121,11 +122,12 @@ class NaderStrategy(Strategy):
             self.context.add_usage(node.arch_id, spent.prompt_tokens, spent.completion_tokens, spent.cost_usd)
 
     # ------------------------------------------------------------------ helpers
-    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None) -> Candidate:
+    def _candidate(self, text: Optional[str], change: dict, error: Optional[str] = None, arch=None) -> Candidate:
         spent = self._team().counting.take()
         change = {**change, "tokens": spent.by_role}
         return Candidate(text, origin="llm", operator="nader", change=change, error=error,
-                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd)
+                         tokens_in=spent.prompt_tokens, tokens_out=spent.completion_tokens, cost_usd=spent.cost_usd,
+                         arch=arch)
 
     def _history(self, node) -> list:
         """The plans on the path from the root to `node`, oldest first."""

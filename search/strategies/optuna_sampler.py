@@ -93,7 +93,7 @@ class OptunaStrategy(Strategy):
             study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
         for _ in range(REDRAWS_UNIFORM):  # past a graph already tried too: the loop would ask the sampler again
             cand = self.space.sample(rng, seen)
-            if cand is None or not self._isomorphic(nb201.Cell.parse(cand.change["cell"])):
+            if cand is None or not self._isomorphic(nb201.CellStructure.parse(cand.change["cell"])):
                 return cand
             seen.add(cand.change["cell"])
         return cand
@@ -161,10 +161,10 @@ class OptunaStrategy(Strategy):
                 params=self._params(self._key(node)), system_attrs=dict((node.change or {}).get("optuna") or {})))
 
     def _cell(self, params: dict):
-        return nb201.Cell(tuple(nb201.OPS[v] if isinstance(v, int) else v for v in (params[k] for k in _names())))
+        return nb201.CellStructure(tuple(nb201.OPS[v] if isinstance(v, int) else v for v in (params[k] for k in _names())))
 
     def _params(self, key: str) -> dict:
-        ops = nb201.Cell.parse(key).ops
+        ops = nb201.CellStructure.parse(key).ops
         cmaes = self.settings["sampler"] == "cmaes"
         return {k: (nb201.OPS.index(op) if cmaes else op) for k, op in zip(_names(), ops)}
 

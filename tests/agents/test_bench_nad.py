@@ -25,7 +25,7 @@ def _broken(text: str) -> str:
 def scripted_bench(server):
     """References as replies; every third request answers with a broken block first."""
     script = {}
-    for i, r in enumerate(x for x in nad.load() if x.id.startswith(ONLY)):
+    for i, r in enumerate(x for x in nad.load_requests() if x.id.startswith(ONLY)):
         ref = r.reference_text()
         script[r.text] = [_broken(ref), ref] if i % 3 == 0 else [ref]
     server.responder = ScriptedLLM(script)

@@ -19,7 +19,8 @@ from nader.agents.knowledge import ATTRIBUTE_TREE
 from nader.agents.llm.profiles import ModelProfile
 from nader.agents.modifier import IMPLEMENT, Modifier
 from nader.agents.prompts import render
-from nader.agents.reflector import LESSON, ExperienceBase, Reflector
+from nader.agents.experiences import ExperienceBase
+from nader.agents.reflector import LESSON, Reflector
 
 REPO = Path(__file__).resolve().parents[2]
 ARCH = (REPO / "examples" / "resnet_basic.nad").read_text()

@@ -24,7 +24,7 @@ from nader.search.session import run_search
 from nader.search.strategies import STRATEGIES
 from nader.search.strategies.base import SearchContext
 from nader.search.strategies.fairnad import FairNADStrategy, schedule
-from nader.search.tree import Node, Tree
+from nader.search.tree import TreeNode, Tree
 from scripted import ScriptedLLM, fenced
 from search_helpers import ROOT_TEXT, settings
 
@@ -75,7 +75,7 @@ def test_pareto_stage_scales_up_under_90_percent_of_a_budget_and_tunes_otherwise
 
     strategy = FairNADStrategy()
     strategy.context = SearchContext(budget=Budget(params=100_000, flops=10_000_000))
-    node = lambda params, flops: Node(1, 0, 1, "ok", params=params, flops=flops, valid_acc=1.0)  # noqa: E731
+    node = lambda params, flops: TreeNode(1, 0, 1, "ok", params=params, flops=flops, valid_acc=1.0)  # noqa: E731
     assert strategy.under_budget(node(50_000, 9_500_000))  # parameters under 0.9 of theirs
     assert strategy.under_budget(node(95_000, 8_000_000))  # FLOPs under 0.9 of theirs
     assert not strategy.under_budget(node(91_000, 9_100_000))  # near both limits: tune
@@ -126,7 +126,7 @@ def _base_block(text: str) -> str:
 def _strategy(server, kb_dir, tmp_path, **options):
     strategy = FairNADStrategy(**_options(server, kb_dir, **options))
     strategy.bind(SearchContext(run_dir=tmp_path))
-    tree = Tree([Node(0, None, 0, "ok", text=ROOT_TEXT, valid_acc=50.0, params=10_000, flops=10**6)])
+    tree = Tree([TreeNode(0, None, 0, "ok", text=ROOT_TEXT, valid_acc=50.0, params=10_000, flops=10**6)])
     return strategy, tree
 
 

@@ -3,12 +3,14 @@ for k rounds, unchanged blocks sent back, and the stem/downsample step."""
 from __future__ import annotations
 
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.modifier import Modifier
+from nader.dsl.parser import parse
 from nader.compiler.reply_checks import check_architecture, check_base_block
 from scripted import ScriptedLLM, fenced
 
@@ -146,3 +148,87 @@ def test_a_reply_that_ended_on_its_own_gets_no_cut_off_note(server, tmp_path):
     Modifier(client, rounds=2).write_block(BASE, PLAN)
     client.close()
     assert "cut off" not in server.chat_requests[1]["messages"][-1]["content"]
+
+
+def test_every_repair_mode_has_its_policy():
+    from nader.agents.repair_policy import POLICIES
+    from nader.compiler.reply_repair import REPAIR_MODES
+
+    assert tuple(POLICIES) == REPAIR_MODES  # the search's `--repair` choices
+
+
+@pytest.mark.parametrize("mode", ["off", "suggest", "auto"])
+def test_the_stem_and_downsample_round_gets_plain_feedback_in_every_repair_mode(server, tmp_path, mode):
+    """The compiler repairs base blocks, not stem and downsample replies: every mode answers a
+    failing interface reply with modifier_repair.v1 (with `suggest` this round used to crash)."""
+    stem_down = ARCH[ARCH.index("##ResNetBasic_stem##"):]
+    bad_parent = BASE + stem_down.replace("7:AvgPool2d(kernel_size=2,stride=2)", "7:Identity") \
+        .replace("kernel_size=3,stride=2", "kernel_size=3,stride=1")
+    still_bad = "##ResNetBasic_downsample##\n0:input\n1:output\n2:Conv2d(out_channels=dim,kernel_size=3,stride=1)\n0->2\n2->1\n"
+    scripted = ScriptedLLM({PLAN: [GOOD]})
+
+    def respond(body):
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if "halves H" not in first:
+            return scripted(body)
+        rounds = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return reply(fenced(still_bad if rounds == 0 else stem_down))
+
+    from loopback import reply
+
+    server.responder = respond
+    client = make_client(server, tmp_path)
+    m = Modifier(client, rounds=3, repair=mode).modify(bad_parent, PLAN, arch_id="3")
+    client.close()
+    assert m.ok and len(m.interface_attempts) == 2 and m.suggested == 0 and m.repair is None
+    feedback = server.chat_requests[2]["messages"][-1]["content"]
+    assert feedback.startswith("The compiler rejected your block") and "proposed fix" not in feedback
+    assert m.architecture is not None and m.architecture.block("downsample").name == "ResNetBasic_downsample"
+
+
+class RenamedMutant(ScriptedLLM):
+    """The scripted agents; the Modifier's reply is a mutant of the parent named `Mutant`."""
+
+    def __call__(self, body):
+        answer = super().__call__(body)
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        if "Modify it according to this plan" not in first:
+            return answer
+        from loopback import reply
+
+        block = answer.text.split("```\n")[1].split("\n```")[0]
+        return reply(fenced(block.replace("##ResNetBasic##", "##Mutant##")))
+
+
+def test_the_llms_block_is_verified_once_on_its_way_to_a_trial(server, tmp_path, monkeypatch):
+    """check_base_block verifies the reply's block; the architecture check builds on that verdict
+    and the loop's checks take the Modifier's Architecture: from reply to trial, each block of the
+    new architecture is verified once (on main: the base block three times)."""
+    from collections import Counter
+
+    from nader.agents.knowledge import Idea, KnowledgeBase
+    from nader.compiler.passes import verify
+    from nader.search.session import run_search
+    from search_helpers import settings
+    from test_strategies_resume import HashEvaluator
+
+    kb = tmp_path / "kb"
+    with KnowledgeBase.open(kb) as base:
+        base.add_ideas([Idea("replace ReLU activations with GELU"), Idea("insert a BN after the addition")])
+    verified: Counter = Counter()
+    real = verify.check_structure
+
+    def counted(block, role, sink):
+        verified[block.name] += 1
+        return real(block, role, sink)
+
+    monkeypatch.setattr(verify, "check_structure", counted)  # once per verify_block
+    server.responder = RenamedMutant(mutate=True)
+    options = {"kb": str(kb), "llm_base_url": server.base_url, "llm_model": "local-model", "experience": False}
+    run_search(settings(tmp_path / "run", strategy="nader", strategy_options=options, trials=2, seeds=[0]),
+               evaluator=HashEvaluator())
+    with sqlite3.connect(tmp_path / "run" / "runs.sqlite") as conn:
+        trained = conn.execute("SELECT text FROM archs WHERE origin = 'llm' AND status = 'ok'").fetchall()
+    assert len(trained) == 1 and "##Mutant##" in trained[0][0]
+    base, stem, down = (b.name for b in parse(trained[0][0]).program.blocks)
+    assert base == "Mutant" and verified[base] == 1 and verified[stem] == 1 and verified[down] == 1, verified

@@ -12,7 +12,7 @@ import pytest
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.llm.profiles import ModelProfile
 from nader.agents.modifier import EDITS, EDITS_REPAIR, Modifier, block_grammar, edits_grammar
-from nader.compiler.grammar_export import render
+from nader.compiler.grammar_export import render_grammar
 from nader.dsl.parser import parse
 from scripted import ScriptedLLM
 
@@ -53,7 +53,7 @@ def test_edits_go_with_the_edit_grammar_where_the_profile_names_a_field(server, 
         assert Modifier(client, rounds=1).write_block(BASE, PLAN).ok
     (body,) = server.chat_requests
     parent = parse(BASE).program.blocks[0]
-    assert body["grammar"] == edits_grammar(BASE) == render("gbnf", reply="edits", parent=parent)
+    assert body["grammar"] == edits_grammar(BASE) == render_grammar("gbnf", reply="edits", parent=parent)
     assert body["grammar"] not in (block_grammar("edits"), block_grammar())
     # the parent's operation nodes are what `replace` and `remove` may name
     assert 'op-id ::= "2" | "3" | "4" | "5" | "6" | "7" | "8"' in " ".join(body["grammar"].split())

@@ -9,7 +9,8 @@ from knowledge_helpers import HashingEmbedder
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from loopback import reply
 from nader.agents.modifier import Attempt, Check, Modification
-from nader.agents.reflector import ExperienceBase, Reflector, block_diff_text, cut_words
+from nader.agents.experiences import ExperienceBase
+from nader.agents.reflector import Reflector, block_diff_text, cut_words
 from scripted import ScriptedLLM
 
 

@@ -118,10 +118,10 @@ def test_repair_auto_records_resumes_and_reports_the_repairs(server, kb_dir, tmp
         (json.loads(CliRunner().invoke(main, ["best", str(run), "--format", "json"]).output)["repair"] is not None)
 
     from nader.search.report.load import load_run
-    from nader.search.report.render import data_json, render
+    from nader.search.report.render import data_json, render_report
 
     r, archs = load_run(run)
-    page = render(r, archs)
+    page = render_report(r, archs)
     assert 'id="repairs"' in page and "valid after repair (repaired by the compiler)" in page
     assert page.count('class="repaired"') == len(llm) and "merge" in page
     assert sum(a.get("repaired") == "repaired by the compiler" for a in json.loads(data_json(r, archs))["archs"]) \

@@ -92,3 +92,13 @@ def test_profile_grammar_key_is_checked(tmp_path):
     config.write_text('[llm.profiles."x*"]\ncontext = 0\n', encoding="utf-8")
     with pytest.raises(LLMConfigError, match="context must be a positive"):
         load_config(config)
+
+
+def test_profile_small_key_is_a_flag(tmp_path):
+    config = tmp_path / "nader.toml"
+    config.write_text('[llm.profiles."x*"]\nsmall = true\n', encoding="utf-8")
+    (profile,) = load_config(config).profiles
+    assert profile.small is True and ModelProfile("y").small is False
+    config.write_text('[llm.profiles."x*"]\nsmall = "yes"\n', encoding="utf-8")
+    with pytest.raises(LLMConfigError, match="small must be true or false"):
+        load_config(config)

@@ -282,22 +282,22 @@ def test_a_reply_cap_or_a_context_too_small_for_a_whole_block_recommends_edit_re
 
 def test_the_report_names_the_edit_reply_and_why():
     from nader.agents.llm.check import _recommend
-    from nader.agents.llm.cli import render
+    from nader.agents.llm.cli import render_check
     from nader.agents.llm.config import LLMConfig
     from nader.agents.llm.profiles import ModelProfile
 
     report = _measured(200.0)
     report.context_length = 2048
     report.profile = _recommend(report, ModelProfile("*"), LLMConfig(max_tokens=4096, request_timeout=120.0))
-    text = render(report)
+    text = render_check(report)
     assert 'grammar = "llama.cpp", context = 2048, reply = "edits"' in text
     assert "reply         a context of 2048 tokens" in text
     report.profile, report.reply_note = ModelProfile("x"), ""
-    assert "reply" not in render(report).split("recommended", 1)[1]
+    assert "reply" not in render_check(report).split("recommended", 1)[1]
 
 
 @pytest.mark.parametrize("rambles", [False, True])
-def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(rambles, tmp_path, monkeypatch):
+def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies_and_is_small(rambles, tmp_path, monkeypatch):
     from loopback import truncated
 
     from nader.agents.llm.check import BLOCK_PROBE_TOKENS
@@ -316,8 +316,10 @@ def test_a_model_that_restates_a_block_until_max_tokens_gets_edit_replies(ramble
     if rambles:
         assert f"did not end within {BLOCK_PROBE_TOKENS} tokens" in result.output
         assert 'reply = "edits"' in written and "# edit replies:" in written
+        assert "small = true" in written  # GENIUS's prompts then ask for the cell first
     else:
         assert "a block restated with one change: ended" in result.output and "reply =" not in written
+        assert "small" not in written
 
 
 def _paced(body: dict):

@@ -8,7 +8,7 @@ import re
 import click
 
 from conftest import REPO_ROOT
-from nader.agents.llm.options import LLM_FLAGS
+from nader.agents.llm.options import LLM_SETTINGS
 
 
 def _table() -> dict:
@@ -73,6 +73,6 @@ def command_help(path: str) -> str:
 
 
 def test_the_table_gives_each_flag_its_key_and_old_spellings():
-    declared = {f.flag: ("" if f.field in ("config_path", "replay") else f.field, frozenset(f.old))
-                for f in LLM_FLAGS}
+    declared = {s.long: ("" if s.field in ("config_path", "replay") else s.field, frozenset(s.old))
+                for s in LLM_SETTINGS}
     assert _table() == declared

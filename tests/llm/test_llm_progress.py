@@ -19,7 +19,7 @@ from nader.cli import main
 
 PLAN = re.compile(r"Modify it according to this plan:\n(.*?)\n(?:\nLessons learnt|\nReply with)", re.S)
 LINE = re.compile(r"^llm call=(\d+) role=(\S+) source=(\S+) in=(\d+) out=(\d+) .*done=(\d+)/(\d+) eta=\S+$")
-REQUESTS = [r for r in nad.load() if r.id.startswith("resnet_basic")][:4]
+REQUESTS = [r for r in nad.load_requests() if r.id.startswith("resnet_basic")][:4]
 
 
 def _fenced(text: str) -> str:

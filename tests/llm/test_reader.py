@@ -14,7 +14,7 @@ from loopback import reply, truncated
 from nader.agents.llm import LLMClient, LLMConfig, ReplayMiss
 from nader.agents.llm.jsonreply import ReplyFormatError
 from nader.agents.reader.papers import paper_from_text
-from nader.agents.reader.reader import Reader, check_ideas, check_relevance, check_tags
+from nader.agents.reader.reader import Reader, check_ideas, check_relevance, check_tag_reply
 
 TREE = {
     "operation level": {"activation": ["gelu", "relu"], "normalization": ["batch normalization"]},
@@ -215,12 +215,12 @@ def test_checks_of_each_step():
         check_ideas({"ideas": ["word " * 70]})
     ok = {"tags": [{"idea": 1, "granularity": "block and connectivity level",
                     "main_category": "dense connectivity for feature reuse", "sub_category": None}]}
-    assert check_tags(ok, 1, TREE) == [("block and connectivity level", "dense connectivity for feature reuse", None)]
+    assert check_tag_reply(ok, 1, TREE) == [("block and connectivity level", "dense connectivity for feature reuse", None)]
     with pytest.raises(ReplyFormatError, match="1 tags given for 2 ideas"):
-        check_tags(ok, 2, TREE)
+        check_tag_reply(ok, 2, TREE)
     wrong_sub = {"tags": [{"idea": 1, "granularity": "operation level", "main_category": "activation",
                            "sub_category": "swish"}]}
     with pytest.raises(ReplyFormatError, match="'swish' is not a sub-category of 'activation'; one of: gelu, relu"):
-        check_tags(wrong_sub, 1, TREE)
+        check_tag_reply(wrong_sub, 1, TREE)
     with pytest.raises(ReplyFormatError, match="granularity 'layer level' is not one of"):
-        check_tags({"tags": [{"idea": 1, "granularity": "layer level"}]}, 1, TREE)
+        check_tag_reply({"tags": [{"idea": 1, "granularity": "layer level"}]}, 1, TREE)

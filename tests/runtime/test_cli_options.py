@@ -1,21 +1,20 @@
-"""`eval` and `run` spell the executor and the trial timeout one way (declared in `nader.runtime.options`, as click options in `nader.runtime.cli`);
-eval's old spellings still work, hidden from --help, with a warning."""
+"""`eval` and `run` spell the executor and the trial timeout one way (settings declared in
+`nader.runtime.options`, made click options by `nader.inputs.cli`); eval's old spellings still
+work, hidden from --help, with a warning."""
 from __future__ import annotations
 
 import click
 from click.testing import CliRunner
 
 from nader.cli import main
-from nader.runtime.cli import executor_option, old_timeout_option, trial_timeout_option
-from nader.runtime.cli import resolve_trial_timeout as resolve_timeout
+from nader.inputs.cli import options
+from nader.runtime.options import EXECUTOR, TRIAL_TIMEOUT
 
 
 @click.command()
-@executor_option("local", "where")
-@trial_timeout_option()
-@old_timeout_option
-def probe(executor, trial_timeout, old_timeout):
-    click.echo(f"{executor} {resolve_timeout(trial_timeout, old_timeout)}")
+@options(EXECUTOR, TRIAL_TIMEOUT.but(old=("--timeout",)))
+def probe(executor, trial_timeout):
+    click.echo(f"{executor} {trial_timeout}")
 
 
 def _run(*args):

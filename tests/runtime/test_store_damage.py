@@ -106,7 +106,7 @@ CASES = {
 }
 MESSAGE = {"truncated": "is damaged", "garbage-header": "is damaged", "zero-bytes": "delete it to start a new run",
            "readonly-dir": "permission denied", "readonly-db": "permission denied", "missing-dir": {"status": "not a search run directory", "best": "not a search run directory",
-                           "export": "not a search run directory", "report": "no search here",
+                           "export": "not a search run directory", "report": "not a search run directory",
                            "run": "no root architecture"}}
 
 

@@ -14,7 +14,7 @@ import json
 from nader.search.spaces import nb201 as S
 
 BEST = ("nor_conv_3x3", "nor_conv_1x1", "nor_conv_3x3", "nor_conv_1x1", "nor_conv_3x3", "nor_conv_3x3")
-OPTIMUM = S.Cell(BEST)
+OPTIMUM = S.CellStructure(BEST)
 EPOCH_SECONDS = 10.0
 
 

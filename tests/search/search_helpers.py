@@ -188,15 +188,11 @@ class TableEvaluator:
 
 def run_records(run_dir) -> list:
     """Every record of a run's tree, read as `nader-search export` reads them."""
-    import sqlite3
-
     from nader.search import records
+    from nader.search.store import RunReader
 
-    conn = sqlite3.connect(Path(run_dir) / "runs.sqlite")
-    try:
-        return records.records(conn)
-    finally:
-        conn.close()
+    with RunReader(run_dir, full_check=False) as reader:
+        return records.records(reader)
 
 
 class HashEvaluator:

@@ -61,14 +61,14 @@ def _test_accuracy(model, job) -> float:
     from nader.runtime.data import load_dataset
     from nader.runtime.pipeline import DeviceLoader, place_split
     from nader.runtime.presets import resolve
-    from nader.runtime.trainer import evaluate
+    from nader.runtime.trainer import accuracy_and_loss
 
     p = resolve(job.preset, {k: v for k, v in job.options.items() if k not in ("threads", "device")})
     data = load_dataset(job.dataset, job.data_dir)
     dev = torch.device("cpu")
     test = DeviceLoader(place_split(data.test, dev, p.eval_limit), p.eval_batch_size, data.mean, data.std,
                         train=False)
-    return evaluate(model.to(dev), test)[0]
+    return accuracy_and_loss(model.to(dev), test)[0]
 
 
 def test_best_emit_torch_with_weights_scores_the_recorded_test_accuracy(finished, tmp_path):

@@ -18,7 +18,7 @@ def make_checker(time_limit):
     return Checker("nb201", "digits", DEPTHS, merge({"root_text": ROOT_TEXT}).budget(), time_limit=time_limit)
 
 
-def busy_check(self, text, tree, error=None):
+def busy_check(self, text, tree, error=None, arch=None):
     """Pure-Python CPU work that no thread timer could interrupt; gives up after a minute."""
     end = time.monotonic() + 60
     n = 0
@@ -51,7 +51,7 @@ def test_the_next_check_after_a_timeout_runs_normally(monkeypatch):
 def test_outside_the_main_thread_the_checks_run_unguarded(monkeypatch):
     calls = []
 
-    def quick_check(self, text, tree, error=None):
+    def quick_check(self, text, tree, error=None, arch=None):
         calls.append(threading.current_thread() is threading.main_thread())
         return "checked"
 

@@ -20,12 +20,12 @@ from nader.cli import main
 from nader.runtime.errors import ConfigError
 from nader.search import records
 from nader.search.config_file import read_toml
-from nader.search.evaluators.lookup import TableEvaluator
-from nader.search.evaluators.tabular import EvaluatorError, TrialRecord
+from nader.search.tables.lookup import TableEvaluator
+from nader.search.tables.base import TableError, TableRecord
 from nader.search.fidelity import Schedule, ladder
 from nader.search.report.compare import curve_of
 from nader.search.report.load import load_run
-from nader.search.report.render import promotions, render
+from nader.search.report.render import promotions, render_report
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
 from search_helpers import EXAMPLE
@@ -43,9 +43,9 @@ class Table:
 
     def cell(self, arch):
         try:
-            return S.Cell.parse(arch) if arch.startswith("|") else S.cell_of_text(arch)
+            return S.CellStructure.parse(arch) if arch.startswith("|") else S.cell_of_text(arch)
         except S.NotInSpace as exc:
-            raise EvaluatorError(str(exc)) from None
+            raise TableError(str(exc)) from None
 
     def test_schedules(self, dataset):
         return set()  # no 200-epoch schedule: each rung reports its own test accuracy
@@ -55,7 +55,7 @@ class Table:
         self.asked.append((str(cell), epochs))
         jitter = (int(hashlib.sha256(f"{cell}/{epochs}".encode()).hexdigest()[:4], 16) / 65536 - 0.5) * 6
         valid = T.valid_accuracy(cell, epochs - 1) + jitter + self.early * (12 - epochs)
-        return TrialRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid,
+        return TableRecord(arch=str(cell), dataset=dataset, epochs=epochs, seed=seed, valid_acc=valid,
                            test_acc=valid - 1, seconds=epochs * T.epoch_seconds(cell), params=1, flops=1)
 
 
@@ -205,7 +205,7 @@ def test_the_best_is_chosen_at_the_highest_rung_and_the_report_shows_promotions(
     assert table["rows"][0]["id"] == str(full["arch_id"])  # ranked by rung, then accuracy
     first = table["rows"][0]["cells"]
     assert [c["promoted"] for c in first] == [True, True, True, False]
-    html = render(run_info, archs)
+    html = render_report(run_info, archs)
     row = html.split(f'id="rungs-{full["arch_id"]}"')[1].split("</tr>")[0]
     assert row.count('title="promoted"') == 3 and f"{full['valid_acc']:.2f}%" in row
     assert f"{full['rungs'][0]['valid_acc']:.2f}%" in row
@@ -220,7 +220,7 @@ def test_without_fidelity_nothing_changes(tmp_path):
                 "strategy": "random", "trials": 4}, evaluator=TableEvaluator(Table(), "cifar10", 12))
     assert _rows(run, "SELECT COUNT(*) FROM arch_rungs") == [(0,)]
     assert all("rungs" not in r for r in _records(run))
-    assert 'id="promotions"' not in render(*load_run(run))
+    assert 'id="promotions"' not in render_report(*load_run(run))
 
 
 def test_training_runs_each_rung_at_its_epochs(tmp_path):

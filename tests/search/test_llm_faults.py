@@ -126,7 +126,7 @@ def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
     from nader.agents.tokens import Spent
     from nader.search.loop import clean_stop
     from nader.search.strategies.nader import NaderStrategy
-    from nader.search.tree import Node, Tree
+    from nader.search.tree import TreeNode, Tree
 
     class Reflector:
         experiences = SimpleNamespace(has_training=lambda arch_id: False)
@@ -136,8 +136,8 @@ def test_a_stop_met_while_told_a_result_stops_the_loop_at_its_next_ask():
 
     strategy = NaderStrategy(kb="unused")
     strategy._agents = SimpleNamespace(reflector=Reflector(), counting=SimpleNamespace(take=Spent))
-    root = Node(0, None, 0, "ok", text="", valid_acc=50.0)
-    strategy.tell(Node(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}), None)  # no exception here
+    root = TreeNode(0, None, 0, "ok", text="", valid_acc=50.0)
+    strategy.tell(TreeNode(1, 0, 1, "ok", text="", valid_acc=51.0, change={"plan": "widen"}), None)  # no exception here
     with pytest.raises(EndpointDown) as stopped:
         strategy.ask(Tree([root]), None)
     stop = clean_stop(stopped.value)

@@ -73,11 +73,11 @@ def test_each_climb_starts_at_a_uniform_draw_and_seeds_start_apart(tmp_path, rug
         assert first["change"]["climb"] == 1 and first["parent_id"] == 0 and first["origin"] == "sample"
         starts.append(first["change"]["cell"])
         # the next proposals are the start's one-edge neighbours, each once
-        hood = {str(c) for c, _ in NB201Space().neighbours(S.Cell.parse(first["change"]["cell"]))}
+        hood = {str(c) for c, _ in NB201Space().neighbours(S.CellStructure.parse(first["change"]["cell"]))}
         proposed = [r for r in recs if r["parent_id"] == first["arch_id"]]
         assert {str(S.cell_of_text(r["text"])) for r in proposed} <= hood
         assert len({r["change"]["cell"] for r in proposed}) == len(proposed) > 12
-    assert starts[0] != starts[1] and str(S.Cell.parse(S.RESNET)) not in starts
+    assert starts[0] != starts[1] and str(S.CellStructure.parse(S.RESNET)) not in starts
 
 
 def test_the_best_reported_is_the_best_by_the_signal_over_every_climb(tmp_path, rugged):
@@ -114,7 +114,7 @@ def test_the_synthetic_table_has_one_optimum_chance_level_broken_cells_and_share
     assert all(test[str(c)] < 11 for c in S.all_cells() if 3 in c.zero_nodes())
     assert 80 < sum(test.values()) / len(test) < 92
     # node 1 a skip of the input: its convolution to node 3 is the input's
-    a = S.Cell.parse("|skip_connect~0|+|none~0|none~1|+|none~0|nor_conv_3x3~1|none~2|")
-    b = S.Cell.parse("|none~0|+|none~0|none~1|+|nor_conv_3x3~0|none~1|none~2|")
+    a = S.CellStructure.parse("|skip_connect~0|+|none~0|none~1|+|none~0|nor_conv_3x3~1|none~2|")
+    b = S.CellStructure.parse("|none~0|+|none~0|none~1|+|nor_conv_3x3~0|none~1|none~2|")
     assert S.cell_hash(a) == S.cell_hash(b) and G.paths(a) == G.paths(b)
     assert abs(test[str(a)] - test[str(b)]) < 1.5 and test[str(a)] != test[str(b)]

@@ -99,4 +99,4 @@ def test_the_flag_overrides_the_toml_key_and_bad_values_are_usage_errors(tmp_pat
     assert r.exit_code == 2 and "--max-invalid" in r.stderr and "Traceback" not in r.output
     toml.write_text(toml.read_text().replace("max-invalid = 5", "max-invalid = 0"))
     r = invoke("run", toml)
-    assert r.exit_code == 2 and "max-invalid must be at least 1" in r.stderr
+    assert r.exit_code == 2 and "max-invalid: 0 is below the least allowed, 1" in r.stderr

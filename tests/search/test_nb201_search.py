@@ -53,7 +53,7 @@ def test_search_over_the_space_with_the_table_completes_and_resumes(tmp_path, ta
     first = run_search(_settings(run, table, strategy=strategy, strategy_options=options, trials=8))
     assert first.stop.code == "trials" and first.trials == 8 and not first.resumed
     before = _records(run)
-    assert before[0]["origin"] == "root" and S.cell_of_text(before[0]["text"]) == S.Cell.parse(S.RESNET)
+    assert before[0]["origin"] == "root" and S.cell_of_text(before[0]["text"]) == S.CellStructure.parse(S.RESNET)
     second = run_search(_settings(run, table, strategy=strategy, strategy_options=options, trials=14))
     assert second.stop.code == "trials" and second.trials == 14 and second.resumed
     after = _records(run)
@@ -120,7 +120,7 @@ def test_a_mutation_changes_exactly_one_edge_to_another_operation():
     import random
 
     rng = random.Random(3)
-    cell = S.Cell.parse(S.RESNET)
+    cell = S.CellStructure.parse(S.RESNET)
     seen = set()
     for _ in range(200):
         new, change = mutate_cell(cell, rng)
@@ -132,7 +132,7 @@ def test_a_mutation_changes_exactly_one_edge_to_another_operation():
 
 def test_the_report_plots_best_so_far_against_simulated_time(tmp_path, table):
     from nader.search.report.load import load_run
-    from nader.search.report.render import _best_so_far, render, simulated_time
+    from nader.search.report.render import _best_so_far, render_report, simulated_time
 
     run = tmp_path / "run"
     run_search(_settings(run, table, strategy="random", trials=5))
@@ -143,15 +143,15 @@ def test_the_report_plots_best_so_far_against_simulated_time(tmp_path, table):
     assert len(points) == len(cells) == 5
     assert points[-1]["seconds"] == pytest.approx(sum(T.simulated_seconds(c) for c in cells))
     assert [p["seconds"] for p in points] == sorted(p["seconds"] for p in points)
-    assert "simulated training time" in render(meta, archs)
+    assert "simulated training time" in render_report(meta, archs)
 
 
 def test_cli_flags_and_toml_with_a_nas_bench_201_file(tmp_path):
     """`--space nb201 --evaluator nas-bench-201:PATH` on the command line, and the same from a TOML
     file whose path is relative to it; a table holding the root's neighbours only: cells outside
     it fail with the table's reason and the search goes on."""
-    root = S.Cell.parse(S.RESNET)
-    cells = [root] + [S.Cell(root.ops[:i] + (op,) + root.ops[i + 1:]) for i in range(6) for op in S.OPS
+    root = S.CellStructure.parse(S.RESNET)
+    cells = [root] + [S.CellStructure(root.ops[:i] + (op,) + root.ops[i + 1:]) for i in range(6) for op in S.OPS
                       if op != root.ops[i]]
     path = T.write_table("nas-bench-201", tmp_path, cells)
     runner = CliRunner()

@@ -46,14 +46,14 @@ def test_nb201_skeleton_without_lastact_differs_by_exactly_its_bn():
 
 
 def test_strings_parse_strictly():
-    cell = S.Cell.parse(BEST)
+    cell = S.CellStructure.parse(BEST)
     assert str(cell) == BEST and cell.ops[-1] == "nor_conv_3x3"
     for bad, why in [("|nor_conv_3x3~0|+|none~0|", "3 node groups"),
                      ("|conv~0|+|none~0|none~1|+|none~0|none~1|none~2|", "unknown operation 'conv'"),
                      ("|none~1|+|none~0|none~1|+|none~0|none~1|none~2|", "must read `op~0`"),
                      ("|none~0|+|none~0|+|none~0|none~1|none~2|", "node 2 needs 2 entries")]:
         with pytest.raises(S.NotInSpace, match=why):
-            S.Cell.parse(bad)
+            S.CellStructure.parse(bad)
 
 
 @pytest.mark.parametrize("text,cell", [
@@ -62,7 +62,7 @@ def test_strings_parse_strictly():
     (f"The best is {S.RESNET}.", S.RESNET),
 ])
 def test_replies_are_parsed_strictly(text, cell):
-    assert S.parse_cell_reply(text) == S.Cell.parse(cell)
+    assert S.parse_cell_reply(text) == S.CellStructure.parse(cell)
 
 
 @pytest.mark.parametrize("text,why", [
@@ -82,20 +82,20 @@ def test_the_op_list_encoding_reads_back_and_the_check_says_why():
         assert S.parse_cell_reply(f"op_list = {listed}") == S.as_cell(cell)
     assert S.op_list_text(S.RESNET) == "[3, 0, 3, 1, 0, 1]"
     text, feedback = S.check_cell_reply("op_list = [3, 0, 3, 1, 0, 1]")
-    assert feedback == "" and S.cell_of_text(text) == S.Cell.parse(S.RESNET)
+    assert feedback == "" and S.cell_of_text(text) == S.CellStructure.parse(S.RESNET)
     assert S.check_cell_reply("op_list = [3, 0]") == (
         None, "- op_list has 2 entries; it needs 6 operation ids from 0 to 4")
 
 
 def test_effective_drops_dead_and_zero_fed_operations():
     # node 1 is read by nobody: its convolution is dead
-    assert str(S.Cell.parse("|nor_conv_3x3~0|+|skip_connect~0|none~1|+|none~0|none~1|skip_connect~2|").effective()) \
+    assert str(S.CellStructure.parse("|nor_conv_3x3~0|+|skip_connect~0|none~1|+|none~0|none~1|skip_connect~2|").effective()) \
         == "|none~0|+|skip_connect~0|none~1|+|none~0|none~1|skip_connect~2|"
     # node 1 is zero (its only input is none): the convolution reading it is dropped
-    assert str(S.Cell.parse("|none~0|+|none~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|").effective()) \
+    assert str(S.CellStructure.parse("|none~0|+|none~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|").effective()) \
         == "|none~0|+|none~0|none~1|+|skip_connect~0|none~1|none~2|"
     # the output is zero for every input: the block is one `Zero`, and its effective cell has no operation
-    zero_cell = S.Cell.parse("|nor_conv_3x3~0|+|none~0|none~1|+|none~0|none~1|none~2|")
+    zero_cell = S.CellStructure.parse("|nor_conv_3x3~0|+|none~0|none~1|+|none~0|none~1|none~2|")
     assert zero_cell.effective() == S.ZERO
     assert [n.op_name for n in S._parse_block(S.cell_block(zero_cell)).nodes] == ["input", "output", "Zero"]
 
@@ -135,7 +135,7 @@ def test_every_string_converts_to_a_block_and_back():
     assert sum(1 for cs in classes.values() if len(cs) > 1) > 0
 
 
-def _nb201_unique_str(cell: S.Cell) -> str:
+def _nb201_unique_str(cell: S.CellStructure) -> str:
     """NAS-Bench-201's own isomorphism key (its Structure.to_unique_str(consider_zero=True)):
     sums of sorted terms, `#` for a zero term, skip connections read through."""
     nodes = {0: "0"}
@@ -157,8 +157,8 @@ def test_nb201s_own_count_and_where_ours_differs():
     assert len({_nb201_unique_str(c) for c in cells}) == 6_466
     # NB201's key merges cells whose networks differ in size: one convolution read twice and two
     # convolutions of the same input give the same key, not the same graph or parameter count
-    one = S.Cell.parse("|nor_conv_3x3~0|+|none~0|skip_connect~1|+|none~0|skip_connect~1|skip_connect~2|")
-    two = S.Cell.parse("|nor_conv_3x3~0|+|nor_conv_3x3~0|none~1|+|none~0|skip_connect~1|skip_connect~2|")
+    one = S.CellStructure.parse("|nor_conv_3x3~0|+|none~0|skip_connect~1|+|none~0|skip_connect~1|skip_connect~2|")
+    two = S.CellStructure.parse("|nor_conv_3x3~0|+|nor_conv_3x3~0|none~1|+|none~0|skip_connect~1|skip_connect~2|")
     assert _nb201_unique_str(one) == _nb201_unique_str(two)
     assert S.build(one)[1]["params"] != S.build(two)[1]["params"]
     assert S.cell_hash(one) != S.cell_hash(two)

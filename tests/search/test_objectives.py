@@ -22,7 +22,7 @@ from nader.search.objectives import DEFAULT, Objective, dominates, pareto_set, p
 from nader.search.session import run_search
 from nader.search.strategies import get_strategy
 from nader.search.strategies.base import SearchContext
-from nader.search.tree import Node, Tree
+from nader.search.tree import TreeNode, Tree
 from search_helpers import run_records, settings
 
 TWO = ["valid_acc:max", "params:min"]
@@ -185,7 +185,7 @@ def test_measure_latency_times_a_forward_pass():
 
 
 def _node(i, acc, params, status="ok"):
-    return Node(arch_id=i, parent_id=None if i == 0 else 0, depth=0 if i == 0 else 1, status=status, text=f"t{i}",
+    return TreeNode(arch_id=i, parent_id=None if i == 0 else 0, depth=0 if i == 0 else 1, status=status, text=f"t{i}",
                 valid_acc=acc, params=params, flops=params)
 
 

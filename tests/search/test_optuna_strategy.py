@@ -17,7 +17,7 @@ from nader.search.spaces import nb201 as S
 from nader.search.spaces.space import NB201Space
 from nader.search.strategies.base import SearchContext
 from nader.search.strategies.optuna_sampler import OptunaStrategy
-from nader.search.tree import Node, Tree
+from nader.search.tree import Tree, TreeNode
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_optuna_is_refused_outside_the_cell_space(tmp_path):
 def test_baselines_in_the_cell_space_train_no_root_by_default(tmp_path, smooth, strategy):
     """The issue's done-when: with no root trial, random's 10-trial figure is no longer the
     root's (the ResNet cell, trial 1 of every search before)."""
-    root = S.Cell.parse(S.RESNET)
+    root = S.CellStructure.parse(S.RESNET)
     figures = []
     for seed in range(3):
         s = run_search(_settings(tmp_path / f"s{seed}", smooth, strategy=strategy, trials=10, seed=seed))
@@ -145,9 +145,9 @@ def test_tpe_asks_once_per_proposal_and_draws_uniformly_past_a_known_cell():
     failed trials a proposal (seconds a trial by trial 250): one ask, then a uniform draw."""
     pytest.importorskip("optuna")
     left = S.RESNET  # every cell but this one is in the tree (proposed, so the study holds none of them)
-    nodes = [Node(0, None, 0, "untrained")]
+    nodes = [TreeNode(0, None, 0, "untrained")]
     for i, cell in enumerate((str(c) for c in S.all_cells() if str(c) != left), 1):
-        nodes.append(Node(i, 0, 1, "proposed", change={"cell": cell}))
+        nodes.append(TreeNode(i, 0, 1, "proposed", change={"cell": cell}))
     tree = Tree(nodes)
     strategy = OptunaStrategy()
     strategy.bind(SearchContext(space=NB201Space()))

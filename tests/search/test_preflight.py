@@ -16,8 +16,8 @@ from nader.search import preflight as P
 from nader.search.config import merge
 from nader.search.spaces import nb201 as S
 
-ROOT = S.Cell.parse(S.RESNET)
-NEIGHBOURS = [S.Cell(ROOT.ops[:i] + (op,) + ROOT.ops[i + 1:]) for i in range(6) for op in S.OPS
+ROOT = S.CellStructure.parse(S.RESNET)
+NEIGHBOURS = [S.CellStructure(ROOT.ops[:i] + (op,) + ROOT.ops[i + 1:]) for i in range(6) for op in S.OPS
               if op != ROOT.ops[i]]
 CELLS = [ROOT, *NEIGHBOURS]
 

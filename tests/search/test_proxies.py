@@ -12,11 +12,11 @@ from torch.nn import functional as F
 from nader.runtime.errors import ConfigError
 from nader.search.checks import arch_hash_of_text
 from nader.search.config_file import PROXIES
-from nader.search.proxies import all_proxies, mean_ranks, members, module_of, needs_data, order, ranks
+from nader.search.proxies import all_proxies, mean_ranks, members, module_of, needs_data, order, score_ranks
 from nader.search.proxies.proxy import Inputs
 from nader.search.proxy_scorer import SETTINGS, ProxyScorer, seed_of
 from nader.search.spaces import nb201
-from nader.search.store import ProxyCache, SearchStore, proxy_stats
+from nader.search.store import ProxyCache, SearchStore
 
 CELLS = ["|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|nor_conv_3x3~1|nor_conv_3x3~2|",
          nb201.RESNET, "|avg_pool_3x3~0|+|none~0|skip_connect~1|+|none~0|none~1|skip_connect~2|"]
@@ -51,7 +51,7 @@ def test_a_spec_is_one_proxy_or_an_ensemble_of_distinct_known_ones():
 
 
 def test_ranks_share_ties_and_put_missing_scores_last():
-    assert ranks([3.0, None, 5.0, 3.0, float("-inf")]) == [2.5, 5.0, 1.0, 2.5, 4.0]
+    assert score_ranks([3.0, None, 5.0, 3.0, float("-inf")]) == [2.5, 5.0, 1.0, 2.5, 4.0]
     # an ensemble is the unweighted mean of its members' ranks
     assert mean_ranks({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0]}) == [2.0, 2.5, 1.5]
     assert order({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0]}) == [2, 0, 1]
@@ -65,7 +65,7 @@ def test_synflow_conserves_flow_through_each_linear_layer():
     w1, w2 = net[0].weight.detach().abs().double(), net[1].weight.detach().abs().double()
     total = float((w2 @ w1 @ torch.ones(4, dtype=torch.float64)).sum())
     # for a bias-free linear chain each layer's sum of |theta * dR/dtheta| equals R
-    assert module_of("synflow").score(net, _inputs(shape=(4,))) == pytest.approx(2 * total)
+    assert module_of("synflow").score_network(net, _inputs(shape=(4,))) == pytest.approx(2 * total)
 
 
 def test_naswot_is_the_log_determinant_of_the_hamming_kernel():
@@ -81,7 +81,7 @@ def test_naswot_is_the_log_determinant_of_the_hamming_kernel():
     n_units = sum(len(c[0]) for c in codes)
     kernel = [[n_units - sum(a != b for c in codes for a, b in zip(c[i], c[j])) for j in range(7)] for i in range(7)]
     expected = torch.linalg.slogdet(torch.tensor(kernel, dtype=torch.float64))
-    naswot = module_of("naswot").score
+    naswot = module_of("naswot").score_network
     assert naswot(net, _inputs(images=x)) == pytest.approx(float(expected.logabsdet))
     same = x[:1].repeat(7, 1)  # identical images cannot be told apart: singular kernel
     assert naswot(net, _inputs(images=same)) == float("-inf")
@@ -95,8 +95,8 @@ def test_snip_and_grad_norm_read_the_loss_gradient_of_each_weight():
     # the cross-entropy's gradient by hand: (softmax - one-hot)^T x / batch
     grad = (F.softmax(x @ w.T, dim=1) - F.one_hot(y, 3).float()).T @ x / 7
     inputs = _inputs(images=x, labels=y)
-    assert module_of("snip").score(net, inputs) == pytest.approx(float((w * grad).abs().sum()), rel=1e-5)
-    assert module_of("grad_norm").score(net, inputs) == pytest.approx(float(grad.norm()), rel=1e-5)
+    assert module_of("snip").score_network(net, inputs) == pytest.approx(float((w * grad).abs().sum()), rel=1e-5)
+    assert module_of("grad_norm").score_network(net, inputs) == pytest.approx(float(grad.norm()), rel=1e-5)
 
 
 def test_jacov_scores_decorrelated_jacobians_above_identical_ones():
@@ -104,7 +104,7 @@ def test_jacov_scores_decorrelated_jacobians_above_identical_ones():
     x = torch.randn(7, 6)
     linear = nn.Sequential(nn.Linear(6, 4))  # the same Jacobian for every image: correlation 1
     relu = nn.Sequential(nn.Linear(6, 64), nn.ReLU(), nn.Linear(64, 4))
-    jacov = module_of("jacov").score
+    jacov = module_of("jacov").score_network
     flat, varied = jacov(linear, _inputs(images=x)), jacov(relu, _inputs(images=x))
     # identical rows: eigenvalues 7 and 0 (six times), so the score is pinned by k = 1e-5
     k = 1e-5
@@ -117,7 +117,7 @@ def test_zen_grows_with_width_and_needs_no_images():
         return nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
                              nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 3))
 
-    zen = module_of("zen").score
+    zen = module_of("zen").score_network
     inputs = _inputs(shape=(3, 8, 8), batch=4)
     assert inputs.images is None
     narrow, wide = zen(net(4), inputs), zen(net(32), inputs)
@@ -169,9 +169,9 @@ def test_scores_are_cached_by_hash_in_the_store_and_shared_through_a_file(tmp_pa
     other = SearchStore(tmp_path / "b")  # another run: the shared file answers, its store keeps a copy
     third = ProxyScorer("synflow", skeleton=nb201.SKELETON, dataset="cifar100", caches=[other.proxy_cache(), shared])
     assert third.scores(items) == want and third.evaluated == 0
-    stats = proxy_stats(other.conn)
+    stats = other.proxy_stats()
     assert [(s["proxy"], s["scored"], s["computed"], s["copied"]) for s in stats] == [("synflow", 3, 0, 3)]
-    assert proxy_stats(store.conn)[0]["computed"] == 3 and proxy_stats(store.conn)[0]["seconds"] > 0
+    assert store.proxy_stats()[0]["computed"] == 3 and store.proxy_stats()[0]["seconds"] > 0
     # another setting (here the dataset) is another key: nothing is read across
     fourth = ProxyScorer("synflow", skeleton=nb201.SKELETON, dataset="imagenet16-120", caches=[shared])
     fourth.scores(items[:1])

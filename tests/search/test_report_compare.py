@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from nader.cli import main as cli
 from nader.search import run_search
 from nader.search.report.compare import Curve, curve_of, table_rows, text_table
-from nader.search.report.model import Arch, Run
+from nader.search.report.model import ReportArch, Run
 from search_helpers import TableEvaluator, settings
 
 
@@ -60,11 +60,11 @@ def test_report_of_several_runs_overlays_their_curves(runs, tmp_path):
 
 def test_curves_count_failed_trials_and_keep_the_best_one(runs):
     run = Run(name="r", strategy="s")
-    archs = [Arch("0", None, "ok", valid_acc=50.0, test_acc=49.0, finished=1.0),
-             Arch("1", "0", "failed", finished=2.0),
-             Arch("2", "0", "ok", valid_acc=60.0, test_acc=55.0, finished=4.0),
-             Arch("3", "2", "ok", valid_acc=58.0, test_acc=59.0, finished=3.0),
-             Arch("4", "2", "invalid")]
+    archs = [ReportArch("0", None, "ok", valid_acc=50.0, test_acc=49.0, finished=1.0),
+             ReportArch("1", "0", "failed", finished=2.0),
+             ReportArch("2", "0", "ok", valid_acc=60.0, test_acc=55.0, finished=4.0),
+             ReportArch("3", "2", "ok", valid_acc=58.0, test_acc=59.0, finished=3.0),
+             ReportArch("4", "2", "invalid")]
     c = curve_of(run, archs)
     assert c.valid == [50.0, 50.0, 58.0, 60.0] and c.test == [49.0, 49.0, 59.0, 55.0]
     from nader.search.report.load import load_run

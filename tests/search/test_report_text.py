@@ -5,15 +5,15 @@ from __future__ import annotations
 import html
 import re
 
-from nader.search.report.model import Arch, Run
-from nader.search.report.render import render
+from nader.search.report.model import ReportArch, Run
+from nader.search.report.render import render_report
 
 TEXT = "##B##\n0:input\n1:output\n2:ReLU\n0->2\n2->1\n"
 
 
 def _page(change: dict) -> str:
-    arch = Arch(id="a1", parent=None, status="ok", text=TEXT, change=change, valid_acc=90.0, params=10, flops=10)
-    return render(Run(name="r", strategy="s"), [arch], generated=0.0)
+    arch = ReportArch(id="a1", parent=None, status="ok", text=TEXT, change=change, valid_acc=90.0, params=10, flops=10)
+    return render_report(Run(name="r", strategy="s"), [arch], generated=0.0)
 
 
 def _change_span(page: str) -> str:

@@ -16,9 +16,9 @@ from nader.search.progress import LiveProgress, resolve_mode
 from nader.search.spaces import nb201 as S
 from search_helpers import run_records
 
-ROOT = S.Cell.parse(S.RESNET)
+ROOT = S.CellStructure.parse(S.RESNET)
 # The root and its one-edge neighbours only: random search draws mostly cells the table lacks.
-CELLS = [ROOT] + [S.Cell(ROOT.ops[:i] + (op,) + ROOT.ops[i + 1:]) for i in range(6) for op in S.OPS
+CELLS = [ROOT] + [S.CellStructure(ROOT.ops[:i] + (op,) + ROOT.ops[i + 1:]) for i in range(6) for op in S.OPS
                   if op != ROOT.ops[i]]
 LINE = re.compile(r"trial done=(\d+)/(\d+) id=(\d+) status=(\w+)(.*) elapsed=(\d+:\d\d)(?: eta=(\d+:\d\d))?$")
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nader.cli import main
-from nader.search.lock import RunLock
+from nader.runtime.lock import RunLock
 
 from search_helpers import EXAMPLE, REPO
 
@@ -137,13 +137,24 @@ def test_toml_file_with_flags_overriding(tmp_path):
     (["--from", EXAMPLE, "--option", "population=x"], "option population: expected int, got 'x'"),
     (["--from", EXAMPLE, "--strategy", "walk", "--option", "population=3"],
      "strategy walk has no option population"),
-    (["--from", EXAMPLE, "--preset", "slow"], "unknown preset 'slow'"),
     (["--from", EXAMPLE, "--dataset", "cifar10", "--data-dir", "/nonexistent"], "cifar10"),
 ])
 def test_usage_errors_exit_2_without_a_traceback(tmp_path, args, message):
     r = invoke("run", *args, "--run-dir", tmp_path / "run")
     assert r.exit_code == 2, r.output
     assert message in r.stderr and r.stderr.startswith("error: ") and "Traceback" not in r.output
+
+
+def test_a_flag_and_a_toml_key_refuse_a_value_with_the_same_reason(tmp_path):
+    """--preset, preset = in a search.toml and create_study(preset=...) are one setting, read by one
+    reader (search/settings.py): a bad value is refused before anything runs, for the same reason."""
+    r = invoke("run", "--from", EXAMPLE, "--preset", "slow", "--run-dir", tmp_path / "run")
+    assert r.exit_code == 2 and "Invalid value for '--preset': unknown preset 'slow'" in r.stderr
+    toml = tmp_path / "s.toml"
+    toml.write_text('preset = "slow"\n')
+    r = invoke("run", toml, "--from", EXAMPLE, "--run-dir", tmp_path / "run")
+    assert r.exit_code == 2 and "preset: unknown preset 'slow'" in r.stderr and str(toml) in r.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_bad_toml_key_is_named(tmp_path):

@@ -13,9 +13,9 @@ from nader.compiler.fit import Budget
 from nader.compiler.network import analyze
 from nader.search.checks import Checker, arch_hash_of_text
 from nader.search.config import merge
-from nader.search.lock import RunLock, RunLocked
-from nader.search.store import SearchStore, open_readonly
-from nader.search.tree import Node, Tree
+from nader.runtime.lock import RunLock, RunLocked
+from nader.search.store import RunReader, SearchStore
+from nader.search.tree import TreeNode, Tree
 
 from search_helpers import ROOT_TEXT
 
@@ -61,7 +61,7 @@ def test_valid_architecture_is_fitted_like_build_network(checker):
 
 
 def test_duplicates_are_found_whatever_the_numbering(checker):
-    tree = Tree([Node(arch_id=0, parent_id=None, depth=0, status="ok", text=ROOT_TEXT,
+    tree = Tree([TreeNode(arch_id=0, parent_id=None, depth=0, status="ok", text=ROOT_TEXT,
                       hash=checker.check(ROOT_TEXT, Tree()).hash)])
     other = renumbered(ROOT_TEXT)
     assert other != ROOT_TEXT
@@ -160,13 +160,13 @@ def test_usage_adds_up_and_read_only_access(tmp_path):
     calls.close()
     assert store.spent() == (300, 1.0)
     store.close()
-    conn = open_readonly(tmp_path)
+    reader = RunReader(tmp_path)
     with pytest.raises(sqlite3.OperationalError):
-        conn.execute("DELETE FROM archs")
-    conn.close()
+        reader.conn.execute("DELETE FROM archs")
+    reader.close()
     (tmp_path / "plain").mkdir()
     with pytest.raises(FileNotFoundError, match="not a search run directory"):
-        open_readonly(tmp_path / "plain")
+        RunReader(tmp_path / "plain")
 
 
 def test_lock_is_exclusive_and_released(tmp_path):

@@ -45,7 +45,7 @@ def test_report_command_writes_the_page(small_run, tmp_path):
 
 def test_report_of_a_directory_without_a_search_is_a_clean_error(tmp_path):
     result = CliRunner().invoke(cli, ["report", str(tmp_path)])
-    assert result.exit_code == 2 and "no search here" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "is not a search run directory" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.skipif(find_chromium() is None, reason="chromium is not installed")

@@ -12,11 +12,11 @@ from nader.search.selection.pareto import pareto_front, rank_and_crowding, selec
 from nader.search.selection.topk import select_top_k
 from nader.search.strategies import STRATEGIES, get_strategy
 from nader.search.strategies.rea import REAStrategy
-from nader.search.tree import Node, Tree
+from nader.search.tree import TreeNode, Tree
 
 
 def node(i, parent, acc=None, status="ok", params=1000, flops=10000, depth=None):
-    return Node(arch_id=i, parent_id=parent, depth=depth if depth is not None else 0, status=status, text=f"t{i}",
+    return TreeNode(arch_id=i, parent_id=parent, depth=depth if depth is not None else 0, status=status, text=f"t{i}",
                 hash=f"h{i}", params=params, flops=flops, valid_acc=acc, finished=float(i))
 
 

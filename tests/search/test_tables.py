@@ -13,8 +13,8 @@ from nader.runtime.errors import ConfigError
 from nader.search import records
 from nader.search.config import merge
 from nader.search.config_file import parse_time_limit, read_toml
-from nader.search.evaluators.table import FileTable
-from nader.search.evaluators.tabular import EvaluatorError
+from nader.search.tables.derived import FileTable
+from nader.search.tables.base import TableError
 from nader.search.session import run_search
 from nader.search.spaces import nb201 as S
 from nader.search.spaces.space import NB201Space
@@ -22,7 +22,7 @@ from derived_tables import table_settings as _settings
 from search_helpers import run_records as _records
 from search_helpers import settings as digits_settings
 
-ROOT = S.Cell.parse(S.RESNET)
+ROOT = S.CellStructure.parse(S.RESNET)
 NEIGHBOURS = [c for c, _ in NB201Space().neighbours(ROOT)]
 
 
@@ -30,14 +30,14 @@ NEIGHBOURS = [c for c, _ in NB201Space().neighbours(ROOT)]
 
 
 
-def _local_start(tmp_path, seed: int = 0) -> S.Cell:
+def _local_start(tmp_path, seed: int = 0) -> S.CellStructure:
     """The cell where `local`'s first climb starts for `seed`: a uniform draw that depends on the
     seed and the root only, so a table written around it afterwards gets the same start."""
     path = tmp_path / "start.csv"
     path.write_text(f"arch,valid_acc@12\n{ROOT},90\n")
     run_search(_settings(tmp_path / "start", path, strategy="local", trials=2, seed=seed))
     start = next(r for r in _records(tmp_path / "start") if (r["change"] or {}).get("climb") == 1)
-    return S.Cell.parse(start["change"]["cell"])
+    return S.CellStructure.parse(start["change"]["cell"])
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +66,16 @@ def test_both_layouts_answer_with_the_written_numbers(tmp_path, layout):
         assert rec.arch == str(cell) and rec.valid_acc == pytest.approx(D.smooth_accuracy(cell))
         assert rec.test_acc == pytest.approx(D.row(cell)["test_acc@200"])
         assert rec.seconds == pytest.approx(12 * D.row(cell)["epoch_seconds"]) and rec.params == 1000
-    with pytest.raises(EvaluatorError) as hole:
+    with pytest.raises(TableError) as hole:
         table.evaluate(str(NEIGHBOURS[2]), "cifar10-valid", 12)
     assert hole.value.kind == "missing-value" and str(NEIGHBOURS[2]) in str(hole.value)
-    with pytest.raises(EvaluatorError) as absent:
+    with pytest.raises(TableError) as absent:
         table.evaluate(str(NEIGHBOURS[5]), "cifar10-valid", 12)
     assert absent.value.kind == "missing-entry"
-    with pytest.raises(EvaluatorError) as epoch:
+    with pytest.raises(TableError) as epoch:
         table.evaluate(str(ROOT), "cifar10-valid", 200)
     assert epoch.value.kind == "missing-epoch" and "--table-map valid_acc@200=COLUMN" in str(epoch.value)
-    with pytest.raises(EvaluatorError) as outside:
+    with pytest.raises(TableError) as outside:
         table.evaluate("|conv~0|+|x~0|y~1|+|a~0|b~1|c~2|", "cifar10-valid", 12)
     assert outside.value.kind == "not-in-space"
 
@@ -108,7 +108,7 @@ def test_malformed_tables_are_refused_with_the_reason(tmp_path, text, message):
     if message is None:
         assert any("name no NAS-Bench-201 cell" in line for line in FileTable(path).summary())
         return
-    with pytest.raises(EvaluatorError, match=message.replace("{", r"\{").replace("}", r"\}")):
+    with pytest.raises(TableError, match=message.replace("{", r"\{").replace("}", r"\}")):
         FileTable(path)
 
 
@@ -191,7 +191,7 @@ def test_uniform_sampling_without_replacement_covers_the_space_without_duplicate
     assert len(set(order)) == S.SPACE_SIZE == len(order)
     assert space.sample(rng, seen) is None
     assert S.cell_of_text(NB201Space().sample(random.Random(1), set()).text) == \
-        S.Cell.parse(NB201Space().sample(random.Random(1), set()).change["cell"])
+        S.CellStructure.parse(NB201Space().sample(random.Random(1), set()).change["cell"])
 
 
 def test_random_search_draws_distinct_cells_reproducibly_and_resumes_the_same_sequence(tmp_path, smooth):
@@ -220,7 +220,7 @@ def test_local_search_finds_the_known_optimum_and_rebuilds_its_climb_on_resume(t
     # the climb starts at a uniform draw (not the root), whose whole neighbourhood comes next
     start = a[1]
     assert start["change"]["climb"] == 1 and start["origin"] == "sample" and start["change"]["cell"] != str(ROOT)
-    hood = {str(c) for c, _ in NB201Space().neighbours(S.Cell.parse(start["change"]["cell"]))}
+    hood = {str(c) for c, _ in NB201Space().neighbours(S.CellStructure.parse(start["change"]["cell"]))}
     first = [r for r in a[2:] if r["parent_id"] == start["arch_id"]]
     assert {r["change"]["cell"] for r in first} == hood
 

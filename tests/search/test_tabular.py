@@ -8,7 +8,9 @@ import pickle
 
 import pytest
 
-from nader.search.evaluators.tabular import EvaluatorError, TabularEvaluator, open_evaluator
+from nader.search.tables.base import TableError
+from nader.search.tables.benchmark import BenchmarkTable
+from nader.search.tables.lookup import open_table
 from nader.search.spaces import nb201 as S
 
 nats_api = pytest.importorskip("nats_bench.api_utils")
@@ -71,7 +73,7 @@ def nb201_file(tmp_path_factory):
 @pytest.fixture(params=["nats-bench", "nas-bench-201"])
 def evaluator(request, nats_file, nb201_file):
     path = nats_file if request.param == "nats-bench" else nb201_file
-    return open_evaluator(f"{request.param}:{path}")
+    return open_table(f"{request.param}:{path}")
 
 
 def test_valid_and_test_accuracy_at_the_12_epoch_budget(evaluator):
@@ -112,16 +114,16 @@ def test_block_text_is_looked_up_by_its_cell(evaluator):
     ("|nor_conv_1x1~0|+|none~0|none~1|+|nor_conv_1x1~0|none~1|none~2|", "is not in"),  # in the space, not the table
 ])
 def test_architectures_outside_the_space_or_table_are_refused(evaluator, arch, why):
-    with pytest.raises(EvaluatorError, match=why):
+    with pytest.raises(TableError, match=why):
         evaluator.evaluate(arch, "cifar10-valid", epochs=12)
 
 
 def test_bad_requests_are_clear(evaluator):
-    with pytest.raises(EvaluatorError, match=r"seed 999 .* seeds \[777, 888\]"):
+    with pytest.raises(TableError, match=r"seed 999 .* seeds \[777, 888\]"):
         evaluator.evaluate(BEST, "cifar10-valid", epochs=12, seed=999)
-    with pytest.raises(EvaluatorError, match="no results for 500 epochs"):
+    with pytest.raises(TableError, match="no results for 500 epochs"):
         evaluator.evaluate(BEST, "cifar10-valid", epochs=500)
-    with pytest.raises(EvaluatorError, match="no table for dataset 'mnist'"):
+    with pytest.raises(TableError, match="no table for dataset 'mnist'"):
         evaluator.evaluate(BEST, "mnist", epochs=12)
 
 
@@ -133,11 +135,11 @@ def test_files_are_read_without_running_code(tmp_path):
     path = tmp_path / "evil.pickle.pbz2"
     with bz2.open(path, "wb") as f:
         pickle.dump({"meta_archs": [], "arch2infos": {}, "evaluated_indexes": [], "x": Evil()}, f)
-    with pytest.raises(EvaluatorError, match="refusing to load posix.system"):
-        TabularEvaluator("nats-bench", path)
-    with pytest.raises(EvaluatorError, match="no benchmark file"):
-        open_evaluator(f"nas-bench-201:{tmp_path / 'missing.pth'}")
-    with pytest.raises(EvaluatorError, match="expected nats-bench:PATH"):
-        open_evaluator("nats-bench")
-    with pytest.raises(EvaluatorError, match="unknown tabular benchmark"):
-        open_evaluator(f"nasbench101:{path}")
+    with pytest.raises(TableError, match="refusing to load posix.system"):
+        BenchmarkTable("nats-bench", path)
+    with pytest.raises(TableError, match="no benchmark file"):
+        open_table(f"nas-bench-201:{tmp_path / 'missing.pth'}")
+    with pytest.raises(TableError, match="expected nats-bench:PATH"):
+        open_table("nats-bench")
+    with pytest.raises(TableError, match="unknown tabular benchmark"):
+        open_table(f"nasbench101:{path}")

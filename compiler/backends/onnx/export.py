@@ -13,7 +13,7 @@ import onnx
 from nader.compiler.architecture import Architecture, architecture_from_program
 from nader.compiler.backends.errors import EmitError
 from nader.compiler.backends.onnx.block import block_to_onnx
-from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError, check
+from nader.compiler.backends.onnx.graph import DEFAULT_OPSET, OnnxLoweringError, check_model
 from nader.compiler.backends.onnx.network import network_to_onnx
 from nader.compiler.errors import BuildError
 from nader.compiler.network import analyze, assemble
@@ -27,7 +27,7 @@ from nader.dsl.ir import Block, Role
 DEFAULT_WIDTH = 64
 
 
-def emit(parsed, options) -> Emitted:
+def emit_onnx(parsed, options) -> Emitted:
     """`nadc FILE --emit onnx -o out.onnx`.
 
     Without `--network`, the first block of the file is exported (NADER's files hold a base block
@@ -65,7 +65,7 @@ def emit(parsed, options) -> Emitted:
         error.notes = notes
         raise
     except OnnxLoweringError as error:
-        failure = EmitError(str(error))
+        failure = EmitError(str(error), error.diagnostics)
         failure.notes = notes
         raise failure from None
     return Emitted(model.SerializeToString(), notes)
@@ -101,11 +101,11 @@ def export_block(block: Block, *, role: Optional[Role] = None, stem_stride: int 
             module = torch_backend.build_torch(block, c_in, c_out, role=role, stem_stride=stem_stride, report=report,
                                                input_size=input_size)
         except BuildError as error:
-            raise OnnxLoweringError(str(error)) from None
+            raise OnnxLoweringError(str(error), error.diagnostics) from None
     module.eval()
     model = block_to_onnx(block, module, role=role, stem_stride=stem_stride, in_channels=c_in,
                           out_channels=c_out, opset=opset, input_size=input_size)
-    check(model)
+    check_model(model)
     return model
 
 
@@ -149,7 +149,7 @@ def build_for_export(parsed, *, skeleton: str, dataset: Optional[str] = None, wi
             torch.manual_seed(seed)
             module = assemble(arch, plan)
     except BuildError as error:
-        raise OnnxLoweringError(str(error)) from None
+        raise OnnxLoweringError(str(error), error.diagnostics) from None
     module.eval()
     return BuiltNetwork(arch, plan, module, info)
 
@@ -169,7 +169,7 @@ def export_network(parsed, *, skeleton: str, dataset: Optional[str] = None, widt
                             info={k: v for k, v in info.items() if k in
                                   ("skeleton", "dataset", "widths", "depths", "num_classes", "input_size",
                                    "stem_stride", "params", "flops")}, name=name)
-    check(model)
+    check_model(model)
     return model, built.module, info
 
 
@@ -181,5 +181,5 @@ def _emit_network(parsed, options) -> Emitted:
                                         widths=options.widths, depths=options.depths, input_size=options.input_size,
                                         stem_stride=stride)
     except OnnxLoweringError as error:
-        raise EmitError(str(error)) from None
+        raise EmitError(str(error), error.diagnostics) from None
     return Emitted(model.SerializeToString(), tuple(note_lines(parsed.program.path, info)))

@@ -28,7 +28,12 @@ TORCH_NORM_EPS = 1e-5
 
 
 class OnnxLoweringError(Exception):
-    """The block or module cannot be lowered (the message says why; no traceback for users)."""
+    """The block or module cannot be lowered (the message says why; no traceback for users).
+    `diagnostics`: the verifier's, where a `BuildError` was the cause."""
+
+    def __init__(self, message: str, diagnostics: Sequence = ()):
+        super().__init__(message)
+        self.diagnostics = list(diagnostics)
 
 
 def check_opset(opset: int) -> None:
@@ -185,7 +190,7 @@ def model_proto(graph: onnx.GraphProto, opset: int, metadata: Mapping[str, str])
 _IR_FOR_OPSET = {17: 8, 18: 8, 19: 9, 20: 9, 21: 10}
 
 
-def check(model: onnx.ModelProto) -> onnx.ModelProto:
+def check_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """Runs the ONNX checker (full) and strict shape inference; returns the inferred model."""
     onnx.checker.check_model(model, full_check=True)
     return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)

@@ -6,7 +6,7 @@ from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import rewrite, size_arg
 
 #: Branch kinds; pooling branches only where the node keeps the channel count.
 BRANCHES = ("conv3x3", "conv1x1", "sep_conv3x3", "avg_pool3x3", "max_pool3x3")
@@ -59,18 +59,19 @@ class AddBranch(MutationOperator):
         cin, cout = facts.channels(u), facts.channels(node_id)
         if kind not in BRANCHES:
             raise CannotApply(f"unknown branch `{kind}`; one of: {', '.join(BRANCHES)}")
-        rw = Rewrite(facts.block)
-        consumers = rw.consumers_of(node_id)
-        if kind in ("conv3x3", "conv1x1"):
-            conv = rw.add(Op.CONV2D, [u], out_channels=size_arg(cout), kernel_size=3 if kind == "conv3x3" else 1)
-            branch = rw.add(Op.BN, [conv])
-        elif kind == "sep_conv3x3":
-            depthwise = rw.add(Op.CONV2D, [u], out_channels=size_arg(cin), kernel_size=3, groups=size_arg(cin))
-            pointwise = rw.add(Op.CONV2D, [depthwise], out_channels=size_arg(cout), kernel_size=1)
-            branch = rw.add(Op.BN, [pointwise])
-        else:
-            pool = Op.AVG_POOL2D if kind == "avg_pool3x3" else Op.MAX_POOL2D
-            branch = rw.add(pool, [u], kernel_size=3, stride=1)
-        total = rw.add(Op.ADD, [node_id, branch])
-        rw.redirect(node_id, total, consumers)
-        return rw.block()
+
+        def beside(rw, node, inputs):  # its consumers read the sum
+            rw.keep(node, inputs)
+            if kind in ("conv3x3", "conv1x1"):
+                conv = rw.add(Op.CONV2D, [u], out_channels=size_arg(cout), kernel_size=3 if kind == "conv3x3" else 1)
+                branch = rw.add(Op.BN, [conv])
+            elif kind == "sep_conv3x3":
+                depthwise = rw.add(Op.CONV2D, [u], out_channels=size_arg(cin), kernel_size=3, groups=size_arg(cin))
+                pointwise = rw.add(Op.CONV2D, [depthwise], out_channels=size_arg(cout), kernel_size=1)
+                branch = rw.add(Op.BN, [pointwise])
+            else:
+                pool = Op.AVG_POOL2D if kind == "avg_pool3x3" else Op.MAX_POOL2D
+                branch = rw.add(pool, [u], kernel_size=3, stride=1)
+            return rw.add(Op.ADD, [node_id, branch])
+
+        return rewrite(facts.block, {node_id: beside})

@@ -6,7 +6,7 @@ from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite
+from ..rewrite import rewrite
 
 
 class AddResidual(MutationOperator):
@@ -50,8 +50,9 @@ class AddResidual(MutationOperator):
         source, to = args["from"], args["to"]
         if source not in facts.ancestors[to]:
             raise CannotApply(f"node {source} is not upstream of node {to}")
-        rw = Rewrite(facts.block)
-        consumers = rw.consumers_of(to)
-        total = rw.add(Op.ADD, [to, source])
-        rw.redirect(to, total, consumers)
-        return rw.block()
+
+        def shortcut(rw, node, inputs):  # its consumers read the sum
+            rw.keep(node, inputs)
+            return rw.add(Op.ADD, [to, source])
+
+        return rewrite(facts.block, {to: shortcut})

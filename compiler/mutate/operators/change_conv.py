@@ -8,7 +8,7 @@ from nader.dsl.ops import Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import rewrite, size_arg, with_args
 
 KERNELS = (1, 3, 5, 7)
 DILATIONS = (1, 2, 3)
@@ -68,17 +68,15 @@ class ChangeConv(MutationOperator):
         node_id, param, value = args["node"], args["param"], args["value"]
         if facts.nodes[node_id].op is not Op.CONV2D:
             raise CannotApply(f"node {node_id} is not a Conv2d")
-        rw = Rewrite(facts.block)
         if param == "kernel_size" and value in KERNELS:
             changes = {"kernel_size": value}
             if value == 1 and constant_int(facts.nodes[node_id].params["dilation"]) != 1:
                 changes["dilation"] = 1
-            rw.set_args(node_id, **changes)
         elif param == "dilation" and value in DILATIONS:
-            rw.set_args(node_id, dilation=value)
+            changes = {"dilation": value}
         elif param == "groups" and value in GROUPS:
             groups = self._groups(facts, node_id, value)
-            rw.set_args(node_id, groups=value if value != "depthwise" else size_arg(groups))
+            changes = {"groups": value if value != "depthwise" else size_arg(groups)}
         else:
             raise CannotApply(f"cannot set `{param}` to {value!r}; see `nadc explain {self.name}`")
-        return rw.block()
+        return rewrite(facts.block, {node_id: lambda rw, node, inputs: rw.keep(node, inputs, with_args(node, **changes))})

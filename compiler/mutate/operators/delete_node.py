@@ -6,7 +6,7 @@ from nader.dsl.ops import Group
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite
+from ..rewrite import rewrite
 
 _MERGES = Group.ELEMENTWISE_MERGE
 
@@ -49,12 +49,9 @@ class DeleteNode(MutationOperator):
         return out
 
     @staticmethod
-    def _bypass(facts: BlockFacts, node_id, keep) -> Rewrite:
-        rw = Rewrite(facts.block)
-        rw.redirect(node_id, keep, rw.consumers_of(node_id))
-        rw.remove(node_id)
-        rw.prune()
-        return rw
+    def _bypass(facts: BlockFacts, node_id, keep) -> Block:
+        """The block without `node_id`, its consumers reading `keep`, and what then leads nowhere."""
+        return rewrite(facts.block, {node_id: lambda rw, node, inputs: keep}, prune=True)
 
     @staticmethod
     def _fits(facts: BlockFacts, node_id, keep) -> bool:
@@ -71,11 +68,11 @@ class DeleteNode(MutationOperator):
         keep = args.get("keep") if node.op in _MERGES else (inputs[0] if len(inputs) == 1 else None)
         if keep not in inputs or not self._fits(facts, node_id, keep):
             raise CannotApply(f"node {node_id} cannot be bypassed by input {keep!r}")
-        rw = self._bypass(facts, node_id, keep)
-        if not _computes(rw):
+        mutant = self._bypass(facts, node_id, keep)
+        if not _computes(mutant):
             raise CannotApply(f"deleting node {node_id} leaves no computing node")
-        return rw.block()
+        return mutant
 
 
-def _computes(rw: Rewrite) -> bool:
-    return any(n.op not in Group.TERMINAL for n in rw.nodes)
+def _computes(block: Block) -> bool:
+    return any(n.op not in Group.TERMINAL for n in block.nodes)

@@ -9,7 +9,7 @@ from nader.dsl.ops import Op
 
 from ..base import BlockFacts, MutationOperator, kernel_is_one
 from ..errors import CannotApply
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import rewrite, size_arg
 
 RATIOS = (2, 4)
 _ONE = Poly.const(1)
@@ -48,8 +48,10 @@ class InsertBottleneck(MutationOperator):
             raise CannotApply(f"no bottleneck with ratio {ratio!r} fits before node {node_id}")
         u = facts.single_input(node_id)
         reduced = size_arg(facts.channels(u).scale(Fraction(1, ratio)))
-        rw = Rewrite(facts.block)
-        reduce = rw.add(Op.CONV2D, [u], out_channels=reduced, kernel_size=1)
-        act = rw.add(Op.RELU, [rw.add(Op.BN, [reduce])])
-        rw.redirect(u, act, [node_id])
-        return rw.block()
+
+        def squeezed(rw, node, inputs):  # the convolution reads the reduced tensor
+            reduce = rw.add(Op.CONV2D, [u], out_channels=reduced, kernel_size=1)
+            act = rw.add(Op.RELU, [rw.add(Op.BN, [reduce])])
+            return rw.keep(node, (act,))
+
+        return rewrite(facts.block, {node_id: squeezed})

@@ -7,7 +7,7 @@ from nader.dsl.ir import Block
 from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import rewrite, size_arg
 
 
 class InsertSqueezeExcitation(MutationOperator):
@@ -41,16 +41,17 @@ class InsertSqueezeExcitation(MutationOperator):
         x = args["node"]
         width = facts.channels(x)
         hidden = size_arg(width.scale(Fraction(1, int(args["reduction"]))))
-        rw = Rewrite(facts.block)
-        consumers = rw.consumers_of(x)
-        descriptors = []
-        for pool in self.pools:  # squeeze, then the excitation MLP X -> X/r -> X
-            pooled = rw.add(pool, [x], output_size=1)
-            squeeze = rw.add(Op.CONV2D, [pooled], out_channels=hidden, kernel_size=1)
-            act = rw.add(Op.RELU, [squeeze])
-            descriptors.append(rw.add(Op.CONV2D, [act], out_channels=size_arg(width), kernel_size=1))
-        merged = descriptors[0] if len(descriptors) == 1 else rw.add(Op.ADD, descriptors)
-        gate = rw.add(Op.SIGMOID, [merged])
-        gated = rw.add(Op.MUL, [x, gate])
-        rw.redirect(x, gated, consumers)
-        return rw.block()
+
+        def gated(rw, node, inputs):  # its consumers read the gated tensor
+            rw.keep(node, inputs)
+            descriptors = []
+            for pool in self.pools:  # squeeze, then the excitation MLP X -> X/r -> X
+                pooled = rw.add(pool, [x], output_size=1)
+                squeeze = rw.add(Op.CONV2D, [pooled], out_channels=hidden, kernel_size=1)
+                act = rw.add(Op.RELU, [squeeze])
+                descriptors.append(rw.add(Op.CONV2D, [act], out_channels=size_arg(width), kernel_size=1))
+            merged = descriptors[0] if len(descriptors) == 1 else rw.add(Op.ADD, descriptors)
+            gate = rw.add(Op.SIGMOID, [merged])
+            return rw.add(Op.MUL, [x, gate])
+
+        return rewrite(facts.block, {x: gated})

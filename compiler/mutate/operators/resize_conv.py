@@ -9,7 +9,7 @@ from nader.dsl.ops import Group, Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import rewrite, size_arg, with_args
 
 WIDTHS = {"C/2": Fraction(1, 2), "C": Fraction(1), "2C": Fraction(2)}
 #: Operations that take any channel count and pass it on unchanged. Of the normalisations only BN:
@@ -71,6 +71,6 @@ class ResizeConv(MutationOperator):
         node_id, width = args["node"], args["width"]
         if facts.nodes[node_id].op is not Op.CONV2D or not self._inner(facts, node_id) or width not in WIDTHS:
             raise CannotApply(f"node {node_id} is not an inner Conv2d, or `{width}` is not one of C/2, C, 2C")
-        rw = Rewrite(facts.block)
-        rw.set_args(node_id, out_channels=size_arg(_C.scale(WIDTHS[width])))
-        return rw.block()
+        resized = size_arg(_C.scale(WIDTHS[width]))
+        return rewrite(facts.block, {node_id: lambda rw, node, inputs: rw.keep(node, inputs,
+                                                                               with_args(node, out_channels=resized))})

@@ -8,7 +8,7 @@ from nader.dsl.ops import Op
 
 from ..base import BlockFacts, MutationOperator, kernel_is_one
 from ..errors import CannotApply
-from ..rewrite import Rewrite, size_arg
+from ..rewrite import replaced, rewrite, size_arg
 
 _ONE = Poly.const(1)
 
@@ -49,9 +49,10 @@ class SeparableConv(MutationOperator):
         u = facts.single_input(node_id)
         cin = size_arg(facts.channels(u))
         p = node.params
-        rw = Rewrite(facts.block)
         spatial = {k: p[k] for k in ("stride", "dilation") if constant_int(p[k]) != 1}
-        depthwise = rw.add(Op.CONV2D, [u], out_channels=cin, kernel_size=p["kernel_size"], **spatial, groups=cin)
-        rw.replace(node_id, Op.CONV2D, out_channels=p["out_channels"], kernel_size=1)
-        rw.redirect(u, depthwise, [node_id])
-        return rw.block()
+
+        def factorised(rw, node, inputs):  # a depthwise convolution, then this one made pointwise
+            depthwise = rw.add(Op.CONV2D, [u], out_channels=cin, kernel_size=p["kernel_size"], **spatial, groups=cin)
+            return rw.keep(node, (depthwise,), replaced(node, Op.CONV2D, out_channels=p["out_channels"], kernel_size=1))
+
+        return rewrite(facts.block, {node_id: factorised})

@@ -9,7 +9,7 @@ from nader.dsl.ops import Group, in_order
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite
+from ..rewrite import replaced, rewrite
 
 #: Activations that may replace each other. Gates (Sigmoid) are left alone.
 ACTIVATIONS = in_order(Group.HIDDEN_ACTIVATION)
@@ -43,6 +43,4 @@ class SwapActivation(MutationOperator):
         target = next((op for op in ACTIVATIONS if op.value == to), None)
         if current not in ACTIVATIONS or target is None or target is current:
             raise CannotApply(f"cannot turn node {node_id} ({current}) into `{to}`")
-        rw = Rewrite(facts.block)
-        rw.replace(node_id, target)
-        return rw.block()
+        return rewrite(facts.block, {node_id: lambda rw, node, inputs: rw.keep(node, inputs, replaced(node, target))})

@@ -9,7 +9,7 @@ from nader.dsl.ops import Op
 
 from ..base import BlockFacts, MutationOperator
 from ..errors import CannotApply
-from ..rewrite import Rewrite
+from ..rewrite import replaced, rewrite
 
 TO_LAST = (0, 2, 3, 1)
 TO_FIRST = (0, 3, 1, 2)
@@ -69,18 +69,19 @@ class SwapNormalization(MutationOperator):
     def rewrite(self, facts: BlockFacts, args: dict) -> Block:
         node_id, to = args["node"], args["to"]
         op = facts.nodes[node_id].op
-        rw = Rewrite(facts.block)
         if to == "LN" and op is Op.BN:
             u = facts.single_input(node_id)
-            normed = rw.add(Op.LN, [rw.add(Op.PERMUTE, [u], *TO_LAST)])
-            rw.replace(node_id, Op.PERMUTE, *TO_FIRST)
-            rw.redirect(u, normed, [node_id])
-        elif to == "BN" and op is Op.LN and (pair := self._channels_last(facts, node_id)) is not None:
+
+            def channels_last(rw, node, inputs):  # permute, LN, and the BN's node permutes back
+                normed = rw.add(Op.LN, [rw.add(Op.PERMUTE, [u], *TO_LAST)])
+                return rw.keep(node, (normed,), replaced(node, Op.PERMUTE, *TO_FIRST))
+
+            return rewrite(facts.block, {node_id: channels_last})
+        if to == "BN" and op is Op.LN and (pair := self._channels_last(facts, node_id)) is not None:
             first, last = pair
-            rw.replace(last, Op.BN)
-            rw.redirect(node_id, facts.single_input(first), [last])
-            rw.remove(node_id)
-            rw.remove(first)
-        else:
-            raise CannotApply(f"cannot turn node {node_id} ({op}) into `{to}`")
-        return rw.block()
+            source = facts.single_input(first)
+            # The permutes and the LN go (their consumers read the source); the last permute becomes BN.
+            return rewrite(facts.block, {first: lambda rw, node, inputs: source,
+                                         node_id: lambda rw, node, inputs: source,
+                                         last: lambda rw, node, inputs: rw.keep(node, inputs, replaced(node, Op.BN))})
+        raise CannotApply(f"cannot turn node {node_id} ({op}) into `{to}`")

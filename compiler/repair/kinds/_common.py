@@ -65,3 +65,35 @@ def merge_node(ctx, diagnostic) -> Optional[Node]:
     """The node (with two or more inputs) a shape diagnostic points at."""
     node = ctx.node_at(diagnostic)
     return node if node is not None and len(ctx.inputs(node.id)) >= 2 else None
+
+
+def merge_operands(ctx, diagnostic) -> Optional[tuple[Node, list, list]]:
+    """(the merge a shape diagnostic points at, its operands, their 4-d sizes at the probe), or None where
+    one of them is not a 4-d tensor of known shape."""
+    merge = merge_node(ctx, diagnostic)
+    if merge is None:
+        return None
+    operands, shapes = operands_of(ctx, merge)
+    return None if any(s is None or len(s) != 4 for s in shapes) else (merge, operands, shapes)
+
+
+def node_of(ctx, diagnostic, op: Op) -> Optional[Node]:
+    """The node the diagnostic points at, where it is an `op`."""
+    node = ctx.node_at(diagnostic)
+    return node if node is not None and node.op is op else None
+
+
+def operands_of(ctx, node: Node) -> tuple[list, list]:
+    """A node's inputs, in operand order, and their sizes at the probe (None where unknown)."""
+    operands = ctx.inputs(node.id)
+    return operands, [sizes(ctx.shape(o)) for o in operands]
+
+
+def output_feed(ctx):
+    """(`output`, the one node feeding it, that node's sizes and the role's wanted sizes at the probe, either
+    None where unknown), or None where `output` is missing or not fed exactly once."""
+    out = ctx.output_node()
+    if out is None or len(ctx.inputs(out.id)) != 1:
+        return None
+    (last,) = ctx.inputs(out.id)
+    return out, last, sizes(ctx.shape(last)), sizes(ctx.output_shape())

@@ -2,26 +2,25 @@
 from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
+from nader.dsl.ops import Group
 
 from ..kind import FixKind
-from ._common import merge_node, sizes, with_arg
+from ._common import merge_operands, with_arg
 
 KIND = FixKind("match-spatial", UNSAFE, ("NAD301", "NAD302"),
                "Make a merge's operands the same size: stride 1 where one branch downsamples, or pool the other.", """
     When one operand of `Add`, `Mul` or `concat` is smaller (a stride or pooling on its branch
-    only), the strides on that branch become 1 (no node added); else the larger operand gets an
+    only), the strides on that branch become 1 (no node added; a pooling written without `stride`,
+    which strides by its kernel size, gets `stride=1`); else the larger operand gets an
     `AvgPool2d` with the ratio as kernel and stride.
 """, order=15)
 
 
 def candidates(ctx, diagnostic):
-    merge = merge_node(ctx, diagnostic)
-    if merge is None:
+    found = merge_operands(ctx, diagnostic)
+    if found is None:
         return
-    operands = ctx.inputs(merge.id)
-    shapes = [sizes(ctx.shape(o)) for o in operands]
-    if any(s is None or len(s) != 4 for s in shapes):
-        return
+    merge, operands, shapes = found
     largest = max(s[2] for s in shapes)
     smallest = min(s[2] for s in shapes)
     if largest == smallest or smallest <= 0:
@@ -41,7 +40,7 @@ def candidates(ctx, diagnostic):
             if a in big_ancestry or node is None or a in changed:
                 continue
             arg = node.arg("stride")
-            if arg is not None and str(arg.value) not in ("1", "(1,1)"):
+            if arg is not None and str(arg.value) not in ("1", "(1,1)") or arg is None and _pools_by_default(node):
                 edit.set_node(node, with_arg(node, "stride", "1"))
                 changed.append(a)
     if changed:
@@ -58,3 +57,9 @@ def candidates(ctx, diagnostic):
                 pooled.append(edit.insert_between(index, slot, f"AvgPool2d(kernel_size={ratio},stride={ratio})"))
         yield edit.fix(KIND.name, f"pool the larger input{'s' if len(pooled) > 1 else ''} of node {merge.id} by {ratio} "
                                   f"(new node{'s' if len(pooled) > 1 else ''} {', '.join(map(str, pooled))})", UNSAFE)
+
+
+def _pools_by_default(node) -> bool:
+    """A window pooling without `stride`, whose stride is then its kernel size (`MaxPool2d(kernel_size=3)`)."""
+    kernel = node.arg("kernel_size") if node.op in Group.WINDOW_POOLING else None
+    return kernel is not None and str(kernel.value) not in ("1", "(1,1)")

@@ -11,9 +11,9 @@ KIND = FixKind("re-point-operand", UNSAFE, ("NAD301", "NAD302"),
     A residual `Add` fed from inside a `permute`d region, or a `concat` fed a branch before its
     pooling, gets its operand from the nearest ancestor whose shape matches the other operands.
     No node is added.
-""", order=5)
+""", order=25)
 
-MOST_ANCESTORS = 8
+MOST_ANCESTORS = 4  # in all: each is a verification `nadc verify` pays for; the nearest fit best
 
 
 def candidates(ctx, diagnostic):
@@ -23,12 +23,12 @@ def candidates(ctx, diagnostic):
     operands = ctx.inputs(merge.id)
     below = set(ctx.descendants(merge.id)) | {merge.id}
     concat = diagnostic.code.code == "NAD302"
+    tried = 0
     for position, operand in enumerate(operands):
         others = [sizes(ctx.shape(o)) for k, o in enumerate(operands) if k != position]
         others = [s for s in others if s is not None]
         if not others:
             continue
-        tried = 0
         for ancestor in ctx.ancestors(operand):
             if ancestor in below or ancestor in operands or tried >= MOST_ANCESTORS:
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import sizes, with_arg
+from ._common import output_feed, sizes, with_arg
 
 KIND = FixKind("role-contract", UNSAFE, ("NAD311",),
                "Match the role's output shape: a 1x1 `Conv2d` to its channels, the stride a stem or downsample needs.", """
@@ -16,11 +16,10 @@ KIND = FixKind("role-contract", UNSAFE, ("NAD311",),
 
 
 def candidates(ctx, diagnostic):
-    out = ctx.output_node()
-    if out is None or len(ctx.inputs(out.id)) != 1:
+    feed = output_feed(ctx)
+    if feed is None:
         return
-    (last,) = ctx.inputs(out.id)
-    have, want = sizes(ctx.shape(last)), sizes(ctx.output_shape())
+    out, last, have, want = feed
     if have is None or want is None or len(have) != 4 or len(want) != 4:
         return
     channels_wrong = have[1] != want[1]

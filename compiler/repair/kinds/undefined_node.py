@@ -9,7 +9,8 @@ from ..kind import FixKind
 
 KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end that names no node.", """
     `3->9` where no node 9 is defined: the wire goes (the output then gets what feeds it from
-    another fix if needed).
+    another fix if needed). Where edges name several undefined nodes (a model that wrote edges on
+    and on), one candidate removes them all.
 """, order=30)
 
 _NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
@@ -18,6 +19,8 @@ _NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
     written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
+    if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
+        yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
     for index, edge in enumerate(ctx.block.edges):
         if edge.span.line != diagnostic.span.line:
             continue
@@ -36,3 +39,21 @@ def candidates(ctx, diagnostic):
             yield edit.fix(KIND.name, f"remove the wire{'s' if len(missing) > 1 else ''} from undefined node "
                                       f"{names} into {edge.target}", UNSAFE)
         return
+
+
+def _every_undefined(ctx, defined, written):
+    """One fix removing every wire that names an undefined node: a model caught in a loop writes dozens."""
+    edit, dropped = ctx.editor(), 0
+    for index, edge in enumerate(ctx.block.edges):
+        if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
+            return
+        if edge.target not in defined:
+            dropped += len(edge.sources)
+            edit.edge_sources[index] = []
+            continue
+        for position in reversed(range(len(edge.sources))):
+            if edge.sources[position] not in defined:
+                edit.remove_wire(index, position)
+                dropped += 1
+    if dropped > 1:
+        yield edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE)

@@ -1,1 +1,0 @@
-"""Evaluators that answer a trial without training: tabular benchmarks."""
