@@ -45,15 +45,21 @@ def repair_rounds(text: str, rounds: int, **options):
     run, why it stopped short: None, `rounds`, or the last round's `stopped`: budget, errors)."""
     from nader.compiler.repair import RepairResult, repair_text
 
+    partial = options.pop("partial", False)
     applied, current, done, result = [], text, 0, None
-    while done < rounds:
-        result = repair_text(current, **options)
+    while done < rounds:  # rounds build on each other's partial results; the whole is judged at the end
+        result = repair_text(current, partial=True, **options)
         done += 1
         applied += result.applied
         if not result.changed:
             break
         current = result.text
     stopped = "rounds" if result.changed else result.stopped
+    if result.remaining and not partial:  # a block the rounds cannot make verify stays as it was
+        judged = repair_text(text, partial=False, **options)
+        if judged.left:
+            return RepairResult(text, judged.text, judged.applied, judged.remaining, left=judged.left,
+                                stopped=stopped), done, stopped
     return RepairResult(text, result.text, tuple(applied), result.remaining, left=result.left,
                         stopped=stopped), done, stopped
 
