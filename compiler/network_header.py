@@ -9,6 +9,10 @@ size) that `nader-search best --emit nad` wrote, so that ``nadc ARCH.nad --emit 
 rebuilds the same network from the file alone, without ``--network``, ``--dataset``,
 ``--widths`` or ``--depths`` (flags given still win). It is a comment: the blocks, their
 canonical form and their hash do not change, and ``nadc fmt`` keeps it where it is.
+
+A network built from the file at other widths than the line records (``--network`` naming another
+skeleton, ``--widths`` given, another budget's fit) is not the network the file was searched as:
+`widths_warning` says so, for ``nadc`` to print.
 """
 from __future__ import annotations
 
@@ -64,3 +68,20 @@ def read_header(source: str) -> Optional[dict]:
             raise HeaderError(f"line {number}: the network line names no skeleton (skeleton=nb201, ...)")
         return out
     return None
+
+
+def widths_warning(path: str, recorded: Optional[dict], built: dict) -> Optional[str]:
+    """A warning line when the network `built` (`analyze`'s figures) has other widths than the
+    network line `recorded` (`read_header`) names; None when they agree or nothing is recorded."""
+    widths = recorded.get("widths") if recorded else None
+    if not widths or tuple(built.get("widths") or ()) == tuple(widths):
+        return None
+    text = ",".join(map(str, widths))
+    depths = ",".join(map(str, recorded["depths"])) if recorded.get("depths") else None
+    where = ", ".join(f"{k} {v}" for k, v in (("skeleton", recorded.get("skeleton")), ("dataset", recorded.get("dataset")),
+                                              ("depths", depths)) if v)
+    again = f"--network {recorded['skeleton']}" + (f" --dataset {recorded['dataset']}" if recorded.get("dataset") else "")
+    return (f"{path}: warning: this network has widths {','.join(map(str, built['widths']))} ({built.get('skeleton')} "
+            f"on {built.get('dataset')}), not the widths {text} its network line records ({where}); to rebuild the "
+            f"network it was searched as, leave --network and --widths out or give {again} --widths {text}"
+            + (f" --depths {depths}" if depths else ""))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Tuple, Union
+from typing import Iterable, Mapping, Optional, Tuple, Union
 
+from nader.compiler.network_header import widths_warning
 from nader.dsl.diagnostics import Diagnostic, sort_key
 
 FORMATS = ("full", "concise", "json")
@@ -67,10 +68,13 @@ def render_diagnostics(diagnostics: list[Diagnostic], fmt: str, sources: Mapping
     return render_full(diagnostics, sources)
 
 
-def note_lines(path: str, info: dict) -> list[str]:
+def note_lines(path: str, info: dict, recorded: Optional[dict] = None) -> list[str]:
     """A network's notes (a standard block standing in for a missing one, ...), one line each, for
-    the command to print on stderr."""
-    return [f"{path}: note: {note}" for note in info.get("notes", ())]
+    the command to print on stderr; with the file's network line (`recorded`), a warning when the
+    network has other widths than it records."""
+    lines = [f"{path}: note: {note}" for note in info.get("notes", ())]
+    warning = widths_warning(path, recorded, info)
+    return lines + ([warning] if warning else [])
 
 
 @dataclass(frozen=True)
