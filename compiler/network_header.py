@@ -12,7 +12,7 @@ canonical form and their hash do not change, and ``nadc fmt`` keeps it where it 
 
 A network built from the file at other widths than the line records (``--network`` naming another
 skeleton, ``--widths`` given, another budget's fit) is not the network the file was searched as:
-`widths_warning` says so, for ``nadc`` to print.
+`nader.compiler.reporting.widths_warning` says so, for ``nadc`` to print.
 """
 from __future__ import annotations
 
@@ -69,19 +69,3 @@ def read_header(source: str) -> Optional[dict]:
         return out
     return None
 
-
-def widths_warning(path: str, recorded: Optional[dict], built: dict) -> Optional[str]:
-    """A warning line when the network `built` (`analyze`'s figures) has other widths than the
-    network line `recorded` (`read_header`) names; None when they agree or nothing is recorded."""
-    widths = recorded.get("widths") if recorded else None
-    if not widths or tuple(built.get("widths") or ()) == tuple(widths):
-        return None
-    text = ",".join(map(str, widths))
-    depths = ",".join(map(str, recorded["depths"])) if recorded.get("depths") else None
-    where = ", ".join(f"{k} {v}" for k, v in (("skeleton", recorded.get("skeleton")), ("dataset", recorded.get("dataset")),
-                                              ("depths", depths)) if v)
-    again = f"--network {recorded['skeleton']}" + (f" --dataset {recorded['dataset']}" if recorded.get("dataset") else "")
-    return (f"{path}: warning: this network has widths {','.join(map(str, built['widths']))} ({built.get('skeleton')} "
-            f"on {built.get('dataset')}), not the widths {text} its network line records ({where}); to rebuild the "
-            f"network it was searched as, leave --network and --widths out or give {again} --widths {text}"
-            + (f" --depths {depths}" if depths else ""))
