@@ -97,6 +97,14 @@ def _record(reader: BaseReader, trial: Optional[int], problems) -> dict:
     return rec
 
 
+def _ranked(seeds: list) -> list:
+    """Seeds best first: the highest validation accuracy (a missing one last), then the lower seed."""
+    def key(s):
+        acc = s.get("valid_acc")
+        return -(acc if isinstance(acc, (int, float)) else float("-inf")), s.get("seed") or 0
+    return sorted(seeds, key=key)
+
+
 def _job(reader: BaseReader, seed: Optional[dict]) -> Optional[Job]:
     spec = reader.job_spec(seed["job_id"]) if seed and seed.get("job_id") else None  # tables and objectives: none
     return Job.from_json(spec) if spec else None
@@ -116,8 +124,7 @@ def choose(reader: BaseReader, trial: Optional[int] = None, seed: Optional[int] 
             raise ExportError(f"architecture #{rec['arch_id']} has no seed {seed}; its seeds: "
                               f"{', '.join(str(s.get('seed')) for s in rec.get('seeds') or ()) or 'none'}")
     ok = [s for s in seeds if s.get("status") == "ok"]
-    ranked = sorted(ok or seeds, key=lambda s: (-(s.get("valid_acc") if isinstance(s.get("valid_acc"), (int, float))
-                                                  else float("-inf")), s.get("seed") or 0))
+    ranked = _ranked(ok or seeds)
     jobs = {id(s): _job(reader, s) for s in seeds}
     chosen = Chosen(rec, {}, kind, ranked[0] if ranked else None)
     chosen.job = jobs.get(id(chosen.seed)) or next((j for j in jobs.values() if j is not None), None)
@@ -146,7 +153,7 @@ def _take_weights(run_dir: Path, chosen: Chosen, ok: list, jobs: dict) -> None:
                           f"it without --weights (the network is the one searched), or train it with "
                           f"`nader-search eval`", 1)
     reasons = []
-    for s in sorted(ok, key=lambda s: (-(s.get("valid_acc") or 0.0), s.get("seed") or 0)):
+    for s in _ranked(ok):
         found = _seed_weights(run_dir, chosen, s, jobs.get(id(s)), reasons)
         if found is not None:
             chosen.seed, chosen.state, chosen.source = s, found[0], found[1]
@@ -194,10 +201,13 @@ def normalisation(dataset: str) -> Optional[tuple]:
     return None if spec is None else (list(spec.mean), list(spec.std))
 
 
-def preprocessing(chosen: Chosen) -> Optional[dict]:
+def preprocessing(chosen: Chosen, run_dir) -> Optional[dict]:
     """What the network's inputs are normalised with, and who says so; None where nothing is known."""
     if chosen.evaluator == PYTHON:
         saved = chosen.saved_preprocessing
+        if saved is None and chosen.state is None and chosen.seed is not None:  # without --weights: what they state
+            found = load_weights(weights_path(run_dir, chosen.rec["arch_id"], chosen.seed.get("seed") or 0))
+            saved = (found or {}).get("preprocessing")
         if not saved:
             return None
         return {"mean": saved["mean"], "std": saved["std"], "units": "as the objective fed the network",
@@ -307,12 +317,12 @@ def export(run_dir, reader: BaseReader, emit: str, out, *, weights=False, trial:
     built = _build(chosen)
     notes = []
     if chosen.state is not None:
-        fit_weights(built.module, chosen.state, f"the weights {chosen.source} of architecture #{chosen.rec['arch_id']} "
-                                                f"seed {chosen.seed.get('seed')}")
+        fit_weights(built.module, chosen.state, f"the weights file {chosen.source} of architecture "
+                                                f"#{chosen.rec['arch_id']} seed {chosen.seed.get('seed')}")
     if chosen.rec.get("params") is not None and built.info["params"] != chosen.rec["params"]:
         notes.append(f"warning: the rebuilt network has {built.info['params']:,} parameters; the search recorded "
                      f"{chosen.rec['params']:,} for architecture #{chosen.rec['arch_id']}")
-    prep = preprocessing(chosen)
+    prep = preprocessing(chosen, run_dir)
     if emit == "nad":
         model = nad_text(chosen, prep).encode("utf-8")
     elif emit == "torch":
