@@ -109,7 +109,8 @@ def test_the_objectives_weights_give_its_recorded_accuracy_in_plain_torch(study,
         "x = (d['images'].float() - torch.tensor(side['mean']).view(1, -1, 1, 1)) / torch.tensor(side['std']).view(1, -1, 1, 1)\n"
         "torch.set_num_threads(1)\n"
         "with torch.no_grad():\n"
-        "    print(repr((net.eval()(x).argmax(1) == d['labels']).float().mean().item() * 100))\n")
+        "    print(repr((net.eval()(x).argmax(1) == d['labels']).float().mean().item() * 100))\n"
+        "assert not [m for m in sys.modules if m.startswith('nader')], 'the toolchain was imported'\n")
     done = subprocess.run([sys.executable, "-I", "-c", check], capture_output=True, text=True, cwd=tmp_path,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert done.returncode == 0, done.stderr
