@@ -247,7 +247,7 @@ def status_command(run_dir, fmt, repair):
                                       "there are none."),
          BY_NAME["seed"].but(name="weights_seed", default=None, shown_default="the one with the best validation "
                                                                               "accuracy",
-                             help="--weights: the seed whose training to take."),
+                             help="--emit: the seed whose results (and with --weights, trained weights) to take."),
          _OUTPUT,
          Setting("--pareto", Flag(), "List the non-dominated set over the run's objectives (a table; --format json: "
                                      "the records)."),
