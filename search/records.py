@@ -70,8 +70,7 @@ def pareto_table(recs: List[dict], objectives) -> str:
     for r in recs:
         cells = [f"#{r['arch_id']}"]
         for n in head[1:]:
-            v = value(r, n) if n != "test_acc" else r.get("test_acc")
-            cells.append(human(int(v)) if n in ("params", "flops") and v is not None else number_text(v, ".4g"))
+            cells.append(objective_text(value(r, n) if n != "test_acc" else r.get("test_acc")))
         rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows) + "\n"
@@ -154,6 +153,16 @@ def proposals_line(counts_: Optional[dict]) -> Optional[str]:
         return None
     return (f"LLM proposals: {counts_['valid_as_written']} valid as written, {counts_['valid_after_repair']} valid "
             f"after repair ({REPAIRED}), {counts_['invalid']} invalid")
+
+
+def objective_text(v) -> str:
+    """An objective's value by its magnitude: a count as 615.39K, anything else to 4 significant
+    digits (a `params` objective a Python function returns in millions reads 0.6154, not 0)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if float(v).is_integer() and abs(v) >= 1000:
+        return human(int(v))
+    return format(float(v), ".4g")
 
 
 def number_text(v, spec: str) -> str:

@@ -42,7 +42,8 @@ from .spaces import nb201
 from .store import RunReader
 from .tree import TRIALS
 
-PYTHON_EVALUATOR = "python"  # the stored `evaluator` of a study whose trials a Python function evaluates
+from .trial_network import PYTHON as PYTHON_EVALUATOR  # the stored `evaluator` of a study a function evaluates
+from .weights import save_weights
 COUNTED = ("params", "flops")  # objectives the compiler counts: the objective function may leave them out
 
 
@@ -61,10 +62,19 @@ class Arch:
     seed: int  # the seed this evaluation is for (one call per seed)
     cell: Optional[str] = None  # a NAS-Bench-201 cell string (`--space nb201`), else None
     epochs: Optional[int] = None  # a multi-fidelity rung's epochs; None: the configured budget
+    run_dir: Optional[Path] = None  # the study's run directory, where save_weights writes
 
     def module(self):
         """The torch network built for the skeleton, dataset, depths and fitted widths."""
         return build_network(self.text, self.skeleton, self.dataset, widths=self.widths, depths=self.depths)[0]
+
+    def save_weights(self, module, *, mean=None, std=None) -> Path:
+        """Hand over the trained network (or its state_dict) of this evaluation, for `best --emit
+        --weights` and `Study.export(..., weights=True)`; `mean` and `std` (per input channel) state
+        the normalisation it was fed. `RUN/checkpoints/arch-N-seed-S.pt` (nader.search.weights)."""
+        if self.run_dir is None:
+            raise ValueError("this Arch belongs to no study's run directory")
+        return save_weights(self.run_dir, self.number, self.seed, module, mean=mean, std=std)
 
 
 @dataclass
@@ -78,7 +88,7 @@ class StudyTrial:
     params: Optional[int] = None
     flops: Optional[int] = None
     record: dict = field(default_factory=dict)  # the whole record (`nader-search export`)
-    arch: Optional[Arch] = None  # set on trials returned by `ask`
+    arch: Optional[Arch] = None  # what the objective receives (read back: its first seed's call); None: no network
 
     @property
     def value(self) -> Optional[float]:
@@ -192,7 +202,7 @@ class Study:
             self._config = merge(self._stored(), self.settings)
         return self._config
 
-    def arch_of(self, trial: Trial, seed: int) -> Arch:
+    def arch_of(self, trial: Trial, seed: int, node: Optional[dict] = None) -> Arch:
         c = self.config()
         cell = None
         if c.space == "nb201":
@@ -200,10 +210,10 @@ class Study:
                 cell = str(nb201.cell_of_text(trial.text))
             except nb201.NotInSpace:
                 cell = None
-        node = self._node(trial.arch_id)
+        node = self._node(trial.arch_id) if node is None else node
         return Arch(trial.arch_id, trial.text, c.skeleton, c.dataset,
                     list(resolve_depths(skeleton_info(c.skeleton), c.depths)), trial.widths,
-                    node.get("params"), node.get("flops"), seed, cell, trial.epochs)
+                    node.get("params"), node.get("flops"), seed, cell, trial.epochs, run_dir=self.run_dir)
 
     def optimize(self, objective: Optional[Callable] = None, n_trials: Optional[int] = None,
                  timeout: Optional[float] = None):
@@ -326,7 +336,30 @@ class Study:
         if rec["status"] == "ok":
             values = [value(rec, o.name) for o in self.objectives]
         return StudyTrial(rec["arch_id"], rec["status"], values, rec.get("text"), rec.get("params"),
-                          rec.get("flops"), rec)
+                          rec.get("flops"), rec, self._arch_of_record(rec))
+
+    def _arch_of_record(self, rec: dict) -> Optional[Arch]:
+        """A trial read back as its objective saw it (its first seed's call); None without a network."""
+        if not rec.get("text") or not rec.get("widths"):
+            return None
+        seeds = [s["seed"] for s in rec.get("seeds") or () if isinstance(s, dict) and isinstance(s.get("seed"), int)]
+        trial = Trial(rec["arch_id"], rec["text"], rec["widths"], seeds or self.config().resolved_seeds()[:1])
+        return self.arch_of(trial, trial.seeds[0], rec)
+
+    def export(self, trial=None, format: str = "nad", path=None, weights=None, seed: Optional[int] = None) -> List[Path]:
+        """Write `trial` (a StudyTrial or its number; None: the best) as `format` (nad, torch, onnx)
+        to `path`, at the widths it was searched with, and OUT.json stating its input and
+        normalisation; `weights`: True for the weights the objective saved (arch.save_weights)
+        or a training's checkpoint, as PATH.pt (onnx: its initializers), or the path to write them to.
+        As `nader-search best --emit`: the paths written; `best_model.ExportError` says why not."""
+        from .best_model import export
+
+        number = trial.number if isinstance(trial, StudyTrial) else trial
+        if path is None:
+            raise ValueError("export: give the path to write (path=...)")
+        with RunReader(self.run_dir) as reader:
+            return export(self.run_dir, reader, format, Path(path), weights=weights or False, trial=number,
+                          seed=seed).paths
 
 
 class _Driver:

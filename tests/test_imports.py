@@ -87,6 +87,8 @@ LAZY_IMPORTS = {
     ("nader.search.proxy_scorer", "nader.runtime.data"): TORCH,
     ("nader.search.proxy_scorer", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
+    ("nader.search.study", "nader.search.best_model"):
+        TORCH + " and onnx (1.3 s of CPU on top of importing nader.search.study); only Study.export needs them",
     ("nader.runtime.options", "nader.runtime.presets"):
         "start-up: --preset is checked when given; at the top the presets cost `nader-search run --help` 11.6 M "
         "instructions (+2.2%)",

@@ -65,10 +65,10 @@ def test_fix_json_says_the_file_was_not_written(tmp_path, monkeypatch):
 
 
 @contextlib.contextmanager
-def _tiny_filesystem(folder: Path):
-    """A 64 KiB tmpfs at `folder` (root, where mounting is permitted); None elsewhere."""
+def _tiny_filesystem(folder: Path, size: str = "64k"):
+    """A 64 KiB (`size`) tmpfs at `folder` (root, where mounting is permitted); None elsewhere."""
     folder.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
                                                    capture_output=True).returncode == 0
     try:
         yield folder if mounted else None
