@@ -140,7 +140,7 @@ def does_what_was_asked(entry: dict) -> bool | None:
 
     if entry["block"] is None:
         return None
-    request = nad.request_by_id(nad.load(), entry["request"].split(":", 1)[-1])
+    request = nad.request_by_id(nad.load_requests(), entry["request"].split(":", 1)[-1])
     return None if request is None else nad.score(request, entry["block"])[1].ok
 
 
