@@ -44,6 +44,11 @@ from .parser import parse
 #: The most edit lines one reply may hold (the grammar's bound too): enough to rewrite a block of
 #: NADER's sizes, far too few to restate a block node by node and edge by edge.
 EDITS_PER_REPLY = 24
+#: The bound where the model's profile says it is small (`small = true`; grammar and prompt): Gemma
+#: 3 270M never ended an edit reply on its own, so the bound is where it stops, and every edit past
+#: the few the plan needs is noise. 8 is room for the NAD benchmark's micro requests (1 to 3 edits)
+#: and a squeeze-and-excitation gate (7: six inserts and a connect).
+SMALL_EDITS_PER_REPLY = 8
 VERBS = ("add", "remove", "replace", "insert", "connect", "disconnect")
 
 _ID = r"[A-Za-z0-9_]+"
