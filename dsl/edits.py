@@ -192,10 +192,20 @@ def parse_edits(text: str, limits: InputLimits = DEFAULT_LIMITS) -> EditReply:
 
 
 def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT_LIMITS, *,
-                skip: bool = False) -> Applied:
+                skip: bool = False, keep: Optional[int] = None) -> Applied:
     """The parent block (the first block of `parent_text`) with the reply's edits applied in order.
-    With `skip`, an edit that cannot apply (or a line that is no edit) is left out, and the others apply."""
+    With `skip`, an edit that cannot apply (or a line that is no edit) is left out, and the others apply.
+    With `keep` (and `skip`), only the first `keep` edits are read: each later one is left out as
+    `edit-left-out`, and the lines after the last kept edit are not judged (the compiler's repair
+    cuts a reply's tail so, nader.compiler.reply_repair)."""
     reply = parse_edits(reply_text, limits)
+    if keep is not None and skip and keep < len(reply.edits):
+        cut = reply.edits[keep].line
+        left = [_problem("edit-left-out", e.line, reply.lines[e.line - 1], "left out with every edit after it",
+                         "write only the edits the plan needs: the block the edits before it make can be repaired")
+                for e in reply.edits[keep:]]
+        reply = EditReply(reply.name, reply.edits[:keep], [p for p in reply.problems if p.line < cut] + left,
+                          reply.lines)
     if reply.problems and not (skip and reply.edits):
         return Applied(None, reply, list(reply.problems))
     parent = parse(parent_text).program.blocks[0]
