@@ -1,6 +1,7 @@
 """The executor interface: a batch ``map`` built on a job stream (:class:`Dispatch`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
 from .jobs import Job, Result
@@ -51,6 +52,17 @@ class Dispatch:
     def __exit__(self, et, ev, tb):
         self.close(abort=et is not None)
         return False
+
+
+@dataclass
+class CallFailure:
+    """A call (`calls.py`: a function run by a worker) that did not return: its worker died
+    (`killed`), it ran past the timeout (`timeout`), or the worker could not run it (`exception`:
+    a function that did not unpickle there)."""
+
+    kind: str
+    message: str
+    seconds: float = 0.0
 
 
 class Executor:
