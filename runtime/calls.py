@@ -18,6 +18,7 @@ from a worker thread, that thread) and returns its reply.
 """
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -135,7 +136,8 @@ def make_calls(kind: str, *, workers: int, on_ask: OnAsk, timeout: Optional[floa
         executor = PoolExecutor(workers=workers, devices=["cpu"] * workers, timeout=timeout)
         return executor, executor.start_calls(on_ask)
     if kind == "ray":
-        executor = RayExecutor(address=address, num_cpus=None if address else workers)
+        per_call = float((resources or {}).get("num_cpus", 1))  # a local instance: room for `workers` calls
+        executor = RayExecutor(address=address, num_cpus=None if address else max(1, math.ceil(workers * per_call)))
         try:
             return executor, executor.start_calls(on_ask, workers=workers, resources=resources, timeout=timeout)
         except BaseException:
