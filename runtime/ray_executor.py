@@ -180,12 +180,17 @@ class _RayDispatch(Dispatch):
         return out
 
     def close(self, abort=False):
-        for ref in self.refs:  # do not leave tasks running on the cluster
-            try:
-                self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
-        self.refs.clear()
+        _cancel(self.ray, self.refs)
+
+
+def _cancel(ray, refs: dict) -> None:
+    """Cancel every task still out (killing its worker): none is left running on the cluster."""
+    for ref in refs:
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:
+            pass
+    refs.clear()
 
 
 # ---------------------------------------------------------------------- calls
@@ -308,12 +313,7 @@ class _RayCallDispatch(Dispatch):
         return out
 
     def close(self, abort=False):
-        for ref in self.refs:  # do not leave tasks running on the cluster
-            try:
-                self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
-        self.refs.clear()
+        _cancel(self.ray, self.refs)
         try:
             self.ray.kill(self.mailbox)
         except Exception:

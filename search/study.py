@@ -123,43 +123,29 @@ class _AskTellEvaluator(Evaluator):
         self.desk.flush()
 
 
-class _Callbacks(Observer):
+class _Callbacks:
     """`optimize`'s callbacks (each `callback(study, trial)` as a trial finishes, Optuna's
-    signature) and its progress display, as the loop's observer."""
+    signature) and its progress display, as the loop's observer (an `Observer` by its hooks: the
+    ones not written here are the progress display's)."""
 
-    def __init__(self, study: "Study", callbacks: Sequence[Callable], progress=None):
-        self.study, self.callbacks, self.progress = study, list(callbacks), progress
+    def __init__(self, study: "Study", callbacks: Sequence[Callable], progress: Optional[Observer] = None):
+        self.study, self.callbacks, self.progress = study, list(callbacks), progress or Observer()
         self.loop = None
 
     def started(self, loop):
         self.loop = loop
-        if self.progress is not None:
-            self.progress.started(loop)
-
-    def recorded(self, node):
-        if self.progress is not None:
-            self.progress.recorded(node)
-
-    def submitted(self, node):
-        if self.progress is not None:
-            self.progress.submitted(node)
-
-    def seed_done(self, outcome):
-        if self.progress is not None:
-            self.progress.seed_done(outcome)
+        self.progress.started(loop)
 
     def finished(self, node):
-        if self.progress is not None:
-            self.progress.finished(node)
+        self.progress.finished(node)
         if self.callbacks:
             recs = records.records(self.loop.store, arch_id=node.arch_id)  # the writer: what was just committed
             trial = self.study._trial(recs[0])
             for callback in self.callbacks:
                 callback(self.study, trial)
 
-    def event(self, ev):
-        if self.progress is not None:
-            self.progress.event(ev)
+    def __getattr__(self, hook):  # recorded, submitted, seed_done, event: the progress display's
+        return getattr(self.progress, hook)
 
 
 class Study:
