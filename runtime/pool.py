@@ -349,7 +349,8 @@ class _PoolDispatch(Dispatch):
                                                  time.monotonic() - w.started))
                 self._retire(w)
             elif w.task is not None and self.pool.timeout and time.monotonic() - w.started > self.pool.timeout:
-                self._finish(w, self._failed(w.task[1], E_TIMEOUT, f"job exceeded the {self.pool.timeout:g}s time limit",
+                self._finish(w, self._failed(w.task[1], E_TIMEOUT,
+                                             f"job exceeded the {self.pool.timeout:g}s time limit",
                                              time.monotonic() - w.started))
                 self._retire(w)
         self._fill()
