@@ -77,7 +77,7 @@ def test_the_grammar_derives_ids_and_edges_from_the_space():
 def test_the_grammar_leaves_out_the_cells_tried_and_only_them():
     tried = [S.RESNET, "|nor_conv_3x3~0|+|nor_conv_3x3~0|nor_conv_3x3~1|+|skip_connect~0|none~1|skip_connect~2|",
              "|none~0|+|none~0|none~1|+|none~0|none~1|none~2|"]
-    left = {tuple(S.OPS.index(op) for op in S.Cell.parse(c).ops) for c in tried}
+    left = {tuple(S.OPS.index(op) for op in S.CellStructure.parse(c).ops) for c in tried}
     allowed = _ids(language(R.reply_rules(tried)))
     assert allowed == set(itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))) - left
     sampler = CellSampler(5, tried)
@@ -85,16 +85,16 @@ def test_the_grammar_leaves_out_the_cells_tried_and_only_them():
     # the prefix goes, and no rule is left without an alternative
     walked = [(1, 2, 3, 4, 0, i) for i in range(len(S.OPS))] + [(1, 2, 3, 4, j, i) for j in range(1, len(S.OPS))
                                                                 for i in range(len(S.OPS))]
-    cells = [S.Cell(tuple(S.OPS[i] for i in ids)) for ids in walked]
+    cells = [S.CellStructure(tuple(S.OPS[i] for i in ids)) for ids in walked]
     g = R.reply_rules(cells)
     assert all(not isinstance(body, gx.Alt) or body.items for body in g.values())
     assert _ids(language(g)) == set(itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))) - set(walked)
     assert "::= \n" not in R.reply_grammar("gbnf", cells) + "\n"
-    everything = [S.Cell(tuple(S.OPS[i] for i in ids))
+    everything = [S.CellStructure(tuple(S.OPS[i] for i in ids))
                   for ids in itertools.product(range(len(S.OPS)), repeat=len(S.EDGES))]
     assert R.reply_rules(everything) == R.reply_rules()  # all tried: nothing left out
     for _ in range(200):
-        assert S.parse_cell_reply(sampler.sample()) not in {S.Cell.parse(c) for c in tried}
+        assert S.parse_cell_reply(sampler.sample()) not in {S.CellStructure.parse(c) for c in tried}
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_the_profile_chooses_the_prompt_and_every_reply_carries_the_grammar(smal
                     ["op_list = [3, 3]", "op_list = [3, 3, 1, 0, 3, 2]\nDeeper paths.\n"])
     genius = Genius(client, repairs=1, iterations=10, dataset="cifar100", skeleton="nas-bench-201", cell_reply=CELL)
     answer = genius.answer([], 1, S.check_cell_reply, cells=True, arch_id="1")
-    assert answer.text is not None and S.cell_of_text(answer.text) == S.Cell.parse(
+    assert answer.text is not None and S.cell_of_text(answer.text) == S.CellStructure.parse(
         "|nor_conv_3x3~0|+|nor_conv_3x3~0|skip_connect~1|+|none~0|nor_conv_3x3~1|nor_conv_1x1~2|")
     (messages, first_call), (_, repair_call) = client.sent
     assert first_call["prompt"] == prompt and repair_call["prompt"] == "genius_repair.v1"
