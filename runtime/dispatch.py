@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
+from .errors import ConfigError
 from .jobs import Job, Result
 
 ResultCb = Optional[Callable[[Result], None]]
@@ -63,6 +64,13 @@ class CallFailure:
     kind: str
     message: str
     seconds: float = 0.0
+
+
+def not_shippable(executor: str, exc: BaseException):
+    """The ConfigError for a function that cannot be pickled for `executor`'s workers."""
+    return ConfigError(f"the objective cannot be shipped to executor={executor!r}'s workers ({type(exc).__name__}: "
+                       f"{str(exc)[:200]}): build what it holds (open files, locks, CUDA tensors) inside it, or "
+                       f"use executor='thread'")
 
 
 class Executor:

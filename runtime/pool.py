@@ -16,7 +16,7 @@ import threading
 import time
 from typing import List, Optional, Sequence
 
-from .dispatch import CallFailure, Dispatch, EventCb, Executor
+from .dispatch import CallFailure, Dispatch, EventCb, Executor, not_shippable
 from .errors import ConfigError
 from .gpu_slots import DeviceSlots, MemoryReport, cuda_device_count
 from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
@@ -414,7 +414,11 @@ class _CallDispatch(_PoolDispatch):
     def submit(self, fn):
         import cloudpickle  # the process executor's one dependency: functions of __main__, lambdas, closures
 
-        return super().submit(cloudpickle.dumps(fn))
+        try:
+            blob = cloudpickle.dumps(fn)
+        except Exception as exc:  # a lock, an open file, a generator in what it holds
+            raise not_shippable("process", exc) from None
+        return super().submit(blob)
 
     def _new_worker(self, device) -> _Worker:
         with _main_left_out():

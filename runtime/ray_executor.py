@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Optional
 
-from .dispatch import CallFailure, Dispatch, Executor
+from .dispatch import CallFailure, Dispatch, Executor, not_shippable
 from .errors import ConfigError
 from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
 
@@ -266,7 +266,11 @@ class _RayCallDispatch(Dispatch):
 
     def submit(self, fn):
         ticket = self._ticket()
-        self.refs[self.task.remote(fn, self.mailbox, ticket)] = ticket
+        try:
+            ref = self.task.remote(fn, self.mailbox, ticket)
+        except TypeError as exc:  # Ray serialises the arguments here: a lock, an open file in what it holds
+            raise not_shippable("ray", exc) from None
+        self.refs[ref] = ticket
         return ticket
 
     def pending(self):

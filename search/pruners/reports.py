@@ -7,6 +7,7 @@ the lock. A trial is a key (arch_id, seed).
 """
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from typing import Dict, Hashable, Iterable, List, Optional, Tuple
@@ -16,6 +17,7 @@ class Reports:
     def __init__(self, direction: str = "max"):
         self.direction = direction
         self.values: Dict[Hashable, Dict[int, float]] = {}
+        self.order: Dict[Hashable, List[int]] = {}  # each trial's steps, sorted (`first_from` bisects)
         self.complete: set = set()  # trials that finished ok: the median rule compares with these
         self.unsaved: List[tuple] = []  # (arch_id, seed, step, value) not yet in the store
         self.lock = threading.RLock()
@@ -24,16 +26,19 @@ class Reports:
         """What the run's store holds: (arch_id, seed, step, value) rows, and the finished trials."""
         with self.lock:
             for arch_id, seed, step, value in rows:
-                self.values.setdefault((arch_id, seed), {})[int(step)] = math.nan if value is None else float(value)
+                self._put((arch_id, seed), int(step), math.nan if value is None else float(value))
             self.complete.update(complete)
+
+    def _put(self, trial: Hashable, step: int, value: float) -> None:
+        self.values.setdefault(trial, {})[step] = value
+        bisect.insort(self.order.setdefault(trial, []), step)
 
     def add(self, trial: Tuple[int, int], step: int, value: float) -> bool:
         """Record a report; a second report at the same step is ignored (False), as Optuna does."""
         with self.lock:
-            steps = self.values.setdefault(trial, {})
-            if step in steps:
+            if step in self.values.get(trial, ()):
                 return False
-            steps[step] = value
+            self._put(trial, step, value)
             self.unsaved.append((trial[0], trial[1], step, None if math.isnan(value) else value))
             return True
 
@@ -57,8 +62,10 @@ class Reports:
 
     def first_from(self, trial: Hashable, step: int) -> Optional[Tuple[int, float]]:
         """(step, value) of the trial's first report at `step` or later, or None."""
-        later = [s for s in self.steps(trial) if s >= step]
-        return (min(later), self.values[trial][min(later)]) if later else None
+        with self.lock:
+            steps = self.order.get(trial, ())
+            i = bisect.bisect_left(steps, step)
+            return (steps[i], self.values[trial][steps[i]]) if i < len(steps) else None
 
     def best_until(self, trial: Hashable, step: int) -> Optional[float]:
         """The trial's best value reported up to `step` (NaN when its only values are NaN)."""

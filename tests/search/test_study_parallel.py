@@ -195,3 +195,15 @@ def test_a_study_the_runtime_trains_takes_n_jobs_as_its_pool_and_refuses_threads
         study.optimize(n_trials=1, n_jobs=2, executor="thread")
     with pytest.raises(ConfigError, match="n_jobs"):
         study.optimize(obj.Sleep(), n_trials=1, n_jobs=0)
+
+
+def test_an_objective_that_cannot_travel_to_a_process_is_refused_with_the_fix(tmp_path):
+    import threading
+
+    lock = threading.Lock()
+    study = cells(tmp_path / "run")
+    with pytest.raises(ConfigError, match="executor='thread'"):
+        study.optimize(lambda arch: (lock, 1.0)[1], n_trials=2, n_jobs=2, executor="process")
+    assert [t.state for t in study.trials] == ["training"]  # asked, never run: asked again on resume
+    study.optimize(lambda arch: (lock, 1.0)[1], n_trials=1, n_jobs=2)  # threads share it
+    assert [t.state for t in study.trials] == ["ok", "ok"]
