@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-import nader.search as ns
 import study_objectives as obj
 from nader.runtime.errors import ConfigError
 from test_study_parallel import by_text, cells, schema
