@@ -5,9 +5,9 @@ The driver (the process that runs the loop) is the one writer: workers return ou
 records them as they finish (so the strategy hears of them in completion order), and the values
 an objective reports while it runs (`arch.report`) come back through its channel, are judged by
 the study's pruner here (`nader.search.pruners`) and stored by the loop's thread. A worker that
-dies (killed, out of memory) loses only its call, which is run once more; a second death, or a
-call past `trial_timeout`, is that seed's failure with the runtime's error kind (`killed`,
-`timeout`), which a resume retries once more as it retries crashed trainings.
+dies (killed, out of memory) loses only its call, which is run once more (the architecture's
+second attempt, as a resume gives a killed training); a second death, or a call past
+`trial_timeout`, is that seed's failure with the runtime's error kind (`killed`, `timeout`).
 """
 from __future__ import annotations
 
