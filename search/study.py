@@ -83,7 +83,7 @@ class _AskTellEvaluator(Evaluator):
         self.asked: "queue.Queue" = queue.Queue()
         self.told: "queue.Queue" = queue.Queue()
         self.out: set = set()  # (arch_id, seed) handed out and not told
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.closed = False
         self.desk = ReportDesk()
         self.config = self.store = None
@@ -100,16 +100,23 @@ class _AskTellEvaluator(Evaluator):
             arch._channel = DirectChannel(self.desk.answer)
             self.asked.put((trial, arch))
 
-    def take(self, key: tuple) -> None:
-        """`tell` of `key`: refused unless it was asked and not told yet."""
+    def check(self, key: tuple) -> None:
+        """Refuse a `tell` of `key` unless it was asked and not told yet."""
         with self.lock:
             if key not in self.out:
                 raise ValueError(f"trial {key[0]} (seed {key[1]}) is not waiting for a result: it was told already, "
                                  f"or was not asked in this session")
+
+    def take(self, key: tuple, outcome: SeedOutcome) -> None:
+        """The outcome told for `key`, once (pending never drops to 0 between the two steps)."""
+        with self.lock:
+            self.check(key)
             self.out.discard(key)
+            self.told.put(outcome)
 
     def pending(self) -> int:
-        return 0 if self.closed else len(self.out) + self.told.qsize()
+        with self.lock:
+            return 0 if self.closed else len(self.out) + self.told.qsize()
 
     def wait(self, timeout=None) -> List[SeedOutcome]:
         outcome = self.told.get()
@@ -236,11 +243,11 @@ class Study:
         arch = trial.arch
         if arch is None:
             raise ValueError("tell: give the trial ask() returned")
+        self._driver.evaluator.check((trial.number, arch.seed))  # a second tell, before its values are read
         out = {"status": "failed", "error": "failed (told)"} if state == "fail" else \
             {"status": "pruned"} if state == "pruned" else completed(values, self.objectives)
-        self._driver.evaluator.take((trial.number, arch.seed))
         t = Trial(trial.number, trial.text, arch.widths, [arch.seed])
-        self._driver.tell(outcome_of(t, arch.seed, self.objectives, finished(out, arch, None)))
+        self._driver.tell((trial.number, arch.seed), outcome_of(t, arch.seed, self.objectives, finished(out, arch, None)))
 
     def close(self):
         """End an ask/tell session: the loop stops (an asked, untold architecture is asked again
@@ -358,10 +365,10 @@ class _Driver:
             raise RuntimeError(f"the search stopped: {self.summary.stop.message if self.summary else 'no reason'}")
         return item
 
-    def tell(self, outcome: SeedOutcome) -> None:
+    def tell(self, key: tuple, outcome: SeedOutcome) -> None:
         if self.done.is_set() and self.error is not None:
             raise self.error
-        self.evaluator.told.put(outcome)
+        self.evaluator.take(key, outcome)
 
     def close(self):
         self._stopping = True
