@@ -264,3 +264,24 @@ def test_a_full_disk_leaves_every_output_byte_for_byte(finished, tmp_path):
         assert _files(disk) == before
         again = invoke("best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out)
         assert again.exit_code == 0 and _files(disk) != before, again.output
+
+
+def test_a_write_refused_part_way_leaves_every_output_byte_for_byte(finished, tmp_path):
+    """As a process under a 64 KiB file-size limit (test_full_disk.py; needs no root): the model (10 KB)
+    and its sidecar fit, the weights (about 400 KB) do not; the earlier export stays whole, none of the
+    three replaced (an in-place write left the earlier weights cut at 64 KiB)."""
+    from test_full_disk import error_lines, run_limited
+
+    run, best = finished
+    other = 1 - best["arch_id"] if best["arch_id"] in (0, 1) else 0
+    out = tmp_path / "out" / "m.py"
+    out.parent.mkdir()
+    assert invoke("best", run, "--emit", "torch", "--weights", "-o", out).exit_code == 0
+    before = _files(out.parent)
+    assert len(before) == 3 and (out.parent / "m.pt").stat().st_size > 64 << 10 > out.stat().st_size
+    r = run_limited(["best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out], tmp_path,
+                    program="nader.cli", limit=64 << 10)
+    assert _files(out.parent) == before, "an output changed when a write failed"
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = error_lines(r.stderr)
+    assert line == f"error: cannot write the export {out.with_suffix('.pt')}: File too large; it is unchanged", line
