@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-# A block whose unsafe fix (merge the BN's two inputs with an Add) changes it; one fmt rewrites.
+# A block whose unsafe fix (merge the BN's two inputs with an Add) makes the text longer; fmt rewrites MESSY.
 BN_TWO_INPUTS = ("##MobileNetBlock##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3,stride=1,groups=C)\n"
                  "3:Conv2d(out_channels=C,kernel_size=5,stride=1,groups=C)\n4:BN\n0->2\n0->3\n2->4\n3->4\n4->1\n")
 MESSY = "###A###\n0 : input   #in\n1:output  #out\n2:BN()  #bn\n0->2  #x\n2->1  #y\n"
@@ -38,21 +38,22 @@ def error_lines(stderr: str) -> list:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
-def _padded(text: str, size: int = 4000) -> bytes:
-    """`text` after comment lines, `size` bytes in all: well past LIMIT, so any rewrite needs more."""
-    lines, pad = [], size - len(text)
+def _padded(text: str, size: int) -> str:
+    """`text` with comment lines in front, `size` bytes in all: the fixed text then needs more."""
+    pad = size - len(text)
+    lines = []
     while pad > 0:
         line = "#" + "x" * min(78, pad - 2) + "\n"
         lines.append(line)
         pad -= len(line)
-    return ("".join(lines) + text).encode()
+    return "".join(lines) + text
 
 
 @pytest.mark.parametrize("argv, text", [(["fix", "--unsafe"], BN_TWO_INPUTS), (["fmt", "--write"], MESSY)],
                          ids=["fix", "fmt"])
 def test_a_write_refused_part_way_leaves_the_file_byte_for_byte(tmp_path, argv, text):
     path = tmp_path / "big.nad"
-    original = _padded(text)
+    original = _padded(text, 4000).encode()  # well past LIMIT
     path.write_bytes(original)
     run = run_limited([*argv, path.name], tmp_path)
     assert path.read_bytes() == original, "the file changed when its write failed"
