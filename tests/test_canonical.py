@@ -16,7 +16,8 @@ import networkx as nx
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from strategies import noisy, program_texts
+from strategies import program_texts
+from text_strategies import noisy
 from nader.compiler.passes.canonical import (
     COMMUTATIVE_OPS, ORDERED_INPUT_OPS, CanonicalStore, canonical_hash, canonical_value, equivalent,
     source_hash)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 from conftest import run_nadc, shared_dir
-from strategies import mutated_texts
+from text_strategies import mutated_texts
 from test_canonical import SETTINGS, block_of
 from nader.compiler.cli import main
 from nader.compiler.passes.canonical import canonical_hash, equivalent, group_equal, source_hash

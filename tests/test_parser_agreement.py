@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from lark.exceptions import LarkError
 
-from strategies import mutated_texts
+from text_strategies import mutated_texts
 from test_parser import COMMENTED, PLAIN
 from nader.dsl import parser as parser_module
 from nader.dsl.parser import grammar_parser, parse, parse_line
