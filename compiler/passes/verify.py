@@ -10,6 +10,7 @@ from nader.dsl.ir import Block, Program, Role
 from nader.dsl.parser import ParseResult
 
 from .contract import SQUARE, Domain
+from .shape_codes import CONTRACT
 from .shapes import Limits, ShapeResult, infer_shapes
 from .structure import DUPLICATE_BLOCK, check_structure
 
@@ -105,6 +106,10 @@ def verify_stem(block: Block, *, preferred: int = 1, **options) -> BlockReport:
     `options` are verify_block's (limits, file, front_end, domain)."""
     first = verify_block(block, role=Role.STEM, stem_stride=preferred, **options)
     if first.ok or first.shapes is None:  # no stride mends the structure or an unknown operation
+        return first
+    # Strides differ only in the output the contract wants: every node before `output` has the same shape
+    # at each, so an error other than the output's (NAD311) is there at every stride.
+    if any(d.is_error and d.code is not CONTRACT for d in first.diagnostics):
         return first
     for stride in STEM_STRIDES:
         if stride != preferred:

@@ -18,7 +18,7 @@ _NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
 
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
-    written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
+    written = ctx.memo("repair.written", _written)
     if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
         yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
     for index, edge in enumerate(ctx.block.edges):
@@ -39,6 +39,11 @@ def candidates(ctx, diagnostic):
             yield edit.fix(KIND.name, f"remove the wire{'s' if len(missing) > 1 else ''} from undefined node "
                                       f"{names} into {edge.target}", UNSAFE)
         return
+
+
+def _written(ctx) -> set:
+    """The ids of the file's node lines, those that did not parse too."""
+    return {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}
 
 
 def _every_undefined(ctx, defined, written):

@@ -1,0 +1,202 @@
+"""One block's lines of a file, where each candidate fix is verified alone, the other blocks as they are.
+
+What `nadc verify`'s suggestions and `nadc fix --list` rank candidates by: the block's progress (as
+the repair loop measures a file, search.py) once the fix is applied. Nearly every candidate rewrites,
+deletes or inserts whole node and edge lines of a block the front end read without a problem; such a
+candidate is built as a graph: the block's own nodes and edges where its lines stay, and only the
+new lines parsed (as the front end parses any line: alone). Any other fix (columns inside a line, a
+block with a line the front end reported, a CRLF file, a candidate near an input limit) is applied
+to the block's text, which is parsed and verified whole. Both give the same verdict
+(tests/test_repair_speed.py compares them on every candidate of the corpora and of mutated blocks).
+"""
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import Optional, Sequence
+
+from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
+from nader.dsl.ir import Block
+from nader.dsl.limits import DEFAULT_LIMITS
+from nader.dsl.parser import parse
+from nader.dsl.span import Span
+
+from ..passes.contract import SQUARE
+from ..passes.shapes import Limits
+from ..passes.verify import BlockReport, verify_block
+from .kinds import order_of
+from .search import block_progress
+
+#: Verdicts on candidate blocks in this process, by options, then by the block's text and the fix (or the
+#: text it makes): (progress, warnings, nodes). A block text sent again, or copied into several files, is
+#: verified once. Each verdict is a function of its key, so what was verified before changes no result.
+_VERIFIED: dict[tuple, dict] = {}
+MOST_REMEMBERED = 4096
+
+#: A candidate that must be verified from its text (`BlockRegion._as_graph`).
+_TEXT = object()
+
+
+def _position(edit: Edit) -> tuple[int, int]:
+    return edit.span.line, edit.span.col
+
+
+def _front_end(diagnostic: Diagnostic) -> bool:
+    """A diagnostic of the front end (NAD1xx: a line it could not read or that it reported)."""
+    return diagnostic.code.code.startswith("NAD1")
+
+
+class BlockRegion:
+    """The block of `report` on lines [start, end) of a file split into `lines`; `file_level` are the file's
+    own diagnostics (None where unknown: every candidate is then verified from its text)."""
+
+    def __init__(self, lines: Sequence[str], start: int, end: int, report: BlockReport, options: dict,
+                 file_level: Optional[Sequence[Diagnostic]] = None):
+        self.lines, self.start, self.end, self.report = lines, start, end, report
+        self.text = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
+        self.line_count = self.text.count("\n") + 1
+        self.starts = [0, *accumulate(len(line) + 1 for line in self.text.split("\n")[:-1])]  # of each line
+        self.before = block_progress(report)
+        self.path = options.get("path", "<string>")
+        self.input_limits = options.get("input_limits", DEFAULT_LIMITS)
+        self.role, self.stem_stride = options.get("role"), options.get("stem_stride", 1)
+        self.limits, self.domain = options.get("limits") or Limits(), options.get("domain", SQUARE)
+        # candidates built as graphs: where the front end read every line of the block without a word
+        self.as_graph = file_level is not None and "\r" not in self.text and not self.input_limits.lowered() \
+            and not any(map(_front_end, report.diagnostics)) \
+            and not any(_front_end(d) and start <= d.span.line < end for d in file_level)
+        limits = self.limits
+        key = (self.role, self.stem_stride, self.domain, self.input_limits, limits.max_elements, limits.max_weights,
+               tuple(sorted(limits.reference.items())))
+        self.verified = _VERIFIED.get(key)
+        if self.verified is None or len(self.verified) > MOST_REMEMBERED:
+            self.verified = _VERIFIED[key] = {}
+
+    def rank(self, fix: Fix, position: int) -> Optional[tuple[tuple, tuple]]:
+        """(rank, `after`) of a candidate for an error of this block, ranked as the loop ranks: progress and
+        warnings, nodes added, safety, the kind's order, `position`; None when the verifier gets no further
+        with it."""
+        try:
+            after = self.after(fix)
+        except (IndexError, ValueError):
+            return None
+        if after is None or after[0] >= self.before:
+            return None
+        return (after[:2], after[2] - len(self.report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position), after
+
+    def after(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        """(progress, warnings, nodes) of the block once `fix` is applied to it, verified alone; None when the
+        fix reaches outside the block or its lines no longer form one block."""
+        start, end = self.start, self.end
+        if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
+            return None
+        changes = self._line_changes(fix) if self.as_graph else None
+        if changes is not None:
+            key = (self.text, changes)
+            found = self.verified.get(key, _TEXT)
+            if found is _TEXT:
+                found = self._as_graph(changes)
+                if found is _TEXT:
+                    return self._from_text(fix)
+                self.verified[key] = found
+            return found
+        return self._from_text(fix)
+
+    # -- from the text --------------------------------------------------------------------------
+    def _from_text(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        text = self._applied(fix)
+        found = self.verified.get(text, _TEXT)
+        if found is not _TEXT:
+            return found
+        parsed = parse(text, self.path, self.input_limits)
+        found = None
+        if len(parsed.program.blocks) == 1:
+            found = self._verdict(parsed.program.blocks[0], tuple(parsed.diagnostics))
+        self.verified[text] = found
+        return found
+
+    def _verdict(self, block: Block, front_end: tuple) -> tuple[tuple, int, int]:
+        report = verify_block(block, role=self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
+                              front_end=front_end, domain=self.domain)
+        progress = block_progress(report)
+        return progress, len(report.diagnostics) - progress[2], len(block.nodes)
+
+    def _applied(self, fix: Fix) -> str:
+        """The block's text with `fix` applied (`apply_fix` on these lines, its offsets computed once)."""
+        shift = self.start - 1
+        text = self.text
+        if not fix.edits:
+            return text
+        if max(e.span.line for e in fix.edits) - shift > self.line_count and not text.endswith("\n"):
+            moved = Fix(tuple(Edit(Span(e.span.line - shift, e.span.col, e.span.end_line - shift, e.span.end_col),
+                                   e.text) for e in fix.edits))
+            return apply_fix(text, moved)  # past the last line: apply_fix adds the line break first
+        starts, size = self.starts, len(text)
+        for e in sorted(fix.edits, key=_position, reverse=True):
+            line, end_line = e.span.line - shift, e.span.end_line - shift
+            start = starts[line - 1] + e.span.col - 1 if line <= len(starts) else size
+            end = starts[end_line - 1] + e.span.end_col - 1 if end_line <= len(starts) else size
+            text = text[:start] + e.text + text[end:]
+        return text
+
+    # -- as a graph -----------------------------------------------------------------------------
+    def _line_changes(self, fix: Fix) -> Optional[tuple]:
+        """The fix as whole lines: ((first line, last line replaced, the new lines), ...) in order (last < first:
+        an insertion before `first`); None where an edit starts or ends inside a line, touches the header, or
+        two edits meet."""
+        lines, header = self.lines, self.start
+        changes, after, previous = [], header, None
+        for e in sorted(fix.edits, key=_position):
+            first, col, end_line, end_col = e.span
+            text = e.text
+            if col != 1 or first <= after or first == previous:
+                return None
+            previous = first
+            if end_col == 1:
+                last = end_line - 1
+            elif end_line <= len(lines) and end_col == len(lines[end_line - 1]) + 1:
+                last, text = end_line, text + "\n"
+            else:
+                return None
+            if text and not text.endswith("\n") or "\r" in text or last >= self.end:
+                return None
+            changes.append((first, last, tuple(text.split("\n")[:-1])))
+            after = max(first - 1, last)
+        return tuple(changes)
+
+    def _as_graph(self, changes: tuple):
+        """The verdict on the block with its lines changed, built from its own nodes and edges and the new
+        lines (parsed alone, as the front end parses each line); `_TEXT` where the text must decide."""
+        new_lines = [line for _, _, added in changes for line in added]
+        limits = self.input_limits
+        if (len(self.text) + sum(map(len, new_lines)) + len(new_lines)) * 4 > limits.text_bytes:
+            return _TEXT  # near the size limit: the text decides
+        mini = parse("##B##\n" + "\n".join(new_lines) + "\n", self.path, self.input_limits)
+        if len(mini.program.blocks) != 1:
+            return _TEXT  # a new line is a header (or past a limit): the text decides
+        block = self.report.block
+        new = mini.program.blocks[0]
+        nodes, edges = [], []
+        kept_nodes, kept_edges = block.nodes, block.edges
+        n = e = 0
+        line = 2  # the mini text's line of the next new line
+        for first, last, added in changes:
+            while n < len(kept_nodes) and kept_nodes[n].span.line < first:
+                nodes.append(kept_nodes[n])
+                n += 1
+            while e < len(kept_edges) and kept_edges[e].span.line < first:
+                edges.append(kept_edges[e])
+                e += 1
+            upto = line + len(added)
+            nodes.extend(x for x in new.nodes if line <= x.span.line < upto)
+            edges.extend(x for x in new.edges if line <= x.span.line < upto)
+            line = upto
+            while n < len(kept_nodes) and kept_nodes[n].span.line <= last:
+                n += 1
+            while e < len(kept_edges) and kept_edges[e].span.line <= last:
+                e += 1
+        nodes.extend(kept_nodes[n:])
+        edges.extend(kept_edges[e:])
+        if len(nodes) > limits.nodes_per_block or sum(len(x.sources) for x in edges) > limits.inputs_per_node:
+            return _TEXT  # the front end's limits on the whole block: the text decides
+        candidate = Block(block.name, tuple(nodes), tuple(edges), span=block.span, header_span=block.header_span)
+        return self._verdict(candidate, tuple(mini.diagnostics))
