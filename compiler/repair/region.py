@@ -2,15 +2,16 @@
 
 What `nadc verify`'s suggestions and `nadc fix --list` rank candidates by: the block's progress (as
 the repair loop measures a file, search.py) once the fix is applied. Nearly every candidate rewrites,
-deletes or inserts whole node and edge lines of a block the front end read without a problem; such a
-candidate is built as a graph: the block's own nodes and edges where its lines stay, and only the
-new lines parsed (as the front end parses any line: alone). Any other fix (columns inside a line, a
-block with a line the front end reported, a CRLF file, a candidate near an input limit) is applied
-to the block's text, which is parsed and verified whole. Both give the same verdict
+deletes or inserts whole node and edge lines; such a candidate is built as a graph: the block's own
+nodes and edges where its lines stay, and only the new lines parsed (as the front end parses any line:
+alone, so the diagnostics of the lines that stay stay too). Any other fix (columns inside a line, a
+CRLF file, limits stricter than the defaults, a candidate near an input limit) is applied to the
+block's text, which is parsed and verified whole. Both give the same verdict
 (tests/test_repair_speed.py compares them on every candidate of the corpora and of mutated blocks).
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 from typing import Optional, Sequence
 
@@ -45,6 +46,25 @@ def _front_end(diagnostic: Diagnostic) -> bool:
     return diagnostic.code.code.startswith("NAD1")
 
 
+#: New lines a kind writes, read alone (`_read_line`): a kind writes the same ones again and again (`9:Add`).
+_READ: dict[tuple, Optional[tuple]] = {}
+
+
+def _read_line(line: str, limits) -> Optional[tuple]:
+    """(nodes, edges, diagnostics) of one line of a block, as the front end reads it (each line alone); None
+    where it is a header or past a limit (no block left)."""
+    key = (line, limits)
+    found = _READ.get(key, _TEXT)
+    if found is _TEXT:
+        if len(_READ) > MOST_REMEMBERED:
+            _READ.clear()
+        parsed = parse(f"##B##\n{line}\n", "<line>", limits)
+        blocks = parsed.program.blocks
+        found = _READ[key] = (blocks[0].nodes, blocks[0].edges, tuple(parsed.diagnostics)) if len(blocks) == 1 \
+            else None
+    return found
+
+
 class BlockRegion:
     """The block of `report` on lines [start, end) of a file split into `lines`; `file_level` are the file's
     own diagnostics (None where unknown: every candidate is then verified from its text)."""
@@ -52,6 +72,7 @@ class BlockRegion:
     def __init__(self, lines: Sequence[str], start: int, end: int, report: BlockReport, options: dict,
                  file_level: Optional[Sequence[Diagnostic]] = None):
         self.lines, self.start, self.end, self.report = lines, start, end, report
+        self._lines: Optional[tuple[list[int], list[int]]] = None
         self.text = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
         self.line_count = self.text.count("\n") + 1
         self.starts = [0, *accumulate(len(line) + 1 for line in self.text.split("\n")[:-1])]  # of each line
@@ -60,10 +81,11 @@ class BlockRegion:
         self.input_limits = options.get("input_limits", DEFAULT_LIMITS)
         self.role, self.stem_stride = options.get("role"), options.get("stem_stride", 1)
         self.limits, self.domain = options.get("limits") or Limits(), options.get("domain", SQUARE)
-        # candidates built as graphs: where the front end read every line of the block without a word
-        self.as_graph = file_level is not None and "\r" not in self.text and not self.input_limits.lowered() \
-            and not any(map(_front_end, report.diagnostics)) \
-            and not any(_front_end(d) and start <= d.span.line < end for d in file_level)
+        # candidates built as graphs where the front end's diagnostics of these lines are known (a line's own)
+        self.as_graph = file_level is not None and "\r" not in self.text and not self.input_limits.lowered()
+        if self.as_graph:
+            self.front_end = [d for d in report.diagnostics if _front_end(d)] + \
+                [d for d in file_level if _front_end(d) and start <= d.span.line < end]
         limits = self.limits
         key = (self.role, self.stem_stride, self.domain, self.input_limits, limits.max_elements, limits.max_weights,
                tuple(sorted(limits.reference.items())))
@@ -139,6 +161,14 @@ class BlockRegion:
         return text
 
     # -- as a graph -----------------------------------------------------------------------------
+    def _item_lines(self) -> tuple[list[int], list[int]]:
+        """The lines of the block's nodes and of its edges, in order (as the front end read them)."""
+        found = self._lines
+        if found is None:
+            block = self.report.block
+            found = self._lines = ([n.span.line for n in block.nodes], [e.span.line for e in block.edges])
+        return found
+
     def _line_changes(self, fix: Fix) -> Optional[tuple]:
         """The fix as whole lines: ((first line, last line replaced, the new lines), ...) in order (last < first:
         an insertion before `first`); None where an edit starts or ends inside a line, touches the header, or
@@ -166,37 +196,35 @@ class BlockRegion:
     def _as_graph(self, changes: tuple):
         """The verdict on the block with its lines changed, built from its own nodes and edges and the new
         lines (parsed alone, as the front end parses each line); `_TEXT` where the text must decide."""
-        new_lines = [line for _, _, added in changes for line in added]
         limits = self.input_limits
-        if (len(self.text) + sum(map(len, new_lines)) + len(new_lines)) * 4 > limits.text_bytes:
+        added_size = sum(len(line) + 1 for _, _, added in changes for line in added)
+        if (len(self.text) + added_size) * 4 > limits.text_bytes:
             return _TEXT  # near the size limit: the text decides
-        mini = parse("##B##\n" + "\n".join(new_lines) + "\n", self.path, self.input_limits)
-        if len(mini.program.blocks) != 1:
-            return _TEXT  # a new line is a header (or past a limit): the text decides
         block = self.report.block
-        new = mini.program.blocks[0]
-        nodes, edges = [], []
         kept_nodes, kept_edges = block.nodes, block.edges
-        n = e = 0
-        line = 2  # the mini text's line of the next new line
+        node_lines, edge_lines = self._item_lines()
+        nodes, edges, front_end = [], [], []
+        n = e = 0  # the next kept node and edge
         for first, last, added in changes:
-            while n < len(kept_nodes) and kept_nodes[n].span.line < first:
-                nodes.append(kept_nodes[n])
-                n += 1
-            while e < len(kept_edges) and kept_edges[e].span.line < first:
-                edges.append(kept_edges[e])
-                e += 1
-            upto = line + len(added)
-            nodes.extend(x for x in new.nodes if line <= x.span.line < upto)
-            edges.extend(x for x in new.edges if line <= x.span.line < upto)
-            line = upto
-            while n < len(kept_nodes) and kept_nodes[n].span.line <= last:
-                n += 1
-            while e < len(kept_edges) and kept_edges[e].span.line <= last:
-                e += 1
-        nodes.extend(kept_nodes[n:])
-        edges.extend(kept_edges[e:])
+            upto = bisect_left(node_lines, first)
+            nodes += kept_nodes[n:upto]
+            n = max(upto, bisect_right(node_lines, last))
+            upto = bisect_left(edge_lines, first)
+            edges += kept_edges[e:upto]
+            e = max(upto, bisect_right(edge_lines, last))
+            for line in added:
+                read = _read_line(line, limits)
+                if read is None:
+                    return _TEXT  # a header (or a line past a limit): the text decides
+                nodes += read[0]
+                edges += read[1]
+                front_end += read[2]
+        nodes += kept_nodes[n:]
+        edges += kept_edges[e:]
         if len(nodes) > limits.nodes_per_block or sum(len(x.sources) for x in edges) > limits.inputs_per_node:
             return _TEXT  # the front end's limits on the whole block: the text decides
         candidate = Block(block.name, tuple(nodes), tuple(edges), span=block.span, header_span=block.header_span)
-        return self._verdict(candidate, tuple(mini.diagnostics))
+        if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
+            gone = {line for first, last, _ in changes for line in range(first, last + 1)}
+            front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
+        return self._verdict(candidate, tuple(front_end))

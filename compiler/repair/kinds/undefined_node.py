@@ -21,9 +21,7 @@ def candidates(ctx, diagnostic):
     written = ctx.memo("repair.written", _written)
     if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
         yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
-    for index, edge in enumerate(ctx.block.edges):
-        if edge.span.line != diagnostic.span.line:
-            continue
+    for index, edge in ctx.memo("repair.edges_by_line", _edges_by_line).get(diagnostic.span.line, ())[:1]:
         if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
             return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
@@ -39,6 +37,14 @@ def candidates(ctx, diagnostic):
             yield edit.fix(KIND.name, f"remove the wire{'s' if len(missing) > 1 else ''} from undefined node "
                                       f"{names} into {edge.target}", UNSAFE)
         return
+
+
+def _edges_by_line(ctx) -> dict:
+    """(index, edge) of the block's edges by line (a chain is several edges on one line)."""
+    found: dict = {}
+    for index, edge in enumerate(ctx.block.edges):
+        found.setdefault(edge.span.line, []).append((index, edge))
+    return found
 
 
 def _written(ctx) -> set:
