@@ -10,19 +10,23 @@ A file is repaired block by block, the last first (a block's fixes edit only its
 the blocks before it keep their line numbers). A block whose repair does not make it verify is
 left as it was, with the fixes that were found reported (`RepairResult.left`), unless `partial`:
 a repair that does not reach a verifying block changes a block for nothing, or for worse (a fix
-of `Linear(out_channels=H*W)` once turned it into a `reshape` of size 0).
+of `Linear(out_channels=H*W)` once turned it into a `reshape` of size 0). A repair cut short by
+its budget or its cap of fixes keeps what it found (`stopped` says so): `nadc fix` repairs its
+result again, round after round.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, apply_fix, sort_key
+from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix, sort_key
 from nader.dsl.limits import DEFAULT_LIMITS
 from nader.dsl.parser import parse
 
 from ..passes.verify import BlockReport, verify_program
+from .context import RepairContext
 from .kinds import order_of
+from .kinds.drop_restatement import restatement
 from .result import AppliedFix, LeftBlock, RepairResult
 from .search import MOST_ERRORS, TARGET_WARNINGS, Budget, hiding, unreached, candidates
 
@@ -146,7 +150,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     state = verify_text(text, verify_options)
     budget = Budget(text, MOST_VERIFICATIONS)
     applied: list[AppliedFix] = []
-    if len(state.errors) > MOST_ERRORS:
+    if len(state.errors) > MOST_ERRORS and not (unsafe and _restated_within(state, disabled, verify_options)):
         return RepairResult(text, text, (), tuple(d for _, d in state.errors), stopped="errors")
     both = frozenset({SAFE, UNSAFE})
     phases = (frozenset({SAFE}), both) if unsafe else (frozenset({SAFE}),)
@@ -176,7 +180,10 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
             if not failing(again):
                 state, fixes = again, more
         rest = failing(state)
-        if rest and fixes and not partial:
+        # a repair cut short (the budget or the cap of fixes ran out) keeps what it found: it has not shown
+        # that the block cannot verify, and `nadc fix` goes on from there in its next round
+        cut = budget.left < 0 or len(applied) + len(fixes) >= MOST_STEPS
+        if rest and fixes and not partial and not cut:
             names = [r.block.name for r in saved.reports if starts[k] <= r.block.header_span.line
                      and (after == 0 or r.block.header_span.line < _line_count(saved.text) - after + 1)]
             left.append(LeftBlock(", ".join(names) or "(file)", tuple(fixes), len(rest)))
@@ -186,6 +193,20 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     stopped = "budget" if budget.left < 0 else "steps" if state.errors and len(applied) >= MOST_STEPS else None
     return RepairResult(text, state.text, tuple(applied), tuple(d for _, d in state.errors), tuple(reversed(left)),
                         stopped)
+
+
+def _restated_within(state: State, disabled: frozenset, options: dict) -> bool:
+    """Whether the file has at most MOST_ERRORS errors once each block's restatement goes (`drop-restatement`'s
+    cleanup: node lines defining an id again, repeated edges, edges to undefined nodes): a model that restated its parent and went on
+    makes hundreds of errors (ids defined twice, edges repeated, edges to ids it never defined) that one fix
+    per block mends; the repair then starts as usual, and finds that fix itself."""
+    lines, edits = state.text.split("\n"), []
+    for report in state.reports:
+        if report.ok:
+            continue
+        found = restatement(RepairContext(lines, report)) if "drop-restatement" not in disabled else None
+        edits += found[0].edits if found is not None else ()
+    return bool(edits) and len(verify_text(apply_fix(state.text, Fix(tuple(edits))), options).errors) <= MOST_ERRORS
 
 
 def _line_count(text: str) -> int:

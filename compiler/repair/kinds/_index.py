@@ -13,6 +13,7 @@ CODES: dict[str, tuple[str, ...]] = {
     "drop_dead_node": ("*",),
     "drop_output_layout": ("NAD311",),
     "drop_repeated_edges": ("NAD207", "NAD205",),
+    "drop_restatement": ("NAD201", "NAD202", "NAD203", "NAD204", "NAD205", "NAD207",),
     "drop_sized_layer": ("NAD210",),
     "feed_starved": ("NAD207",),
     "fit_divisor": ("NAD318",),

@@ -18,9 +18,11 @@ _NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
 
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
-    written = ctx.memo("repair.written", _written)
+    written = written_ids(ctx)
     if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
-        yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
+        found = _every_undefined(ctx)  # once a block: the same fix for each of its NAD202
+        if found is not None:
+            yield found
     for index, edge in ctx.memo("repair.edges_by_line", _edges_by_line).get(diagnostic.span.line, ())[:1]:
         if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
             return  # the node is written on a line that does not parse: mend that line instead
@@ -47,17 +49,23 @@ def _edges_by_line(ctx) -> dict:
     return found
 
 
+def written_ids(ctx) -> set:
+    """The ids of the file's node lines, those that did not parse too (as text)."""
+    return ctx.memo("repair.written", _written)
+
+
 def _written(ctx) -> set:
-    """The ids of the file's node lines, those that did not parse too."""
     return {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}
 
 
-def _every_undefined(ctx, defined, written):
-    """One fix removing every wire that names an undefined node: a model caught in a loop writes dozens."""
+def _every_undefined(ctx):
+    """One fix removing every wire that names an undefined node, where there are several (None where a node is
+    written on a line that did not parse, or there are fewer)."""
+    defined, written = ctx.block.node_map(), written_ids(ctx)
     edit, dropped = ctx.editor(), 0
     for index, edge in enumerate(ctx.block.edges):
         if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
-            return
+            return None
         if edge.target not in defined:
             dropped += len(edge.sources)
             edit.edge_sources[index] = []
@@ -66,5 +74,4 @@ def _every_undefined(ctx, defined, written):
             if edge.sources[position] not in defined:
                 edit.remove_wire(index, position)
                 dropped += 1
-    if dropped > 1:
-        yield edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE)
+    return edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE) if dropped > 1 else None
