@@ -204,8 +204,8 @@ def _restated_within(state: State, disabled: frozenset, options: dict) -> bool:
     for report in state.reports:
         if report.ok:
             continue
-        found = restatement(RepairContext(lines, report)) if "drop-restatement" not in disabled else None
-        edits += found[0].edits if found is not None else ()
+        fix = restatement(RepairContext(lines, report)) if "drop-restatement" not in disabled else None
+        edits += fix.edits if fix is not None else ()
     return bool(edits) and len(verify_text(apply_fix(state.text, Fix(tuple(edits))), options).errors) <= MOST_ERRORS
 
 

@@ -32,47 +32,61 @@ KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD20
 
 
 def candidates(ctx, diagnostic):
-    found = restatement(ctx)
-    if found is not None and found[1]:
-        yield found[0]
+    found = _scan(ctx)
+    if found is not None and (found[0] or (found[2] and found[3])):
+        yield cleanup(ctx)  # else a kind of one of the two makes the same fix
 
 
 def restatement(ctx):
-    """(the block's cleanup, whether it does more than `drop-repeated-edges` or `drop-undefined-edge` alone:
-    it deletes a node line, or both repeated edges and edges to undefined nodes), or None where nothing is
-    stated twice and no edge names an undefined node."""
-    return ctx.memo("repair.restatement", _restatement)
+    """The block's cleanup, or None where nothing is stated twice and no edge names an undefined node (what
+    `repair_text` tries on a file with more errors than it takes on)."""
+    return cleanup(ctx) if _scan(ctx) is not None else None
 
 
-def _restatement(ctx):
+def _scan(ctx):
+    """(node lines defining an id again, the wires to remove as (edge index, position), how many repeat an
+    earlier one, how many name an undefined node), or None where there is nothing to remove or an undefined
+    node is written on a line that did not parse (mend that line first). Once per block."""
+    return ctx.memo("repair.restatement", _scan_block)
+
+
+def _scan_block(ctx):
     block = ctx.block
     defined = block.node_map()
     again = [n for n in block.nodes if defined[n.id] is not n]
-    written = written_ids(ctx)
-    edit = ctx.editor()
-    seen, repeated, undefined = set(), 0, 0
+    seen, wires, repeated, undefined, missing = set(), [], 0, 0, set()
     for index, edge in enumerate(block.edges):
-        target_missing = edge.target not in defined
-        for position in reversed(range(len(edge.sources))):
-            source = edge.sources[position]
-            wire = (source, edge.target)
-            missing = [i for i in wire if i not in defined]
-            if any(str(i) in written for i in missing):
-                return None  # a node written on a line that did not parse: mend that line first
-            if target_missing or missing:
-                edit.remove_wire(index, position)
+        target = edge.target
+        for position, source in enumerate(edge.sources):
+            wire = (source, target)
+            if source not in defined or target not in defined:
+                missing.update(i for i in wire if i not in defined)
+                wires.append((index, position))
                 undefined += 1
-            elif wire in seen or wire in ((s, edge.target) for s in edge.sources[:position]):
-                edit.remove_wire(index, position)
+            elif wire in seen:
+                wires.append((index, position))
                 repeated += 1
-        seen.update((s, edge.target) for s in edge.sources)
-    if not (again or repeated or undefined):
+            else:
+                seen.add(wire)
+    if missing and any(str(i) in written_ids(ctx) for i in missing):
         return None
+    return (again, wires, repeated, undefined) if again or wires else None
+
+
+def cleanup(ctx):
+    """The fix of `_scan`'s findings (built once per block)."""
+    return ctx.memo("repair.restatement-fix", _cleanup)
+
+
+def _cleanup(ctx):
+    again, wires, repeated, undefined = _scan(ctx)
+    edit = ctx.editor()
+    for index, position in reversed(wires):
+        edit.remove_wire(index, position)
     for node in again:
         edit.node_lines[node.span.line] = None
         edit.removed += 1
     parts = [f"{len(again)} node line{'s' if len(again) != 1 else ''} defining an id again" if again else "",
              f"{repeated} repeated edge{'s' if repeated != 1 else ''}" if repeated else "",
              f"{undefined} edge{'s' if undefined != 1 else ''} to undefined nodes" if undefined else ""]
-    fix = edit.fix(KIND.name, "keep the block's first statement: remove " + ", ".join(p for p in parts if p), UNSAFE)
-    return fix, bool(again or (repeated and undefined))  # else a kind of one of the two makes the same fix
+    return edit.fix(KIND.name, "keep the block's first statement: remove " + ", ".join(p for p in parts if p), UNSAFE)
