@@ -2,17 +2,19 @@
 
 Every failing file pays for these (`--no-fixes` skips them), so the search is bounded by its work, the
 lines of the candidate blocks it verifies (`MOST_SUGGESTION_WORK` per file), not by a count or a
-clock, and the same text always gets the same fixes. A candidate is verified on its block's lines
-alone (`BlockRegion`), and a block text verified once in a process is not verified again.
+clock, and the same text always gets the same fixes. Only errors some kind can answer are searched
+(not one that only `drop-dead-node` answers, on a live node). A candidate is verified on its block's
+lines alone, mostly as a graph (region.py), and a candidate verified once in a process is not again.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic
 
+from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
+from .kinds import kinds_for
 from .region import BlockRegion
 from .search import MOST_DIAGNOSTICS, MOST_ERRORS, Budget, candidates
 
@@ -41,13 +43,15 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     for index, report in enumerate(reports):
         if report.ok or not starts[index] < starts[index + 1]:
             continue
-        region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
+        region = None  # made for the first error searched
         cost = starts[index + 1] - starts[index]
-        warnings = len(report.diagnostics) - region.before[2]
         nodes = len(report.block.nodes)
         for k, d in enumerate(report.diagnostics):
-            if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS:
+            if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS or _hopeless(report, d):
                 continue
+            if region is None:
+                region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
+                warnings = len(report.diagnostics) - region.before[2]
             best = None
             for position, (_, fix) in enumerate(candidates(lines, [(report, d)], BOTH, frozenset())):
                 if not budget.take(cost):
@@ -60,5 +64,14 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                     best = (rank, fix)
                 if after[0][2] == 0 and after[1] <= warnings and after[2] <= nodes:
                     break  # nothing can rank better but a later, equally good candidate
-            if best is not None:
-                report.diagnostics[k] = replace(d, fix=best[1])
+            if best is not None:  # `dataclasses.replace`, written out: it costs as much as a verification's checks
+                report.diagnostics[k] = Diagnostic(d.code, d.message, d.span, d.help, d.file, d.block, d.secondary,
+                                                   d.severity, best[1])
+
+
+def _hopeless(report: BlockReport, diagnostic: Diagnostic) -> bool:
+    """An error no kind answers but `drop-dead-node`, on a line whose node is not dead: nothing to search."""
+    if any(module.KIND.codes != ("*",) for module in kinds_for(diagnostic.code.code)):
+        return False
+    line, dead = diagnostic.span.line, dead_nodes(report.block)
+    return not any(node.span.line == line for node in report.block.nodes if node.id in dead)

@@ -49,13 +49,15 @@ def _edges_by_line(ctx) -> dict:
     return found
 
 
+#: The last file's (lines, ids written): every block of a file asks for them.
+_WRITTEN: list = [None, set()]
+
+
 def written_ids(ctx) -> set:
     """The ids of the file's node lines, those that did not parse too (as text)."""
-    return ctx.memo("repair.written", _written)
-
-
-def _written(ctx) -> set:
-    return {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}
+    if _WRITTEN[0] is not ctx.lines:
+        _WRITTEN[:] = ctx.lines, {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}
+    return _WRITTEN[1]
 
 
 def _every_undefined(ctx):
