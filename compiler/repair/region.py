@@ -53,7 +53,7 @@ _READ: dict[tuple, Optional[tuple]] = {}
 def _read_line(line: str, limits) -> Optional[tuple]:
     """(nodes, edges, diagnostics) of one line of a block, as the front end reads it (each line alone); None
     where it is a header or past a limit (no block left)."""
-    key = (line, limits)
+    key = line if limits is DEFAULT_LIMITS else (line, limits)  # hashing the limits costs more than the line
     found = _READ.get(key, _TEXT)
     if found is _TEXT:
         if len(_READ) > MOST_REMEMBERED:
@@ -74,8 +74,7 @@ class BlockRegion:
         self.lines, self.start, self.end, self.report = lines, start, end, report
         self._lines: Optional[tuple[list[int], list[int]]] = None
         self.text = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
-        self.line_count = self.text.count("\n") + 1
-        self.starts = [0, *accumulate(len(line) + 1 for line in self.text.split("\n")[:-1])]  # of each line
+        self._starts: Optional[list[int]] = None  # of each line: only a candidate verified from its text needs them
         self.before = block_progress(report)
         self.path = options.get("path", "<string>")
         self.input_limits = options.get("input_limits", DEFAULT_LIMITS)
@@ -148,11 +147,14 @@ class BlockRegion:
         text = self.text
         if not fix.edits:
             return text
-        if max(e.span.line for e in fix.edits) - shift > self.line_count and not text.endswith("\n"):
+        if max(e.span.line for e in fix.edits) - shift > text.count("\n") + 1 and not text.endswith("\n"):
             moved = Fix(tuple(Edit(Span(e.span.line - shift, e.span.col, e.span.end_line - shift, e.span.end_col),
                                    e.text) for e in fix.edits))
             return apply_fix(text, moved)  # past the last line: apply_fix adds the line break first
-        starts, size = self.starts, len(text)
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
+        size = len(text)
         for e in sorted(fix.edits, key=_position, reverse=True):
             line, end_line = e.span.line - shift, e.span.end_line - shift
             start = starts[line - 1] + e.span.col - 1 if line <= len(starts) else size

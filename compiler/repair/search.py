@@ -78,11 +78,10 @@ def candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: froze
         if report is None:
             continue
         ctx = RepairContext(lines, report)  # its walks are memoised on the block, for all its errors
-        for module in kinds_for(d.code.code):
-            kind = module.KIND
+        for kind in kinds_for(d.code.code):
             if kind.safety not in allowed or kind.name in disabled:
                 continue
-            for fix in module.candidates(ctx, d):
+            for fix in kind.module.candidates(ctx, d):
                 if found >= MOST_CANDIDATES:
                     break
                 found += 1

@@ -71,7 +71,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
 
 def _hopeless(report: BlockReport, diagnostic: Diagnostic) -> bool:
     """An error no kind answers but `drop-dead-node`, on a line whose node is not dead: nothing to search."""
-    if any(module.KIND.codes != ("*",) for module in kinds_for(diagnostic.code.code)):
+    if any(kind.codes != ("*",) for kind in kinds_for(diagnostic.code.code)):
         return False
     line, dead = diagnostic.span.line, dead_nodes(report.block)
     return not any(node.span.line == line for node in report.block.nodes if node.id in dead)
