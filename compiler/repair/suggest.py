@@ -33,15 +33,14 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
 
     The reports' diagnostics are replaced in place; valid blocks cost nothing.
     """
-    if all(report.ok for report in reports):
-        return
-    if sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
+    ok = [report.ok for report in reports]
+    if all(ok) or sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
         return
     budget = Budget(text, MOST_SUGGESTION_WORK)
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in reports] + [len(lines) + 1]
     for index, report in enumerate(reports):
-        if report.ok or not starts[index] < starts[index + 1]:
+        if ok[index] or not starts[index] < starts[index + 1]:
             continue
         region = None  # made for the first error searched
         cost = starts[index + 1] - starts[index]

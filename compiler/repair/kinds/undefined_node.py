@@ -13,7 +13,9 @@ KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end
     and on), one candidate removes them all.
 """, order=30)
 
-_NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
+#: A node line's id, parsed or not: each line's leading non-word characters, then the id and a colon (one
+#: search over the whole text, in C: `[^\w\n]` keeps each match on its line).
+_NODE_LINE = re.compile(r"^[^\w\n]*([A-Za-z0-9_]+)[ \t]*:", re.MULTILINE)
 
 
 def candidates(ctx, diagnostic):
@@ -56,7 +58,7 @@ _WRITTEN: list = [None, set()]
 def written_ids(ctx) -> set:
     """The ids of the file's node lines, those that did not parse too (as text)."""
     if _WRITTEN[0] is not ctx.lines:
-        _WRITTEN[:] = ctx.lines, {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}
+        _WRITTEN[:] = ctx.lines, set(_NODE_LINE.findall("\n".join(ctx.lines)))
     return _WRITTEN[1]
 
 
