@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from strategies import mutated, mutated_texts, sound_blocks
 from nader.compiler.passes.verify import STEM_STRIDES, verify_block, verify_program, verify_stem
@@ -23,7 +24,7 @@ from nader.compiler.repair.search import candidates
 from nader.dsl.diagnostics import apply_fix
 from nader.dsl.format import format_block
 from nader.dsl.ir import Role
-from nader.dsl.parser import parse
+from nader.dsl.parser import _clear_caches, parse, read_in_block
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = sorted([*(ROOT / "benchmarks" / "data" / "repair_corpus").glob("*.nad"),
@@ -105,6 +106,38 @@ def test_a_candidate_applied_to_a_blocks_lines_is_the_text_apply_fix_makes():
                     end = starts[index + 1] - 1 + len(whole) - len(lines)
                     expected = "\n".join(whole[starts[index] - 1:end]) + ("\n" if end < len(whole) else "")
                     assert block._applied(fix) == expected
+
+
+def _read_as_parse_reads(line: str) -> bool:
+    """Whether `read_in_block` gives the nodes and edges (every field, spans too) `parse` gives for the line
+    alone in a block, where it gives any; whether it read the line."""
+    read = read_in_block(line)
+    if read is None:
+        return False
+    parsed = parse(f"##B##\n{line}\n", "<line>")
+    (block,) = parsed.program.blocks
+    assert not parsed.diagnostics
+    for mine, its in zip((*read[0], *read[1]), (*block.nodes, *block.edges), strict=True):
+        assert type(mine) is type(its) and all(getattr(mine, f) == getattr(its, f) for f in type(its).__dataclass_fields__
+                                               if not f.startswith("_")), line
+    return True
+
+
+def test_a_line_a_candidate_writes_is_read_as_the_parser_reads_it_in_a_block():
+    lines = {line for path in CORPORA for line in path.read_text(encoding="utf-8").split("\n") if "\r" not in line}
+    lines |= {"9:Add  # merged", "3->9 # wire", "2:Conv2d(out_channels=C,kernal_size=3)", "0->2->3", "##X##", "", "# c"}
+    read = 0
+    for line in sorted(lines):
+        read += _read_as_parse_reads(line)  # the line met before (interned) ...
+        _clear_caches()
+        read += _read_as_parse_reads(line)  # ... and met for the first time
+    assert 0 < read < 2 * len(lines)  # some lines read directly, others left to the parser
+
+
+@SETTINGS
+@given(st.text(alphabet="0123456789abC:->,()=_ #\t.*/", max_size=40))
+def test_a_random_line_is_read_as_the_parser_reads_it_in_a_block(line):
+    _read_as_parse_reads(line)
 
 
 def every_stride(block, **options):

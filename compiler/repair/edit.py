@@ -151,9 +151,11 @@ class BlockEditor:
         if self.new_edges:
             inserts.setdefault(after_all + 1, []).extend(f"{','.join(map(str, s))}->{t}" for s, t in self.new_edges)
         edits = []
+        lines, count = self.lines, len(self.lines)
         for line, text in sorted(changed.items()):
-            old = self.lines[line - 1] if line <= len(self.lines) else ""
-            before = "".join(t + end for t in inserts.pop(line, ()))
+            old = lines[line - 1] if line <= count else ""
+            inserted = inserts.pop(line, None) if inserts else None
+            before = "".join(t + end for t in inserted) if inserted else ""
             if text is None:
                 edits.append(Edit(Span(line, 1, line + 1, 1), before))
             elif text != old.rstrip("\r") or before:

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
 from nader.dsl.ir import Block
 from nader.dsl.limits import DEFAULT_LIMITS
-from nader.dsl.parser import parse
+from nader.dsl.parser import parse, read_in_block
 from nader.dsl.span import Span
 
 from ..passes.contract import SQUARE
@@ -58,10 +58,14 @@ def _read_line(line: str, limits) -> Optional[tuple]:
     if found is _TEXT:
         if len(_READ) > MOST_REMEMBERED:
             _READ.clear()
-        parsed = parse(f"##B##\n{line}\n", "<line>", limits)
-        blocks = parsed.program.blocks
-        found = _READ[key] = (blocks[0].nodes, blocks[0].edges, tuple(parsed.diagnostics)) if len(blocks) == 1 \
-            else None
+        read = read_in_block(line) if limits is DEFAULT_LIMITS else None  # a clean node or edge line: no file
+        if read is not None:
+            found = _READ[key] = (read[0], read[1], ())
+        else:
+            parsed = parse(f"##B##\n{line}\n", "<line>", limits)
+            blocks = parsed.program.blocks
+            found = _READ[key] = (blocks[0].nodes, blocks[0].edges, tuple(parsed.diagnostics)) if len(blocks) == 1 \
+                else None
     return found
 
 
