@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from nader.dsl.diagnostics import Fix
+from nader.dsl.diagnostics import Fix, Severity
 from nader.dsl.parse_codes import SYNTAX_CODES, UNKNOWN_OPERATION
 
 from ..passes.verify import BlockReport
@@ -37,6 +37,9 @@ HIDING = frozenset(c.code for c in (*SYNTAX_CODES, UNKNOWN_OPERATION))
 TARGET_WARNINGS = frozenset({"NAD318"})
 
 
+ERROR = Severity.ERROR
+
+
 def hiding(diagnostics) -> int:
     return sum(d.is_error and d.code.code in HIDING for d in diagnostics)
 
@@ -55,16 +58,22 @@ class Budget:
 
 def unreached(report: BlockReport) -> int:
     """Live nodes shape inference ran on but did not reach (those after its first error)."""
-    if report.shapes is None:
+    shapes = report.shapes
+    if shapes is None:
         return 0
-    return sum(i not in report.shapes.shapes for i in report.shapes.order)
+    return len(shapes.order) - sum(map(shapes.shapes.__contains__, shapes.order))
 
 
 def block_progress(report: BlockReport) -> tuple[int, int, int, int, int]:
-    """`State.progress` of one block."""
-    errors = sum(d.is_error for d in report.diagnostics)
-    targets = sum(d.code.code in TARGET_WARNINGS for d in report.diagnostics)
-    return hiding(report.diagnostics), errors if report.shapes is None else 0, errors, unreached(report), targets
+    """`State.progress` of one block (its diagnostics read in one pass: a candidate's block is measured so)."""
+    hidden = errors = targets = 0
+    for d in report.diagnostics:
+        code = d.code
+        if (d.severity or code.severity) is ERROR:  # `is_error`, written out
+            errors += 1
+            hidden += code.code in HIDING
+        targets += code.code in TARGET_WARNINGS
+    return hidden, errors if report.shapes is None else 0, errors, unreached(report), targets
 
 
 def candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset) -> Iterator[tuple[str, Fix]]:
