@@ -13,9 +13,9 @@ KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end
     and on), one candidate removes them all.
 """, order=30)
 
-#: A node line's id, parsed or not: each line's leading non-word characters, then the id and a colon (one
-#: search over the whole text, in C: `[^\w\n]` keeps each match on its line).
-_NODE_LINE = re.compile(r"^[^\w\n]*([A-Za-z0-9_]+)[ \t]*:", re.MULTILINE)
+#: A node line's id, parsed or not: after a line break, the line's leading non-word characters, then the id and
+#: a colon (one search over the whole text, in C, from each `\n`; `[^\w\n]` keeps each match on its line).
+_NODE_LINE = re.compile(r"\n[^\w\n]*([A-Za-z0-9_]+)[ \t]*:")
 
 
 def candidates(ctx, diagnostic):
@@ -58,7 +58,7 @@ _WRITTEN: list = [None, set()]
 def written_ids(ctx) -> set:
     """The ids of the file's node lines, those that did not parse too (as text)."""
     if _WRITTEN[0] is not ctx.lines:
-        _WRITTEN[:] = ctx.lines, set(_NODE_LINE.findall("\n".join(ctx.lines)))
+        _WRITTEN[:] = ctx.lines, set(_NODE_LINE.findall("\n" + "\n".join(ctx.lines)))
     return _WRITTEN[1]
 
 
