@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from strategies import mutated, mutated_texts, sound_blocks
 from nader.compiler.passes.verify import STEM_STRIDES, verify_block, verify_program, verify_stem
 from nader.compiler.repair import region, suggest
-from nader.compiler.repair.search import candidates
+from nader.compiler.repair.search import error_candidates
 from nader.dsl.diagnostics import apply_fix
 from nader.dsl.format import format_block
 from nader.dsl.ir import Role
@@ -53,7 +53,7 @@ def both_ways(text: str, **options) -> tuple[int, int]:
         for d in report.diagnostics:
             if not d.is_error:
                 continue
-            for _, fix in candidates(lines, [(report, d)], BOTH, frozenset()):
+            for _, fix in error_candidates(lines, [(report, d)], BOTH, frozenset()):
                 region._VERIFIED.clear()
                 graph = _verdict(as_graph, fix)
                 region._VERIFIED.clear()
@@ -101,7 +101,7 @@ def test_a_candidate_applied_to_a_blocks_lines_is_the_text_apply_fix_makes():
                 continue
             block = region.BlockRegion(lines, starts[index], starts[index + 1], report, {}, file_level)
             for d in report.diagnostics:
-                for _, fix in candidates(lines, [(report, d)], BOTH, frozenset()) if d.is_error else ():
+                for _, fix in error_candidates(lines, [(report, d)], BOTH, frozenset()) if d.is_error else ():
                     whole = apply_fix(text, fix).split("\n")
                     end = starts[index + 1] - 1 + len(whole) - len(lines)
                     expected = "\n".join(whole[starts[index] - 1:end]) + ("\n" if end < len(whole) else "")
@@ -118,8 +118,8 @@ def _read_as_parse_reads(line: str) -> bool:
     (block,) = parsed.program.blocks
     assert not parsed.diagnostics
     for mine, its in zip((*read[0], *read[1]), (*block.nodes, *block.edges), strict=True):
-        assert type(mine) is type(its) and all(getattr(mine, f) == getattr(its, f) for f in type(its).__dataclass_fields__
-                                               if not f.startswith("_")), line
+        named = [f for f in type(its).__dataclass_fields__ if not f.startswith("_")]
+        assert type(mine) is type(its) and all(getattr(mine, f) == getattr(its, f) for f in named), line
     return True
 
 

@@ -18,7 +18,7 @@ from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix
 
 from .engine import repair_text, verify_text
 from .region import BlockRegion
-from .search import MOST_DIAGNOSTICS, MOST_ERRORS, Budget, candidates
+from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
 #: Verifications one listing may run per file (its candidates; the follow-up repairs have their own budget).
 MOST_LIST_VERIFICATIONS = 200
@@ -61,7 +61,7 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
     if not state.errors or len(state.errors) > MOST_ERRORS:
         return [ErrorAlternatives(d, ()) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
-    budget = Budget(text, MOST_LIST_VERIFICATIONS)
+    budget = RepairBudget(text, MOST_LIST_VERIFICATIONS)
     wanted = lines
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in state.reports] + [len(lines) + 1]
@@ -79,7 +79,7 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
             continue
         region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options)
         ranked, seen = [], set()
-        for position, (_, fix) in enumerate(candidates(lines, [(report, d)], allowed, frozenset(disabled))):
+        for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], allowed, frozenset(disabled))):
             try:
                 result = apply_fix(text, fix)
             except (IndexError, ValueError):

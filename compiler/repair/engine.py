@@ -3,7 +3,7 @@
 Each step verifies the text, asks the fix kinds (and the diagnostics' own fixes) for
 candidates, applies each one, verifies the result and keeps the best candidate: the most
 progress (below), then fewest warnings, then fewest nodes added, then safe before unsafe, then the kind's
-order. A candidate is kept only when the verifier gets further with it (`State.progress`). That order only falls, so the loop ends. Safe fixes run to a fixed point first; unsafe ones only when asked. Everything is in a
+order. A candidate is kept only when the verifier gets further with it (`RepairState.progress`). That order only falls, so the loop ends. Safe fixes run to a fixed point first; unsafe ones only when asked. Everything is in a
 fixed order, so the same text always gets the same repair.
 
 A file is repaired block by block, the last first (a block's fixes edit only its own lines, so
@@ -28,7 +28,7 @@ from .context import RepairContext
 from .kinds import order_of
 from .kinds.drop_restatement import restatement
 from .result import AppliedFix, LeftBlock, RepairResult
-from .search import MOST_ERRORS, TARGET_WARNINGS, Budget, hiding, unreached, candidates
+from .search import MOST_ERRORS, TARGET_WARNINGS, RepairBudget, hiding, unreached, error_candidates
 
 #: Fixes applied at most per repair: a bound on the work untrusted text can cause.
 MOST_STEPS = 24
@@ -38,7 +38,7 @@ MOST_VERIFICATIONS = 400
 
 
 @dataclass
-class State:
+class RepairState:
     text: str
     reports: list[BlockReport]
     errors: list[tuple[Optional[BlockReport], Diagnostic]]
@@ -60,7 +60,7 @@ class State:
         return self.progress + (self.warnings,)
 
 
-def verify_text(text: str, options: dict) -> State:
+def verify_text(text: str, options: dict) -> RepairState:
     """The state of a whole file's text verified with `options` (`verify_program`'s, `path`, `input_limits`)."""
     options = dict(options)
     parsed = parse(text, options.pop("path", "<string>"), options.pop("input_limits", DEFAULT_LIMITS))
@@ -68,7 +68,7 @@ def verify_text(text: str, options: dict) -> State:
     return _state(text, reports, file_level)
 
 
-def _state(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic]) -> State:
+def _state(text: str, reports: list[BlockReport], file_level: Sequence[Diagnostic]) -> RepairState:
     errors = [(None, d) for d in file_level if d.is_error]
     warnings = sum(not d.is_error for d in file_level)
     targets = []
@@ -81,7 +81,7 @@ def _state(text: str, reports: list[BlockReport], file_level: Sequence[Diagnosti
                 if d.code.code in TARGET_WARNINGS:
                     targets.append((report, d))
     errors.sort(key=lambda rd: sort_key(rd[1]))
-    return State(text, reports, errors, warnings, errors + sorted(targets, key=lambda rd: sort_key(rd[1])))
+    return RepairState(text, reports, errors, warnings, errors + sorted(targets, key=lambda rd: sort_key(rd[1])))
 
 
 #: When no candidate gets the verifier further, the best candidates that leave it where it was (as
@@ -90,12 +90,12 @@ def _state(text: str, reports: list[BlockReport], file_level: Sequence[Diagnosti
 LOOKAHEAD = 3
 
 
-def _step(state: State, region, allowed: frozenset, disabled: frozenset, options: dict, budget: Budget,
-          lookahead: int = LOOKAHEAD) -> Optional[tuple[State, list[AppliedFix]]]:
+def _step(state: RepairState, region, allowed: frozenset, disabled: frozenset, options: dict, budget: RepairBudget,
+          lookahead: int = LOOKAHEAD) -> Optional[tuple[RepairState, list[AppliedFix]]]:
     """The best (new state, fixes applied) from one candidate for the errors `region(state)` picks (or,
     when none gets the verifier further, from two in a row), or None."""
     best, level = None, []
-    for index, (code, fix) in enumerate(candidates(state.text.split("\n"), region(state), allowed, disabled)):
+    for index, (code, fix) in enumerate(error_candidates(state.text.split("\n"), region(state), allowed, disabled)):
         if not budget.take():
             break
         try:
@@ -121,8 +121,8 @@ def _step(state: State, region, allowed: frozenset, disabled: frozenset, options
     return None if best is None else (best[1], best[2])
 
 
-def _repair_region(state: State, region, phases, disabled: frozenset, options: dict, budget: Budget,
-                   steps: int) -> tuple[State, list[AppliedFix]]:
+def _repair_region(state: RepairState, region, phases, disabled: frozenset, options: dict, budget: RepairBudget,
+                   steps: int) -> tuple[RepairState, list[AppliedFix]]:
     """`state` after the fixes of the errors `region` picks, phase by phase; at most `steps` fixes."""
     applied: list[AppliedFix] = []
     for allowed in phases:
@@ -148,7 +148,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     start), `budget` (MOST_VERIFICATIONS ran out), `steps` (MOST_STEPS fixes applied).
     """
     state = verify_text(text, verify_options)
-    budget = Budget(text, MOST_VERIFICATIONS)
+    budget = RepairBudget(text, MOST_VERIFICATIONS)
     applied: list[AppliedFix] = []
     if len(state.errors) > MOST_ERRORS and not (unsafe and _restated_within(state, disabled, verify_options)):
         return RepairResult(text, text, (), tuple(d for _, d in state.errors), stopped="errors")
@@ -162,10 +162,10 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
         # lines after the region: the blocks already repaired, which this region's fixes do not move
         after = _line_count(state.text) - starts[k + 1] + 1 if k + 1 < len(starts) else 0
 
-        def region(s: State, start=starts[k], after=after) -> list:
+        def region(s: RepairState, start=starts[k], after=after) -> list:
             return _in_region(s, start, after)
 
-        def failing(s: State, start=starts[k], after=after) -> list:
+        def failing(s: RepairState, start=starts[k], after=after) -> list:
             return _in_region(s, start, after, "errors")
 
         if not failing(state):
@@ -195,7 +195,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
                         stopped)
 
 
-def _restated_within(state: State, disabled: frozenset, options: dict) -> bool:
+def _restated_within(state: RepairState, disabled: frozenset, options: dict) -> bool:
     """Whether the file has at most MOST_ERRORS errors once each block's restatement goes (`drop-restatement`'s
     cleanup: node lines defining an id again, repeated edges, edges to undefined nodes): a model that restated its parent and went on
     makes hundreds of errors (ids defined twice, edges repeated, edges to ids it never defined) that one fix
@@ -213,7 +213,7 @@ def _line_count(text: str) -> int:
     return text.count("\n") + 1
 
 
-def _in_region(state: State, start: int, after: int, what: str = "targets") -> list:
+def _in_region(state: RepairState, start: int, after: int, what: str = "targets") -> list:
     """The errors (`what="errors"`) or targets of `state` on the lines from `start` up to the last `after`
     lines of its text."""
     end = _line_count(state.text) - after + 1 if after else float("inf")

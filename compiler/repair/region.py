@@ -69,6 +69,27 @@ def _read_line(line: str, limits) -> Optional[tuple]:
     return found
 
 
+#: The options of the last region and their verdicts: a command verifies every file with the same objects.
+_LAST: list = [(), {}]
+
+
+def _verdicts(role, stem_stride, domain, input_limits, limits: Limits) -> dict:
+    """The verdicts remembered under these options (`_VERIFIED`), the last ones' found by the identity of
+    their objects (and an equal `reference`, the one mutable part), others by their value."""
+    objects, verified = _LAST
+    if objects and objects[0] is role and objects[1] == stem_stride and objects[2] is domain and \
+            objects[3] is input_limits and objects[4] is limits and objects[5] == limits.reference and \
+            len(verified) <= MOST_REMEMBERED:
+        return verified
+    key = (role, stem_stride, domain, input_limits, limits.max_elements, limits.max_weights,
+           tuple(sorted(limits.reference.items())))
+    verified = _VERIFIED.get(key)
+    if verified is None or len(verified) > MOST_REMEMBERED:
+        verified = _VERIFIED[key] = {}
+    _LAST[:] = (role, stem_stride, domain, input_limits, limits, dict(limits.reference)), verified
+    return verified
+
+
 class BlockRegion:
     """The block of `report` on lines [start, end) of a file split into `lines`; `file_level` are the file's
     own diagnostics (None where unknown: every candidate is then verified from its text)."""
@@ -89,12 +110,7 @@ class BlockRegion:
         if self.as_graph:
             self.front_end = [d for d in report.diagnostics if _front_end(d)] + \
                 [d for d in file_level if _front_end(d) and start <= d.span.line < end]
-        limits = self.limits
-        key = (self.role, self.stem_stride, self.domain, self.input_limits, limits.max_elements, limits.max_weights,
-               tuple(sorted(limits.reference.items())))
-        self.verified = _VERIFIED.get(key)
-        if self.verified is None or len(self.verified) > MOST_REMEMBERED:
-            self.verified = _VERIFIED[key] = {}
+        self.verified = _verdicts(self.role, self.stem_stride, self.domain, self.input_limits, self.limits)
 
     def rank(self, fix: Fix, position: int) -> Optional[tuple[tuple, tuple]]:
         """(rank, `after`) of a candidate for an error of this block, ranked as the loop ranks: progress and

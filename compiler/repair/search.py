@@ -1,7 +1,7 @@
 """What every repair search shares: the candidates for an error, and how far the verifier gets with one.
 
 A candidate is kept only when the verifier gets further with it (`block_progress`; engine.py's
-`State.progress` for a file): fewer errors that hide the checks of their line (a line that does
+`RepairState.progress` for a file): fewer errors that hide the checks of their line (a line that does
 not parse, an unknown operation, whose parameters are then not checked), else fewer errors that stop a block before shape inference (an
 unknown operation hides every shape error behind it), else fewer errors, else shape inference
 reaches more nodes (it stops at the first shape error). `repair_text` (engine.py) measures a
@@ -44,7 +44,7 @@ def hiding(diagnostics) -> int:
     return sum(d.is_error and d.code.code in HIDING for d in diagnostics)
 
 
-class Budget:
+class RepairBudget:
     """Verifications a repair may run: `most` for a file of up to 2,000 characters, fewer for a larger one
     (the work stays about the same)."""
 
@@ -65,7 +65,7 @@ def unreached(report: BlockReport) -> int:
 
 
 def block_progress(report: BlockReport) -> tuple[int, int, int, int, int]:
-    """`State.progress` of one block (its diagnostics read in one pass: a candidate's block is measured so)."""
+    """`RepairState.progress` of one block (its diagnostics read in one pass: a candidate's block is measured so)."""
     hidden = errors = targets = 0
     for d in report.diagnostics:
         code = d.code
@@ -76,7 +76,7 @@ def block_progress(report: BlockReport) -> tuple[int, int, int, int, int]:
     return hidden, errors if report.shapes is None else 0, errors, unreached(report), targets
 
 
-def candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset) -> Iterator[tuple[str, Fix]]:
+def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset) -> Iterator[tuple[str, Fix]]:
     """(code, fix) for the first of `errors` ((report, diagnostic) pairs of the file split into `lines`),
     most plausible first within each."""
     for report, d in errors[:MOST_DIAGNOSTICS]:

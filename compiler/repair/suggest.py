@@ -8,6 +8,7 @@ lines alone, mostly as a graph (region.py), and a candidate verified once in a p
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic
@@ -16,7 +17,7 @@ from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
 from .kinds import kinds_for
 from .region import BlockRegion
-from .search import MOST_DIAGNOSTICS, MOST_ERRORS, Budget, candidates
+from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
 #: Lines of candidate blocks `suggest_fixes` may verify per file of up to 2,000 characters (fewer for a
 #: larger file): the 16 verifications of a large block of NADER's (60 lines) it once had, more of a small one.
@@ -36,7 +37,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     ok = [report.ok for report in reports]
     if all(ok) or sum(d.is_error for r in reports for d in r.diagnostics) > MOST_ERRORS:
         return
-    budget = Budget(text, MOST_SUGGESTION_WORK)
+    budget = RepairBudget(text, MOST_SUGGESTION_WORK)
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in reports] + [len(lines) + 1]
     for index, report in enumerate(reports):
@@ -52,7 +53,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                 region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
                 warnings = len(report.diagnostics) - region.before[2]
             best = None
-            for position, (_, fix) in enumerate(candidates(lines, [(report, d)], BOTH, frozenset())):
+            for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], BOTH, frozenset())):
                 if not budget.take(cost):
                     break
                 ranked = region.rank(fix, position)
@@ -68,9 +69,15 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                                                    d.severity, best[1])
 
 
+@lru_cache(maxsize=256)
+def _answered(code: str) -> bool:
+    """Whether a kind other than those answering any error (`drop-dead-node`) answers `code`."""
+    return any(kind.codes != ("*",) for kind in kinds_for(code))
+
+
 def _hopeless(report: BlockReport, diagnostic: Diagnostic) -> bool:
     """An error no kind answers but `drop-dead-node`, on a line whose node is not dead: nothing to search."""
-    if any(kind.codes != ("*",) for kind in kinds_for(diagnostic.code.code)):
+    if _answered(diagnostic.code.code):
         return False
     line, dead = diagnostic.span.line, dead_nodes(report.block)
     return not any(node.span.line == line for node in report.block.nodes if node.id in dead)
