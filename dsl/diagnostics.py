@@ -188,7 +188,7 @@ class Diagnostic:
 
     @property
     def is_error(self) -> bool:
-        return self.level is Severity.ERROR
+        return (self.severity or self.code.severity) is Severity.ERROR  # `level`, written out: asked of every diagnostic
 
     def located(self, file: Optional[str] = None, block: Optional[str] = None) -> "Diagnostic":
         return Diagnostic(self.code, self.message, self.span, self.help, file or self.file,

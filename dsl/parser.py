@@ -431,6 +431,36 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
     return ParseResult(Program(tuple(blocks), path), sink.items, text)
 
 
+def read_in_block(line: str) -> Optional[tuple[tuple[Node, ...], tuple[Edge, ...]]]:
+    """(nodes, edges) of `line` as `parse` reads `##B##\\n{line}\\n` under the default limits (its line 2),
+    for a node or edge line that reads without a problem; None for any other line, whose text the caller
+    parses. The lines a repair's candidate writes are nearly all such lines, read without a file around them."""
+    read = _UNPACKED.get(line)
+    if read is None:
+        parsed = _LINES.get(line)
+        if parsed is not None:
+            read = _UNPACKED[line] = _unpacked(parsed)
+        elif not line.strip(BLANK) or not _within_defaults(line):
+            return None
+        else:  # as `parse` reads a line it meets for the first time
+            parsed = _parse_one(line)
+            read = _unpacked(parsed)
+            _intern(line, parsed)
+            _UNPACKED[line] = read
+    item, comment, problems, kind, fields, spans = read
+    if problems or (kind is not NodeLine and kind is not EdgeLine):
+        return None
+    if kind is NodeLine:
+        node_id, op_name, args, params, cols, id_cols, op_cols, opdef = fields
+        span = spans.get(2) or _line_span(2, cols, spans)
+        return (Node._parsed(node_id, op_name, args, comment, (), span, id_cols, op_cols, params, opdef),), ()
+    sources, target, cols, source_cols, target_cols, inputs = fields
+    if inputs > DEFAULT_LIMITS.inputs_per_node:
+        return None  # the block past its limit: parse says what it makes of that
+    span = spans.get(2) or _line_span(2, cols, spans)
+    return (), (Edge(sources, target, comment, (), span, source_cols, target_cols),)
+
+
 def _screened(lines: list[str], limits: InputLimits, emit) -> list[str]:
     """The lines with those past a line limit emptied, each reported: for a text with lines longer
     than the limit may be, or limits stricter than the defaults that the interned lines were checked against."""

@@ -328,6 +328,8 @@ KIND_EXAMPLES = {
                               "0->2\n2->3\n2->3\n3->4\n2->5\n4->5\n5->6\n6->1\n",
     "reverse-edge": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:ReLU\n0->2\n3->2\n3->1\n",
     "drop-repeated-edges": _H + "2:ReLU\n0->2\n2->1\n2->1\n",
+    # the block's edges restated, then an edge to a node never defined
+    "drop-restatement": _H + "2:ReLU\n0->2\n2->1\n0->2\n2->1\n2->7\n",
     "feed-starved-node": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:BN\n2->3\n3->1\n",
     "drop-output-layout": _H + "2:Conv2d(out_channels=C,kernel_size=3)\n3:permute(0,2,3,1)\n0->2\n2->3\n3->1\n",
     # NAD318 comes with an error's repair: valid blocks are not touched

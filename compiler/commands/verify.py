@@ -123,7 +123,7 @@ def _verify_file(parsed, checks):
     role, stem_stride, domain, limits, fixes = checks
     reports, file_level = verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
     if fixes and not all(report.ok for report in reports):
-        from nader.compiler.repair import suggest_fixes  # only for files with errors
+        from nader.compiler.repair.suggest import suggest_fixes  # only for files with errors
         from nader.dsl.limits import LimitsError, limits_for
 
         path = parsed.program.path

@@ -32,6 +32,18 @@ def _operand_labels(ctx: "ShapeContext", pairs) -> tuple[Label, ...]:
 
 # -- the interpreter ---------------------------------------------------------------
 
+def alike(p: Poly, q: Poly) -> Optional[list[tuple[Poly, int]]]:
+    """Whether p == q for all sizes, or for the sizes where the rounded divisions in them are exact: the
+    divisibilities that takes (none when p == q), or None where they differ (`ShapeContext.same`)."""
+    if p == q:
+        return []
+    p_exact, p_needed = assume_exact(p)
+    q_exact, q_needed = assume_exact(q)
+    if not (p_needed or q_needed) or p_exact != q_exact:
+        return None
+    return p_needed + q_needed
+
+
 class ShapeContext:
     """What a shape rule sees: the node, the symbol bindings, and where constraints go."""
 
@@ -162,13 +174,10 @@ class ShapeContext:
 
     def same(self, p: Poly, q: Poly) -> bool:
         """p == q for all sizes, or for the sizes where the rounded divisions in them are exact (a constraint)."""
-        if p == q:
-            return True
-        p_exact, p_needed = assume_exact(p)
-        q_exact, q_needed = assume_exact(q)
-        if not (p_needed or q_needed) or p_exact != q_exact:
+        needed = alike(p, q)
+        if needed is None:
             return False
-        for inner, k in p_needed + q_needed:
+        for inner, k in needed:
             self.add_constraint(Constraint(inner, k, "rounded sizes must be exact"))
         return True
 

@@ -197,9 +197,15 @@ def _rule_softmax(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     return x
 
 
+def _items(value) -> tuple:
+    """The values of a variadic parameter: `permute(0,2,3,1)` binds a tuple, `permute(dims=1)` one value (the
+    structure pass checks each item the same way)."""
+    return value.items if isinstance(value, TupleValue) else (value,)
+
+
 def _rule_permute(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
-    dims = [constant_int(v) for v in node.params["dims"].items]  # type: ignore[union-attr]
+    dims = [constant_int(v) for v in _items(node.params["dims"])]
     rank = len(x)
     if len(dims) != rank or any(d is None or not -rank <= d < rank for d in dims) or \
             len({d % rank for d in dims}) != rank:  # type: ignore[operator]
@@ -212,7 +218,7 @@ def _rule_permute(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
 
 def _rule_repeat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
-    sizes = [ctx.size(v, "`repeat` size") for v in node.params["sizes"].items]  # type: ignore[union-attr]
+    sizes = [ctx.size(v, "`repeat` size") for v in _items(node.params["sizes"])]
     if len(sizes) < len(x):
         raise ShapeError(BAD_REPEAT, f"`repeat` gives {len(sizes)} sizes for the {len(x)} axes of {shape_str(x)}",
                          "give one repeat count per axis (1 keeps an axis)")
@@ -227,7 +233,7 @@ def _rule_repeat(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
 
 def _rule_reshape(ctx: ShapeContext, node: Node, xs: list[Shape]) -> Shape:
     (x,) = xs
-    entries = [ctx.size(v, "`reshape` size") for v in node.params["shape"].items]  # type: ignore[union-attr]
+    entries = [ctx.size(v, "`reshape` size") for v in _items(node.params["shape"])]
     total = product(x)
     minus = [k for k, e in enumerate(entries) if e.constant() == -1]
     if len(minus) > 1:

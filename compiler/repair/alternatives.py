@@ -16,8 +16,9 @@ from typing import Optional
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix
 
-from .engine import (MOST_DIAGNOSTICS, MOST_ERRORS, _block_progress, _block_rank, _Budget, _candidates, _State, _verify,
-                     repair_text)
+from .engine import repair_text, verify_text
+from .region import BlockRegion
+from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
 #: Verifications one listing may run per file (its candidates; the follow-up repairs have their own budget).
 MOST_LIST_VERIFICATIONS = 200
@@ -56,11 +57,11 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
     `lines[0]` to `lines[1]` only), every fix that gets the verifier further in its block: safe ones, and
     unsafe ones when `unsafe`; best first. Errors of the file itself (not of a block) get their own fix
     only. `verify_options` as `repair_text`'s."""
-    state = _verify(text, verify_options)
+    state = verify_text(text, verify_options)
     if not state.errors or len(state.errors) > MOST_ERRORS:
         return [ErrorAlternatives(d, ()) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
-    budget = _Budget(text, MOST_LIST_VERIFICATIONS)
+    budget = RepairBudget(text, MOST_LIST_VERIFICATIONS)
     wanted = lines
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in state.reports] + [len(lines) + 1]
@@ -76,10 +77,9 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
         if report.diagnostics.index(d) >= MOST_DIAGNOSTICS:
             out.append(ErrorAlternatives(d, ()))
             continue
-        before = _block_progress(report)
+        region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options)
         ranked, seen = [], set()
-        single = _State(text, state.reports, [(report, d)], 0)
-        for position, (_, fix) in enumerate(_candidates(single, single.errors, allowed, frozenset(disabled))):
+        for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], allowed, frozenset(disabled))):
             try:
                 result = apply_fix(text, fix)
             except (IndexError, ValueError):
@@ -87,7 +87,7 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
             if result in seen or not budget.take():
                 continue  # one alternative per text it makes (`Relu` -> `ReLU`: two kinds, one edit)
             seen.add(result)
-            found = _block_rank(lines, starts[index], starts[index + 1], report, before, fix, position, verify_options)
+            found = region.rank(fix, position)
             if found is not None:
                 ranked.append((found[0], fix, found[0][1]))
         ranked.sort(key=lambda r: r[0])

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Block, Node, NodeId
@@ -16,24 +15,26 @@ from ..passes.verify import BlockReport
 from .edit import BlockEditor
 
 
-@dataclass
 class RepairContext:
-    lines: Sequence[str]  # the whole file, split at `\n`
-    report: BlockReport
+    """One failing block of a file, as its fix kinds see it (a plain class: made once per error searched)."""
 
-    @property
-    def block(self) -> Block:
-        return self.report.block
+    __slots__ = ("lines", "report", "block")
+
+    def __init__(self, lines: Sequence[str], report: BlockReport):
+        self.lines = lines  # the whole file, split at `\n`
+        self.report = report
+        self.block: Block = report.block
+
+    def memo(self, key: str, compute):
+        """`compute(self)`, once per block (the kinds ask again for each error and candidate)."""
+        return self.block.analysis(key, lambda block: compute(self))
 
     def editor(self) -> BlockEditor:
         return BlockEditor(self.block, self.lines)
 
     def node_at(self, diagnostic: Diagnostic) -> Optional[Node]:
         """The node whose line the diagnostic points at, if any."""
-        for node in self.block.nodes:
-            if node.span.line == diagnostic.span.line:
-                return node
-        return None
+        return self.block.analysis("repair.node_lines", _node_lines).get(diagnostic.span.line)
 
     def node(self, node_id: NodeId) -> Optional[Node]:
         return self.block.node_map().get(node_id)
@@ -69,31 +70,57 @@ class RepairContext:
     def consumers(self, node_id: NodeId) -> list[NodeId]:
         return self.block.consumers_of(node_id)
 
+    # The walks are memoised on the block (a repair asks them again for each error and candidate): lists
+    # shared by every caller, not to be changed.
     def ancestors(self, node_id: NodeId) -> list[NodeId]:
         """Nodes with a path to `node_id`, nearest first (breadth-first, operand order)."""
-        return self._walk(node_id, self.inputs)
+        return self._walk("repair.ancestors", node_id, self.block.input_map())
 
     def descendants(self, node_id: NodeId) -> list[NodeId]:
-        return self._walk(node_id, self.consumers)
+        return self._walk("repair.descendants", node_id, self.block.consumer_map())
 
-    @staticmethod
-    def _walk(start: NodeId, step) -> list[NodeId]:
-        seen = {start}
-        order = []
-        queue = deque([start])
-        while queue:
-            for nxt in step(queue.popleft()):
-                if nxt not in seen:
-                    seen.add(nxt)
-                    order.append(nxt)
-                    queue.append(nxt)
-        return order
+    def _walk(self, key: str, start: NodeId, step) -> list[NodeId]:
+        walks = self.block.analysis(key, _new_table)
+        found = walks.get(start)
+        if found is None:
+            found = walks[start] = _walk(start, step)
+        return found
 
     def dead(self) -> frozenset:
-        return frozenset(dead_nodes(self.block))
+        return self.block.analysis("repair.dead", _dead)
 
     def output_node(self) -> Optional[Node]:
         return next((n for n in self.block.nodes if n.op is Op.OUTPUT), None)
+
+
+def _node_lines(block: Block) -> dict[int, Node]:
+    """The first node on each line."""
+    found: dict[int, Node] = {}
+    for node in block.nodes:
+        found.setdefault(node.span.line, node)
+    return found
+
+
+def _new_table(block: Block) -> dict:
+    return {}
+
+
+def _dead(block: Block) -> frozenset:
+    return frozenset(dead_nodes(block))
+
+
+def _walk(start: NodeId, step: Mapping[NodeId, list[NodeId]]) -> list[NodeId]:
+    """The nodes `step` reaches from `start`, breadth-first, in the order of its lists."""
+    seen = {start}
+    order = []
+    queue = deque([start])
+    while queue:
+        for nxt in step.get(queue.popleft(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                order.append(nxt)
+                queue.append(nxt)
+    return order
 
 
 _FLOOR = re.compile(r"floor\(([^()]+)/(\d+)\)")

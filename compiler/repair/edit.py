@@ -18,6 +18,23 @@ def _with_comment(text: str, comment: Optional[str]) -> str:
     return f"{text}  {comment}" if comment else text
 
 
+# Facts of the block every editor of it needs (a repair makes several editors per block, one per candidate).
+def _free_id(block: Block) -> int:
+    return free_id(n.id for n in block.nodes)
+
+
+def _layout(block: Block) -> tuple[dict[int, list[int]], int, int]:
+    """(edge indices by line: a chain `a->b->c` is several edges on one line; the last node line; the
+    last node or edge line): where a fix rewrites edge lines and inserts new ones."""
+    on_line: dict[int, list[int]] = {}
+    for index, edge in enumerate(block.edges):
+        on_line.setdefault(edge.span.line, []).append(index)
+    node_rows = [n.span.line for n in block.nodes]
+    after_nodes = max(node_rows, default=block.header_span.line)
+    after_all = max([*node_rows, *on_line], default=block.header_span.line)
+    return on_line, after_nodes, after_all
+
+
 class BlockEditor:
     """Collects changes to one block of a file's `lines` (the file split at `\\n`)."""
 
@@ -29,7 +46,7 @@ class BlockEditor:
         self.edge_targets: dict[int, NodeId] = {}
         self.new_nodes: list[str] = []
         self.new_edges: list[tuple[list[NodeId], NodeId]] = []
-        self._next_id = free_id(n.id for n in block.nodes)
+        self._next_id = block.analysis("repair.free_id", _free_id)
         self.added = 0  # nodes added
         self.removed = 0  # nodes removed
 
@@ -50,27 +67,39 @@ class BlockEditor:
         """Delete the node line and every wire into or out of the node."""
         self.node_lines[node.span.line] = None
         self.removed += 1
-        for index, edge in enumerate(self.block.edges):
-            sources = self.sources(index)
-            if self.target(index) == node.id:
+        gone = node.id
+        for index in range(len(self.block.edges)):
+            sources = self._sources(index)
+            if self.target(index) == gone:
                 self.edge_sources[index] = []
-            elif node.id in sources:
-                self.edge_sources[index] = [s for s in sources if s != node.id]
+            elif gone in sources:
+                self.edge_sources[index] = [s for s in sources if s != gone]
 
     # -- wires ---------------------------------------------------------------------------------
     def sources(self, index: int) -> list[NodeId]:
-        return self.edge_sources.get(index, list(self.block.edges[index].sources))
+        """The sources of edge line `index` now (a list of the editor's own: changing it changes the edit)."""
+        found = self.edge_sources.get(index)
+        return found if found is not None else list(self.block.edges[index].sources)
+
+    def _sources(self, index: int) -> Sequence[NodeId]:
+        """`sources`, to read only (no copy of an unchanged line's)."""
+        found = self.edge_sources.get(index)
+        return found if found is not None else self.block.edges[index].sources
 
     def target(self, index: int) -> NodeId:
         return self.edge_targets.get(index, self.block.edges[index].target)
 
     def wires_into(self, target: NodeId) -> list[tuple[int, int]]:
         """(edge index, source position) of each wire into `target`, in operand order."""
-        return [(k, j) for k in range(len(self.block.edges)) if self.target(k) == target
-                for j in range(len(self.sources(k)))]
+        targets = self.edge_targets
+        found = []
+        for k, edge in enumerate(self.block.edges):
+            if targets.get(k, edge.target) == target:
+                found.extend((k, j) for j in range(len(self._sources(k))))
+        return found
 
     def wires_from(self, source: NodeId) -> list[tuple[int, int]]:
-        return [(k, j) for k in range(len(self.block.edges)) for j, s in enumerate(self.sources(k)) if s == source]
+        return [(k, j) for k in range(len(self.block.edges)) for j, s in enumerate(self._sources(k)) if s == source]
 
     def set_source(self, index: int, position: int, source: NodeId) -> None:
         sources = self.sources(index)
@@ -108,29 +137,25 @@ class BlockEditor:
         changed: dict[int, Optional[str]] = dict(self.node_lines)
         crlf = bool(self.lines) and self.lines[0].endswith("\r")  # keep a CRLF file's line ends
         end = "\r\n" if crlf else "\n"
-        on_line: dict[int, list[int]] = {}  # a chain `a->b->c` is several edges on one line
-        for index, edge in enumerate(self.block.edges):
-            on_line.setdefault(edge.span.line, []).append(index)
-        for line, indices in on_line.items():
-            if not any(k in self.edge_sources or k in self.edge_targets for k in indices):
-                continue
-            rows = [f"{','.join(map(str, self.sources(k)))}->{self.target(k)}" for k in indices if self.sources(k)]
-            comment = next((self.block.edges[k].comment for k in indices if self.block.edges[k].comment), None)
+        on_line, after_nodes, after_all = self.block.analysis("repair.layout", _layout)
+        edges = self.block.edges
+        for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)}):
+            indices = on_line[line]
+            rows = [f"{','.join(map(str, sources))}->{self.target(k)}" for k in indices if (sources := self._sources(k))]
+            comment = next((edges[k].comment for k in indices if edges[k].comment), None)
             # a changed chain is written one edge a line, as `nadc fmt` writes it
             changed[line] = end.join([_with_comment(rows[0], comment), *rows[1:]]) if rows else None
-        node_rows = [n.span.line for n in self.block.nodes]
-        all_rows = node_rows + [e.span.line for e in self.block.edges]
-        after_nodes = max(node_rows, default=self.block.header_span.line)
-        after_all = max(all_rows, default=self.block.header_span.line)
         inserts: dict[int, list[str]] = {}
         if self.new_nodes:
             inserts.setdefault(after_nodes + 1, []).extend(self.new_nodes)
         if self.new_edges:
             inserts.setdefault(after_all + 1, []).extend(f"{','.join(map(str, s))}->{t}" for s, t in self.new_edges)
         edits = []
+        lines, count = self.lines, len(self.lines)
         for line, text in sorted(changed.items()):
-            old = self.lines[line - 1] if line <= len(self.lines) else ""
-            before = "".join(t + end for t in inserts.pop(line, ()))
+            old = lines[line - 1] if line <= count else ""
+            inserted = inserts.pop(line, None) if inserts else None
+            before = "".join(t + end for t in inserted) if inserted else ""
             if text is None:
                 edits.append(Edit(Span(line, 1, line + 1, 1), before))
             elif text != old.rstrip("\r") or before:

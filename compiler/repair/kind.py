@@ -6,21 +6,37 @@ importing the package that discovers it (that would be an import circle).
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 
 from nader.dsl.diagnostics import SAFE
 
 
-@dataclass(frozen=True)
 class FixKind:
-    """A kind of repair: its stable name, safety, the diagnostic codes it answers and its doc."""
+    """A kind of repair: its stable name, safety, the diagnostic codes it answers and its doc.
 
-    name: str  # "merge-inputs-add"
-    safety: str  # "safe" | "unsafe"
-    codes: tuple[str, ...]  # ("NAD207",); ("*",): any error
-    summary: str  # one line
-    doc: str  # markdown: what it does, when it applies, an example
-    order: int = 50  # ties between equally good candidates go to the lower order
+    A plain class, not a dataclass: `nadc verify` loads it on the first failing file, and making a
+    dataclass costs as much as the rest of this module (about 1 ms, generating its methods)."""
+
+    __slots__ = ("name", "safety", "codes", "summary", "doc", "order")
+
+    def __init__(self, name: str, safety: str, codes: tuple[str, ...], summary: str, doc: str, order: int = 50):
+        self.name = name  # "merge-inputs-add"
+        self.safety = safety  # "safe" | "unsafe"
+        self.codes = codes  # ("NAD207",); ("*",): any error
+        self.summary = summary  # one line
+        self.doc = doc  # markdown: what it does, when it applies, an example
+        self.order = order  # ties between equally good candidates go to the lower order
+
+    def _fields(self) -> tuple:
+        return self.name, self.safety, self.codes, self.summary, self.doc, self.order
+
+    def __eq__(self, other) -> bool:
+        return type(other) is FixKind and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"FixKind({self.name!r}, {self.safety!r}, {self.codes!r})"
 
     @property
     def answers(self) -> str:

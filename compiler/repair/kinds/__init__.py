@@ -14,7 +14,7 @@ from functools import lru_cache
 from types import ModuleType
 
 from ..kind import BUILT_IN, FixKind
-from ._index import CODES
+from ._index import KINDS
 
 
 @lru_cache(maxsize=1)
@@ -24,19 +24,17 @@ def discovered() -> tuple[ModuleType, ...]:
     return tuple(sorted(modules, key=lambda m: m.KIND.name))
 
 
-#: The order of each kind imported so far (and of the front end's), by name: how the engine breaks ties.
-_ORDERS: dict[str, int] = {k.name: k.order for k in BUILT_IN}
+#: The order of each kind (the front end's and the modules', from the index), by name: how the engine breaks ties.
+_ORDERS: dict[str, int] = {**{k.name: k.order for k in BUILT_IN}, **{name: order for name, _, order, _ in KINDS.values()}}
 
 
 @lru_cache(maxsize=None)
 def _module(name: str) -> ModuleType:
-    module = importlib.import_module(f"{__name__}.{name}")
-    _ORDERS[module.KIND.name] = module.KIND.order
-    return module
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def order_of(kind: str) -> int:
-    """A kind's order among equally good candidates: its own once imported (every candidate's is), else 50."""
+    """A kind's order among equally good candidates (50 for a name no kind has)."""
     return _ORDERS.get(kind, 50)
 
 
@@ -52,9 +50,23 @@ def all_kinds() -> dict[str, FixKind]:
     return dict(sorted(kinds.items()))
 
 
+class KindEntry:
+    """A kind module as the index declares it; the module itself is imported on first use (`module`)."""
+
+    __slots__ = ("module_name", "name", "safety", "order", "codes")
+
+    def __init__(self, module_name: str, name: str, safety: str, order: int, codes: tuple[str, ...]):
+        self.module_name, self.name, self.safety, self.order, self.codes = module_name, name, safety, order, codes
+
+    @property
+    def module(self) -> ModuleType:
+        return _module(self.module_name)
+
+
 @lru_cache(maxsize=256)
-def kinds_for(code: str) -> tuple[ModuleType, ...]:
-    """The kind modules answering `code`, in their order; only those are imported (`_index.CODES`, generated
-    from their declarations): one failing block need not load every kind."""
-    modules = [_module(name) for name, codes in CODES.items() if code in codes or "*" in codes]
-    return tuple(sorted(modules, key=lambda m: (m.KIND.order, m.KIND.name)))
+def kinds_for(code: str) -> tuple[KindEntry, ...]:
+    """The kinds answering `code`, in their order, from the index (`_index.KINDS`, generated from the modules'
+    declarations): a search imports a kind's module only when it reaches it, so one failing block loads a few
+    kinds, and a candidate that verifies first leaves the later kinds unloaded."""
+    entries = [KindEntry(module, *row) for module, row in KINDS.items() if code in row[3] or "*" in row[3]]
+    return tuple(sorted(entries, key=lambda e: (e.order, e.name)))

@@ -35,14 +35,25 @@ def underfed_merge(ctx, diagnostic) -> Optional[Node]:
 PROBE = {"B": 2, "C": 48, "dim": 96, "H": 96, "W": 96}
 
 
+#: Shapes at the probe sizes, by shape (its sizes are interned): the kinds ask for the same ones often.
+_SIZES: dict[tuple, Optional[tuple]] = {}
+
+
 def sizes(shape) -> Optional[tuple]:
     """A symbolic shape at the probe sizes; None when it cannot be evaluated."""
     if shape is None:
         return None
+    found = _SIZES.get(shape, _SIZES)
+    if found is not _SIZES:
+        return found
     try:
-        return tuple(evaluate_shape(shape, PROBE))
+        found = tuple(evaluate_shape(shape, PROBE))
     except (ArithmeticError, KeyError, TypeError, ValueError):
-        return None
+        found = None
+    if len(_SIZES) > 4096:
+        _SIZES.clear()
+    _SIZES[shape] = found
+    return found
 
 
 def with_arg(node: Node, name: str, value: Optional[str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import output_feed, sizes, with_arg
+from ._common import output_feed, with_arg
 
 KIND = FixKind("role-contract", UNSAFE, ("NAD311",),
                "Match the role's output shape: a 1x1 `Conv2d` to its channels, the stride a stem or downsample needs.", """

@@ -13,17 +13,19 @@ KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end
     and on), one candidate removes them all.
 """, order=30)
 
-_NODE_LINE = re.compile(r"^\W*([A-Za-z0-9_]+)[ \t]*:")
+#: A node line's id, parsed or not: after a line break, the line's leading non-word characters, then the id and
+#: a colon (one search over the whole text, in C, from each `\n`; `[^\w\n]` keeps each match on its line).
+_NODE_LINE = re.compile(r"\n[^\w\n]*([A-Za-z0-9_]+)[ \t]*:")
 
 
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
-    written = {m.group(1) for m in map(_NODE_LINE.match, ctx.lines) if m}  # node lines that did not parse too
+    written = written_ids(ctx)
     if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
-        yield from _every_undefined(ctx, defined, written)  # once a block: the same fix for each of its NAD202
-    for index, edge in enumerate(ctx.block.edges):
-        if edge.span.line != diagnostic.span.line:
-            continue
+        found = _every_undefined(ctx)  # once a block: the same fix for each of its NAD202
+        if found is not None:
+            yield found
+    for index, edge in ctx.memo("repair.edges_by_line", _edges_by_line).get(diagnostic.span.line, ())[:1]:
         if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
             return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
@@ -41,12 +43,33 @@ def candidates(ctx, diagnostic):
         return
 
 
-def _every_undefined(ctx, defined, written):
-    """One fix removing every wire that names an undefined node: a model caught in a loop writes dozens."""
+def _edges_by_line(ctx) -> dict:
+    """(index, edge) of the block's edges by line (a chain is several edges on one line)."""
+    found: dict = {}
+    for index, edge in enumerate(ctx.block.edges):
+        found.setdefault(edge.span.line, []).append((index, edge))
+    return found
+
+
+#: The last file's (lines, ids written): every block of a file asks for them.
+_WRITTEN: list = [None, set()]
+
+
+def written_ids(ctx) -> set:
+    """The ids of the file's node lines, those that did not parse too (as text)."""
+    if _WRITTEN[0] is not ctx.lines:
+        _WRITTEN[:] = ctx.lines, set(_NODE_LINE.findall("\n" + "\n".join(ctx.lines)))
+    return _WRITTEN[1]
+
+
+def _every_undefined(ctx):
+    """One fix removing every wire that names an undefined node, where there are several (None where a node is
+    written on a line that did not parse, or there are fewer)."""
+    defined, written = ctx.block.node_map(), written_ids(ctx)
     edit, dropped = ctx.editor(), 0
     for index, edge in enumerate(ctx.block.edges):
         if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
-            return
+            return None
         if edge.target not in defined:
             dropped += len(edge.sources)
             edit.edge_sources[index] = []
@@ -55,5 +78,4 @@ def _every_undefined(ctx, defined, written):
             if edge.sources[position] not in defined:
                 edit.remove_wire(index, position)
                 dropped += 1
-    if dropped > 1:
-        yield edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE)
+    return edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE) if dropped > 1 else None

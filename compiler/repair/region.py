@@ -1,0 +1,252 @@
+"""One block's lines of a file, where each candidate fix is verified alone, the other blocks as they are.
+
+What `nadc verify`'s suggestions and `nadc fix --list` rank candidates by: the block's progress (as
+the repair loop measures a file, search.py) once the fix is applied. Nearly every candidate rewrites,
+deletes or inserts whole node and edge lines; such a candidate is built as a graph: the block's own
+nodes and edges where its lines stay, and only the new lines parsed (as the front end parses any line:
+alone, so the diagnostics of the lines that stay stay too). Any other fix (columns inside a line, a
+CRLF file, limits stricter than the defaults, a candidate near an input limit) is applied to the
+block's text, which is parsed and verified whole. Both give the same verdict
+(tests/test_repair_speed.py compares them on every candidate of the corpora and of mutated blocks).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
+from typing import Optional, Sequence
+
+from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
+from nader.dsl.ir import Block
+from nader.dsl.limits import DEFAULT_LIMITS
+from nader.dsl.parser import parse, read_in_block
+from nader.dsl.span import Span
+
+from ..passes.contract import SQUARE
+from ..passes.shapes import Limits
+from ..passes.verify import BlockReport, verify_block
+from .kinds import order_of
+from .search import block_progress
+
+#: Verdicts on candidate blocks in this process, by options, then by the block's text and the fix (or the
+#: text it makes): (progress, warnings, nodes). A block text sent again, or copied into several files, is
+#: verified once. Each verdict is a function of its key, so what was verified before changes no result.
+_VERIFIED: dict[tuple, dict] = {}
+MOST_REMEMBERED = 4096
+
+#: A candidate that must be verified from its text (`BlockRegion._as_graph`).
+_TEXT = object()
+
+
+def _position(edit: Edit) -> tuple[int, int]:
+    return edit.span.line, edit.span.col
+
+
+def _front_end(diagnostic: Diagnostic) -> bool:
+    """A diagnostic of the front end (NAD1xx: a line it could not read or that it reported)."""
+    return diagnostic.code.code.startswith("NAD1")
+
+
+#: New lines a kind writes, read alone (`_read_line`): a kind writes the same ones again and again (`9:Add`).
+_READ: dict[tuple, Optional[tuple]] = {}
+
+
+def _read_line(line: str, limits) -> Optional[tuple]:
+    """(nodes, edges, diagnostics) of one line of a block, as the front end reads it (each line alone); None
+    where it is a header or past a limit (no block left)."""
+    key = line if limits is DEFAULT_LIMITS else (line, limits)  # hashing the limits costs more than the line
+    found = _READ.get(key, _TEXT)
+    if found is _TEXT:
+        if len(_READ) > MOST_REMEMBERED:
+            _READ.clear()
+        read = read_in_block(line) if limits is DEFAULT_LIMITS else None  # a clean node or edge line: no file
+        if read is not None:
+            found = _READ[key] = (read[0], read[1], ())
+        else:
+            parsed = parse(f"##B##\n{line}\n", "<line>", limits)
+            blocks = parsed.program.blocks
+            found = _READ[key] = (blocks[0].nodes, blocks[0].edges, tuple(parsed.diagnostics)) if len(blocks) == 1 \
+                else None
+    return found
+
+
+#: The options of the last region and their verdicts: a command verifies every file with the same objects.
+_LAST: list = [(), {}]
+
+
+def _verdicts(role, stem_stride, domain, input_limits, limits: Limits) -> dict:
+    """The verdicts remembered under these options (`_VERIFIED`), the last ones' found by the identity of
+    their objects (and an equal `reference`, the one mutable part), others by their value."""
+    objects, verified = _LAST
+    if objects and objects[0] is role and objects[1] == stem_stride and objects[2] is domain and \
+            objects[3] is input_limits and objects[4] is limits and objects[5] == limits.reference and \
+            len(verified) <= MOST_REMEMBERED:
+        return verified
+    key = (role, stem_stride, domain, input_limits, limits.max_elements, limits.max_weights,
+           tuple(sorted(limits.reference.items())))
+    verified = _VERIFIED.get(key)
+    if verified is None or len(verified) > MOST_REMEMBERED:
+        verified = _VERIFIED[key] = {}
+    _LAST[:] = (role, stem_stride, domain, input_limits, limits, dict(limits.reference)), verified
+    return verified
+
+
+class BlockRegion:
+    """The block of `report` on lines [start, end) of a file split into `lines`; `file_level` are the file's
+    own diagnostics (None where unknown: every candidate is then verified from its text)."""
+
+    def __init__(self, lines: Sequence[str], start: int, end: int, report: BlockReport, options: dict,
+                 file_level: Optional[Sequence[Diagnostic]] = None):
+        self.lines, self.start, self.end, self.report = lines, start, end, report
+        self._lines: Optional[tuple[list[int], list[int]]] = None
+        self.text = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
+        self._starts: Optional[list[int]] = None  # of each line: only a candidate verified from its text needs them
+        self.before = block_progress(report)
+        self.path = options.get("path", "<string>")
+        self.input_limits = options.get("input_limits", DEFAULT_LIMITS)
+        self.role, self.stem_stride = options.get("role"), options.get("stem_stride", 1)
+        self.limits, self.domain = options.get("limits") or Limits(), options.get("domain", SQUARE)
+        # candidates built as graphs where the front end's diagnostics of these lines are known (a line's own)
+        self.as_graph = file_level is not None and "\r" not in self.text and not self.input_limits.lowered()
+        if self.as_graph:
+            self.front_end = [d for d in report.diagnostics if _front_end(d)] + \
+                [d for d in file_level if _front_end(d) and start <= d.span.line < end]
+        self.verified = _verdicts(self.role, self.stem_stride, self.domain, self.input_limits, self.limits)
+
+    def rank(self, fix: Fix, position: int) -> Optional[tuple[tuple, tuple]]:
+        """(rank, `after`) of a candidate for an error of this block, ranked as the loop ranks: progress and
+        warnings, nodes added, safety, the kind's order, `position`; None when the verifier gets no further
+        with it."""
+        try:
+            after = self.after(fix)
+        except (IndexError, ValueError):
+            return None
+        if after is None or after[0] >= self.before:
+            return None
+        return (after[:2], after[2] - len(self.report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position), after
+
+    def after(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        """(progress, warnings, nodes) of the block once `fix` is applied to it, verified alone; None when the
+        fix reaches outside the block or its lines no longer form one block."""
+        start, end = self.start, self.end
+        if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
+            return None
+        changes = self._line_changes(fix) if self.as_graph else None
+        if changes is not None:
+            key = (self.text, changes)
+            found = self.verified.get(key, _TEXT)
+            if found is _TEXT:
+                found = self._as_graph(changes)
+                if found is _TEXT:
+                    return self._from_text(fix)
+                self.verified[key] = found
+            return found
+        return self._from_text(fix)
+
+    # -- from the text --------------------------------------------------------------------------
+    def _from_text(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        text = self._applied(fix)
+        found = self.verified.get(text, _TEXT)
+        if found is not _TEXT:
+            return found
+        parsed = parse(text, self.path, self.input_limits)
+        found = None
+        if len(parsed.program.blocks) == 1:
+            found = self._verdict(parsed.program.blocks[0], tuple(parsed.diagnostics))
+        self.verified[text] = found
+        return found
+
+    def _verdict(self, block: Block, front_end: tuple) -> tuple[tuple, int, int]:
+        report = verify_block(block, role=self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
+                              front_end=front_end, domain=self.domain)
+        progress = block_progress(report)
+        return progress, len(report.diagnostics) - progress[2], len(block.nodes)
+
+    def _applied(self, fix: Fix) -> str:
+        """The block's text with `fix` applied (`apply_fix` on these lines, its offsets computed once)."""
+        shift = self.start - 1
+        text = self.text
+        if not fix.edits:
+            return text
+        if max(e.span.line for e in fix.edits) - shift > text.count("\n") + 1 and not text.endswith("\n"):
+            moved = Fix(tuple(Edit(Span(e.span.line - shift, e.span.col, e.span.end_line - shift, e.span.end_col),
+                                   e.text) for e in fix.edits))
+            return apply_fix(text, moved)  # past the last line: apply_fix adds the line break first
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])]
+        size = len(text)
+        for e in sorted(fix.edits, key=_position, reverse=True):
+            line, end_line = e.span.line - shift, e.span.end_line - shift
+            start = starts[line - 1] + e.span.col - 1 if line <= len(starts) else size
+            end = starts[end_line - 1] + e.span.end_col - 1 if end_line <= len(starts) else size
+            text = text[:start] + e.text + text[end:]
+        return text
+
+    # -- as a graph -----------------------------------------------------------------------------
+    def _item_lines(self) -> tuple[list[int], list[int]]:
+        """The lines of the block's nodes and of its edges, in order (as the front end read them)."""
+        found = self._lines
+        if found is None:
+            block = self.report.block
+            found = self._lines = ([n.span.line for n in block.nodes], [e.span.line for e in block.edges])
+        return found
+
+    def _line_changes(self, fix: Fix) -> Optional[tuple]:
+        """The fix as whole lines: ((first line, last line replaced, the new lines), ...) in order (last < first:
+        an insertion before `first`); None where an edit starts or ends inside a line, touches the header, or
+        two edits meet."""
+        lines, header = self.lines, self.start
+        changes, after, previous = [], header, None
+        for e in sorted(fix.edits, key=_position):
+            first, col, end_line, end_col = e.span
+            text = e.text
+            if col != 1 or first <= after or first == previous:
+                return None
+            previous = first
+            if end_col == 1:
+                last = end_line - 1
+            elif end_line <= len(lines) and end_col == len(lines[end_line - 1]) + 1:
+                last, text = end_line, text + "\n"
+            else:
+                return None
+            if text and not text.endswith("\n") or "\r" in text or last >= self.end:
+                return None
+            changes.append((first, last, tuple(text.split("\n")[:-1])))
+            after = max(first - 1, last)
+        return tuple(changes)
+
+    def _as_graph(self, changes: tuple):
+        """The verdict on the block with its lines changed, built from its own nodes and edges and the new
+        lines (parsed alone, as the front end parses each line); `_TEXT` where the text must decide."""
+        limits = self.input_limits
+        added_size = sum(len(line) + 1 for _, _, added in changes for line in added)
+        if (len(self.text) + added_size) * 4 > limits.text_bytes:
+            return _TEXT  # near the size limit: the text decides
+        block = self.report.block
+        kept_nodes, kept_edges = block.nodes, block.edges
+        node_lines, edge_lines = self._item_lines()
+        nodes, edges, front_end = [], [], []
+        n = e = 0  # the next kept node and edge
+        for first, last, added in changes:
+            upto = bisect_left(node_lines, first)
+            nodes += kept_nodes[n:upto]
+            n = max(upto, bisect_right(node_lines, last))
+            upto = bisect_left(edge_lines, first)
+            edges += kept_edges[e:upto]
+            e = max(upto, bisect_right(edge_lines, last))
+            for line in added:
+                read = _read_line(line, limits)
+                if read is None:
+                    return _TEXT  # a header (or a line past a limit): the text decides
+                nodes += read[0]
+                edges += read[1]
+                front_end += read[2]
+        nodes += kept_nodes[n:]
+        edges += kept_edges[e:]
+        if len(nodes) > limits.nodes_per_block or sum(len(x.sources) for x in edges) > limits.inputs_per_node:
+            return _TEXT  # the front end's limits on the whole block: the text decides
+        candidate = Block(block.name, tuple(nodes), tuple(edges), span=block.span, header_span=block.header_span)
+        if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
+            gone = {line for first, last, _ in changes for line in range(first, last + 1)}
+            front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
+        return self._verdict(candidate, tuple(front_end))
