@@ -147,8 +147,10 @@ class SearchConfig:
         return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
 
     def uses_proxy(self) -> bool:
-        """Whether the search scores architectures by the proxy (prescreening or a warm start)."""
-        return self.prescreen > 1 or bool(self.warm_start)
+        """Whether the search scores architectures by the proxy (prescreening, a warm start, or a
+        strategy that reads proxies: `Strategy.uses_proxies`)."""
+        strategy = STRATEGIES.get(self.strategy) if self.strategy in STRATEGIES else None
+        return self.prescreen > 1 or bool(self.warm_start) or bool(getattr(strategy, "uses_proxies", False))
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
