@@ -4,10 +4,10 @@ budget and the data at hand, and said in one line (`SearchConfig.chosen`) when t
 * **The cell space** (`--space nb201`): the predictor (`strategies/predictor.py`, its defaults)
   after a zero-cost warm start of the whole space by synflow (6,334 networks, about 100 s the
   first time on a 2-core machine, 0 once cached). On both development tables it evaluated the
-  best-validation cell within 10 queries in every seed, where the other strategies from the same
-  warm start did not (benchmarks/README.md, `strategies.py --dev`). The budget: with a
-  wall-clock `--time-limit` under `SHORT_LIMIT` the warm start scores 1,000 cells instead (about
-  13 s). The data: synflow needs no images, so a table alone is enough; a proxy reading images
+  best-validation cell within 10 queries in every seed; on ImageNet16-120 no other strategy from
+  the same warm start did before 300 (benchmarks/README.md, `strategies.py --dev`). The budget:
+  with a wall-clock `--time-limit` under `SHORT_LIMIT` the warm start scores 1,000 cells instead
+  (about 13 s). The data: synflow needs no images, so a table alone is enough; a proxy reading images
   (`--proxy naswot`, with `--data-dir`) is the user's choice, not made here, because no image
   data set was at hand to benchmark it. Settings given explicitly win: `--warm-start 0` (no warm
   start), `--proxy`, `--option`.
