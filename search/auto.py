@@ -11,9 +11,9 @@ budget and the data at hand, and said in one line (`SearchConfig.chosen`) when t
   (`--proxy naswot`, with `--data-dir`) is the user's choice, not made here, because no image
   data set was at hand to benchmark it. Settings given explicitly win: `--warm-start 0` (no warm
   start), `--proxy`, `--option`.
-* **The block language**: `rea`, the default before `auto`: nothing benchmarked there yet beats
-  it (on digits synflow's rank correlation with accuracy is +0.04; benchmarks/README.md,
-  prescreen_bench.py), so no proxy is added.
+* **The block language**: `rea`, the default before `auto`, unchanged and so not announced:
+  nothing benchmarked there yet beats it (on digits synflow's rank correlation with accuracy is
+  +0.04; benchmarks/README.md, prescreen_bench.py), so no proxy is added.
 * Without scikit-learn (the `[data]` extra) the cell space gets `local` search from the same warm
   start, which found both development tables' best cells by 300 queries in 10 of 10 seeds.
 
@@ -39,9 +39,8 @@ def resolve_auto(config) -> Optional[str]:
         return None
     space = SPACES.get(config.space)
     if space is None or not space.uniform:
-        config.strategy = "rea"
-        return ("auto: rea (the block language; no benchmarked strategy beats it there yet; "
-                "--strategy NAME chooses another)")
+        config.strategy = "rea"  # the default before auto, unchanged: said on every run it would only be noise
+        return None
     config.strategy = "predictor" if importlib.util.find_spec("sklearn") is not None else "local"
     if config.warm_start is None:
         short = isinstance(config.time_limit, (int, float)) and config.time_limit < SHORT_LIMIT

@@ -99,7 +99,7 @@ RUN_SETTINGS = (
     Setting("--strategy", Text(), default="auto", toml=True, keyword=True,
             help="A strategy listed below, or auto: the recipe the benchmarks show best for the space, the budget "
                  "and the data (the predictor after a whole-space warm start in --space nb201, rea in the block "
-                 "language); the run says what it chose."),
+                 "language); a cell-space run says what it chose."),
     Setting("--option", Pairs(), "A strategy option (repeatable), e.g. --option population=10.",
             name="strategy_options", toml="strategy-options", keyword="options", multiple=True),
     runtime.DATASET.but(help=(
