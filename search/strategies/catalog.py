@@ -45,7 +45,8 @@ _SELECTION = {
 
 #: `--strategy auto`, the default: no class of its own (`nader.search.auto` replaces it by what it chooses)
 AUTO_SUMMARY = ("the recipe the benchmarks show best for the space, the budget and the data: `predictor` after a "
-                "whole-space warm start in --space nb201, `rea` in the block language; a cell-space run says what it chose")
+                "whole-space warm start in --space nb201, `rea` in the block language; a cell-space run says what it "
+                "chose")
 
 #: Built-in strategies by name, in LAZY_STRATEGIES' order.
 DECLARED: Dict[str, Declared] = {

@@ -326,7 +326,8 @@ class PredictorStrategy(Strategy):
             from sklearn.ensemble import BaggingRegressor
             from sklearn.linear_model import Ridge
 
-            bag = BaggingRegressor(Ridge(alpha=self.settings["alpha"]), n_estimators=ENSEMBLE, random_state=rng.randrange(2**31))
+            bag = BaggingRegressor(Ridge(alpha=self.settings["alpha"]), n_estimators=ENSEMBLE,
+                                   random_state=rng.randrange(2**31))
             bag.fit(train, z)
             each = np.array([e.predict(test[:, f]) for e, f in zip(bag.estimators_, bag.estimators_features_)])
             mu, sd = each.mean(axis=0), each.std(axis=0)
