@@ -29,7 +29,9 @@ the latest reply and feedback only (`context_fit`); each text says what it left 
 Where the model's profile says `reply = "edits"` (small models, which restate a whole block until
 `max_tokens`), the Modifier asks for edits of the parent instead (`modifier_edits.v2`, its repair
 turn `modifier_edits_repair.v1`, grammar `nadc grammar --reply edits --parent`, which names only
-the parent's node ids and the next free ones): the compiler applies them to the parent
+the parent's node ids and gives new nodes the next free ids in order; where the profile also says
+`small`, `modifier_edits.v3` and the grammar's `--most 8`, SMALL_EDITS_PER_REPLY, since such a model
+writes until the bound): the compiler applies them to the parent
 (nader.compiler.edit_reply) and the block they make is verified like any reply; an attempt keeps
 the reply as written and, in its check, the block the edits made. Its repair leaves out the edits
 that cannot apply and repairs the block the others make (nader.compiler.reply_repair).
@@ -61,14 +63,14 @@ from nader.compiler.edit_reply import check_edit_reply
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.reply_checks import Check, check_architecture, check_base_block
 from nader.compiler.reply_repair import repair_edit_reply, repair_reply
-from nader.dsl.edits import EDITS_PER_REPLY
+from nader.dsl.edits import EDITS_PER_REPLY, SMALL_EDITS_PER_REPLY
 from nader.dsl.extract import extract_blocks
 from nader.dsl.ops import reference_text
 from nader.dsl.parser import parse
 
 from .context_fit import NOTE_CHARS, best_that_fit, client_room, cut_text, fit_conversation
 from .llm.jsonreply import reply_too_long, with_cut_off
-from .llm.profiles import REPLY_MODES, match_profile
+from .llm.profiles import REPLY_MODES, match_profile, profile_for
 from .prompts import render
 from .repair_policy import EDITS_REPAIR, REPAIR, RepairPolicy, Repairer, repair_policy
 
@@ -76,6 +78,7 @@ DEFAULT_ROUNDS = 3
 IMPLEMENT = "modifier_implement.v1"
 INTERFACE = "modifier_interface.v1"
 EDITS = "modifier_edits.v2"
+EDITS_SMALL = "modifier_edits.v3"  # the profile says `small`
 
 
 @dataclass
@@ -209,13 +212,25 @@ class Modifier:
                 messages = fit_conversation(self.client, talk.messages, turns)
         return None
 
+    def edit_bound(self) -> tuple[str, int]:
+        """The edit prompt and the most edits a reply may hold: `modifier_edits.v3` and
+        SMALL_EDITS_PER_REPLY where the model's profile says `small`, else v2 and EDITS_PER_REPLY."""
+        profile = profile_for(self.client)
+        return (EDITS_SMALL, SMALL_EDITS_PER_REPLY) if profile is not None and profile.small \
+            else (EDITS, EDITS_PER_REPLY)
+
     def _implement_prompt(self, block_text: str, plan: str, experiences: List[str], name: str,
-                          template: str = IMPLEMENT) -> list[dict]:
-        """`modifier_implement.v1` (or `modifier_edits.v2`) sized to the model's context: the reference and
+                          template: str = IMPLEMENT, most: int = EDITS_PER_REPLY) -> list[dict]:
+        """`modifier_implement.v1` (or an edit prompt) sized to the model's context: the reference and
         the parent block whole, then the plan (cut when it alone would not fit), then the lessons that fit,
         best first."""
-        shown = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name,
-                     **({"most": EDITS_PER_REPLY} if template == EDITS else {}))
+        shown = dict(reference=self.language_reference(), block=block_text.strip(), block_name=name)
+        if template in (EDITS, EDITS_SMALL):
+            shown["most"] = most
+        if template == EDITS_SMALL:
+            parent = parse(block_text).program.blocks[0]
+            shown["nodes"] = ", ".join(grammar_export.op_ids(parent))
+            shown["new_ids"] = ", ".join(grammar_export.new_ids(parent, most))
         experiences = list(experiences)[:5]
         room = client_room(self.client, render(template, plan="", experiences=[""] if experiences else [], **shown),
                            converse=self.rounds > 1)
@@ -231,9 +246,10 @@ class Modifier:
         parent_hash = canonical_hash(parent) if reject_unchanged else None
         out = Modification(False, reply_form=self.reply_form())
         if out.reply_form == "edits":
-            talk = Conversation(self._implement_prompt(block_text, plan, experiences, parent.name, EDITS), EDITS,
-                                lambda text: check_edit_reply(text, block_text, parent_hash), out.attempts,
-                                retry=EDITS_REPAIR, grammar=edits_grammar(block_text),
+            template, most = self.edit_bound()
+            talk = Conversation(self._implement_prompt(block_text, plan, experiences, parent.name, template, most),
+                                template, lambda text: check_edit_reply(text, block_text, parent_hash), out.attempts,
+                                retry=EDITS_REPAIR, grammar=edits_grammar(block_text, most),
                                 repairer=lambda _, text: repair_edit_reply(text, block_text, parent_hash))
         else:
             talk = Conversation(self._implement_prompt(block_text, plan, experiences, parent.name), IMPLEMENT,
@@ -297,7 +313,9 @@ def _extracted(reply: str) -> str:
 
 
 @lru_cache(maxsize=16)
-def edits_grammar(parent_text: str) -> str:
-    """The GBNF grammar of edits of the parent's block, as `nadc grammar --reply edits --parent FILE`
-    prints it: its node ids and the next free ones, so every `replace`/`remove` names a node it has."""
-    return grammar_export.render_grammar("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0])
+def edits_grammar(parent_text: str, most: int = EDITS_PER_REPLY) -> str:
+    """The GBNF grammar of at most `most` edits of the parent's block, as `nadc grammar --reply edits
+    --parent FILE --most N` prints it: every `replace`/`remove` names a node it has, and each `insert`
+    the next free id."""
+    return grammar_export.render_grammar("gbnf", reply="edits", parent=parse(parent_text).program.blocks[0],
+                                         most=most)

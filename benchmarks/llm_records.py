@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 
 #: the first prompt of each Modifier conversation: whole block, or edits of the parent
-FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1", "modifier_edits.v2")
+FIRST_PROMPTS = ("modifier_implement.v1", "modifier_edits.v1", "modifier_edits.v2", "modifier_edits.v3")
 #: E is also reported apart for the requests after these (issue 39: "beyond the first six")
 FIRST_REQUESTS = 6
 
@@ -107,7 +107,8 @@ def first_replies(run_dir: Path) -> list[dict]:
     from nader.dsl.parser import parse
 
     rows = _read(run_dir, "SELECT arch_id, prompt, request, reply FROM llm_calls WHERE kind = 'chat' "
-                          "AND role = 'modifier' AND status != 'failed' AND source != 'cache' AND prompt IN (?, ?, ?) "
+                          "AND role = 'modifier' AND status != 'failed' AND source != 'cache' "
+                          f"AND prompt IN ({', '.join('?' * len(FIRST_PROMPTS))}) "
                           "ORDER BY call_id",
                  FIRST_PROMPTS)
     out = []
@@ -140,7 +141,7 @@ def does_what_was_asked(entry: dict) -> bool | None:
 
     if entry["block"] is None:
         return None
-    request = nad.request_by_id(nad.load(), entry["request"].split(":", 1)[-1])
+    request = nad.request_by_id(nad.load_requests(), entry["request"].split(":", 1)[-1])
     return None if request is None else nad.score(request, entry["block"])[1].ok
 
 

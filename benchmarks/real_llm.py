@@ -1,6 +1,6 @@
 """The LLM paths against a real OpenAI-compatible server that nobody here wrote. Not in the suite.
 
-    python benchmarks/real_llm.py [--cache DIR] [--steps nad,genius] [--requests 12] [--queries 10] [--threads 2]
+    python benchmarks/real_llm.py [--cache DIR] [--steps nad,genius] [--requests 12] [--rounds 2] [--queries 10] [--threads 2]
     python benchmarks/real_llm.py --base-url http://HOST:PORT/v1 --model NAME [--api-key-env VAR]
     python benchmarks/real_llm.py --summarize WORK_FOLDER
 
@@ -14,7 +14,9 @@ as a user runs it, in a fresh work folder under the cache:
 1. `llm check --write nader.toml`: the server's quirks and the profile it recommends; then
    `nadc grammar --format gbnf`, whole and `--reply`, each sent once in the server's grammar
    field: accepted or not, and whether a reply that ended on its own parses;
-2. `bench-nad --setting no-experience` on the first `--requests` NAD requests, for each reply form
+2. `bench-nad --setting no-experience --rounds N` (`--rounds`, 2: a feedback round; 1: the first
+   replies alone, which E as issue 28 defines it judges, in half the calls) on the first
+   `--requests` NAD requests, for each reply form
    of `--replies` (`block`: the whole block; `edits`: the profile's `reply = "edits"`, edits of the
    parent) twice: with that profile, and with the same profile sending the compiler's grammar
    (`grammar = "llama.cpp"`, or `--grammar-field vllm`; for edits, the parent's edit grammar,
@@ -240,6 +242,8 @@ def main(argv=None) -> int:
     parser.add_argument("--grammar", choices=("both", "with", "without"), default="both",
                         help="bench-nad with the profile sending the compiler's grammar, without, or both")
     parser.add_argument("--requests", type=int, default=12, help="NAD requests per bench-nad setting")
+    parser.add_argument("--rounds", type=int, default=2, help="bench-nad's Modifier rounds (1: the first replies"
+                        " alone, all that E as issue 28 defines it reads)")
     parser.add_argument("--queries", type=int, default=10, help="GENIUS's proposals to evaluate (the root besides)")
     parser.add_argument("--genius", default=",".join(GENIUS_RUNS),
                         help=f"GENIUS's runs, in order: {', '.join(GENIUS_RUNS)} (below)")
@@ -314,8 +318,9 @@ def run_nad(args, work: Path, config: Path, llm: list[str], grammar: str, report
     for label, cfg in configs.items():
         run = work / ("nad-" + re.sub(r"\W+", "-", label))
         code, out, seconds = step(f"bench-nad, {label}", [
-            *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience", "--rounds", "2",
-            "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg), *llm],
+            *nader_search(), "bench-nad", "--run-dir", str(run), "--setting", "no-experience",
+            "--rounds", str(args.rounds), "--limit", str(args.requests), "--format", "json", "--llm-config", str(cfg),
+            *llm],
             run.with_suffix(".log"))
         row = json.loads(out)["settings"][0] if code == 0 else {}
         results[label] = (nad_row(run, row), call_figures(run, edits_parse if "edit" in label else block_parses),

@@ -21,13 +21,21 @@ again and again; a reply has no use for comments, and after one block only the e
 
 An edit reply's grammar can be specialised to the parent it edits (`rules(reply="edits",
 parent=block)`, `nadc grammar --reply edits --parent FILE`, what the Modifier sends): `replace`
-and `remove` name one of the parent's operation nodes, `insert` one of the next free ids, edges
-only ids of either, and an inserted or replaced node is a computing operation (not `input` or
-`output`). It has no `add`: a new node comes in with `insert ID:OP after A`, connected by
-construction, and `connect`/`disconnect` give it more inputs or other consumers, so nothing is
-lost but the unconnected node. Constrained to the generic form, Gemma 3 270M wrote `replace
-3x3:BN`, `remove 0s` and `add 1:input`, none of which can apply; given `add` with the parent's
-ids, it restated the parent's nodes as `add` lines it never connected (benchmarks/README.md).
+and `remove` name one of the parent's operation nodes, an inserted or replaced node is a
+computing operation (not `input` or `output`), and new ids are fresh by construction: the first
+`insert` takes the parent's first free id, the next the one after, and so on (at most `NEW_IDS`),
+and an edge or an `insert ... after` names a new id only once it is inserted. The grammar counts
+the lines and inserts written so far in its rules (`edits-N-inserts-K`: after N lines and K
+inserts), which a context-free grammar can, where "each id at most once in any order" would
+need a rule per set of ids used. It has no `add`: a new node comes in with `insert ID:OP after
+A`, connected by construction, and `connect`/`disconnect` give it more inputs or other
+consumers, so nothing is lost but the unconnected node. Constrained to the generic form, Gemma 3
+270M wrote `replace 3x3:BN`, `remove 0s` and `add 1:input`, none of which can apply; given `add`
+with the parent's ids, it restated the parent's nodes as `add` lines it never connected; given
+the next free ids in any order, it wrote `insert 9:...` and `insert 10:...` again and again, ids
+already taken, in 24 of 24 replies (benchmarks/README.md). `most` bounds the edit lines (the
+Modifier sends `SMALL_EDITS_PER_REPLY` where the profile says the model is small: such a model
+never ends an edit reply on its own).
 """
 from __future__ import annotations
 
@@ -39,7 +47,9 @@ from nader.dsl.expr import SIZE_SYMBOLS
 from nader.dsl.ir import Block
 from nader.dsl.ops import REGISTRY, Group, OpDef, Param, ParamKind
 
-#: How many new ids a parent's edit grammar offers to `add`: the next free ones.
+#: The most characters of a reply's block name (NADER's names are words such as `ResNetBasic`).
+HEADER_CHARS = 32
+#: How many new ids a parent's edit grammar offers to `insert`, in order: the next free ones.
 NEW_IDS = 6
 
 # -- the rule model: enough of EBNF for the three formats ---------------------------
@@ -158,31 +168,28 @@ def upto(item: Expr, most: int) -> Expr:
     return out
 
 
-def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> dict[str, Expr]:
+def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None,
+          most: int = EDITS_PER_REPLY) -> dict[str, Expr]:
     """The grammar as rules by name, `root` first; rule names are dashed lowercase words. With
     `reply` (`block` or True), an LLM's reply: one block of header, node and edge lines only, no comment or blank
     line (a small model constrained to the full grammar wrote its block as comments, and to blocks
     of any number, repeated its block until the token limit). With `reply="edits"`, an edit reply
-    (nader.dsl.edits): a header, then one to EDITS_PER_REPLY edit lines; bounded, so a model that
-    does not stop still ends. With `parent` (edits only), the ids and operations are the parent's
-    (see the module's docstring)."""
+    (nader.dsl.edits): a header, then one to `most` (at most EDITS_PER_REPLY) edit lines; bounded,
+    so a model that does not stop still ends. With `parent` (edits only), the ids and operations
+    are the parent's and new ids are fresh (see the module's docstring)."""
     form = reply_form(reply)
     if parent is not None and form != "edits":
         raise ValueError("a parent specialises only the edit reply's grammar (reply='edits')")
+    if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= EDITS_PER_REPLY:
+        raise ValueError(f"an edit reply holds 1 to {EDITS_PER_REPLY} edits, not {most!r}")
     reply = form is not None
     g: dict[str, Expr] = {}
     if parent is not None:
-        g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), EDITS_PER_REPLY))
-        # No `add`: a node comes in with `insert`, connected by construction (see the docstring).
-        g["edit-line"] = seq(alt(seq("replace ", Ref("op-id"), ":", Ref("compute-operation")),
-                                 seq("insert ", Ref("new-id"), ":", Ref("compute-operation"), " after ",
-                                     Ref("source-id")),
-                                 seq("remove ", Ref("op-id")), seq("connect ", Ref("edge-line")),
-                                 seq("disconnect ", Ref("source-id"), "->", Ref("target-id"))), "\n")
+        g[ROOT] = seq(Ref("header-line"), Ref(_state(0, 0)))
         g["header-line"] = seq("##", Ref("header-name"), "##", "\n")
-        g.update(_parent_ids(parent))
+        g.update(_parent_edits(parent, most))
     elif form == "edits":
-        g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), EDITS_PER_REPLY))
+        g[ROOT] = seq(Ref("header-line"), upto(Ref("edit-line"), most))
         g["edit-line"] = seq(alt(seq("add ", Ref("node-line")), seq("replace ", Ref("node-line")),
                                  seq("insert ", Ref("node-line"), " after ", Ref("node-id")),
                                  seq("remove ", Ref("node-id")), seq("connect ", Ref("edge-line")),
@@ -200,16 +207,19 @@ def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> di
         g["body-line"] = alt(seq(alt(Ref("node-line"), Ref("edge-line")), opt(Ref("trailing-comment")), "\n"),
                              Ref("free-line"))
         g["header-line"] = seq("##", Ref("header-name"), "##", opt(Ref("trailing-comment")), "\n")
-    # A reply's block name is one word: Gemma 3 270M wrote sentences into a header of several.
-    g["header-name"] = Ref("name-word") if reply else seq(Ref("name-word"), star(" ", Ref("name-word")))
-    g["name-word"] = plus(chars("A-Za-z0-9_.-"))
+    # A reply's block name is one word: Gemma 3 270M wrote sentences into a header of several; and a
+    # short one: given any length, it wrote a name of 1,300 to 2,500 characters until max_tokens in 3
+    # of 35 edit replies (`SE-ResNet_0148955.py-ResNet-Model-0036237.txt-...`).
+    name = chars("A-Za-z0-9_.-")
+    g["header-name"] = upto(name, HEADER_CHARS) if reply else seq(Ref("name-word"), star(" ", Ref("name-word")))
+    if not reply:
+        g["name-word"] = plus(name)
     if not reply:
         # A space first: a comment right after a header's `##` would make it `###...`.
         g["trailing-comment"] = seq(plus(chars(" \t")), Ref("comment"))
         # One '#': a line starting with '##' is a header.
         g["comment"] = seq("#", opt(chars("#\r\n", negated=True), star(chars("\r\n", negated=True))))
     if parent is not None:
-        g["edge-line"] = seq(Ref("source-id"), star(",", Ref("source-id")), "->", Ref("target-id"))
         g["compute-operation"] = alt(*(Ref(op_rule(d)) for op, d in REGISTRY.items() if op in Group.COMPUTE))
     else:
         # The language reads a chain `a->b->c` as two edges; a reply keeps the canonical one edge a line.
@@ -232,23 +242,59 @@ def rules(reply: Union[bool, str] = False, parent: Optional[Block] = None) -> di
     return g
 
 
-def _parent_ids(parent: Block) -> dict[str, Expr]:
-    """The id rules of an edit grammar for `parent`: its operation nodes, the next free ids, and
-    which of them an edge may start at (not an output) or end at (not an input)."""
-    ops = [str(n.id) for n in parent.nodes if n.op in Group.COMPUTE]
+def _state(lines: int, inserts: int) -> str:
+    """The rule of what may follow `lines` edit lines of which `inserts` were inserts."""
+    return rule_name(f"edits-{lines}-inserts-{inserts}")
+
+
+def op_ids(parent: Block) -> list[str]:
+    """The ids of `parent`'s operation nodes: what `replace` and `remove` may name."""
+    return [str(n.id) for n in parent.nodes if n.op in Group.COMPUTE]
+
+
+def new_ids(parent: Block, most: int = EDITS_PER_REPLY) -> list[str]:
+    """The ids `insert` gives new nodes, in order, in edits of `parent` of at most `most` lines: the
+    smallest ids the parent does not use (what the prompt tells the model, and its grammar enforces)."""
+    taken = {str(n.id) for n in parent.nodes}
+    out, number = [], 0
+    while len(out) < min(NEW_IDS, most):
+        if str(number) not in taken:
+            out.append(str(number))
+        number += 1
+    return out
+
+
+def _parent_edits(parent: Block, most: int) -> dict[str, Expr]:
+    """The edit lines of a grammar for `parent`, by state: after N lines and K inserts, a line
+    names the parent's ids and the first K new ones, and the next insert takes new id K."""
+    ops = op_ids(parent)
     sources = [str(n.id) for n in parent.nodes if n.op in Group.SOURCE]
     sinks = [str(n.id) for n in parent.nodes if n.op in Group.SINK]
-    taken = {str(n.id) for n in parent.nodes}
-    free, number = [], 0
-    while len(free) < NEW_IDS:
-        if str(number) not in taken:
-            free.append(str(number))
-        number += 1
+    new = new_ids(parent, most)
     # Longest first: a GBNF alternative that is a prefix of another ("1" of "12") must not win early.
-    by_length = lambda ids: sorted(ids, key=lambda i: (-len(i), i))  # noqa: E731
-    return {"op-id": alt(*by_length(ops)) if ops else Ref("new-id"), "new-id": alt(*by_length(free)),
-            "source-id": alt(*(Ref(r) for r in ("op-id", "new-id")), *by_length(sources)),
-            "target-id": alt(*(Ref(r) for r in ("op-id", "new-id")), *by_length(sinks))}
+    by_length = lambda ids: alt(*sorted(ids, key=lambda i: (-len(i), i)))  # noqa: E731
+    g: dict[str, Expr] = {}
+    if ops:
+        g["op-id"] = by_length(ops)
+    for k in range(len(new) + 1):
+        source, target, line = (rule_name(f"{what}-{k}-new") for what in ("source-id", "target-id", "edit-line"))
+        g[source], g[target] = by_length([*ops, *new[:k], *sources]), by_length([*ops, *new[:k], *sinks])
+        changes = [seq("replace ", Ref("op-id"), ":", Ref("compute-operation")), seq("remove ", Ref("op-id"))] \
+            if ops else []
+        g[line] = seq(alt(*changes, seq("connect ", Ref(source), star(",", Ref(source)), "->", Ref(target)),
+                          seq("disconnect ", Ref(source), "->", Ref(target))), "\n")
+        if k < len(new):
+            g[rule_name(f"insert-line-{k}-new")] = seq("insert ", new[k], ":", Ref("compute-operation"), " after ",
+                                                       Ref(source), "\n")
+    for n in range(most):
+        for k in range(min(n, len(new)) + 1):
+            def then(rule: str, inserts: int) -> Expr:
+                return Ref(rule) if n + 1 == most else seq(Ref(rule), opt(Ref(_state(n + 1, inserts))))
+            ways = [then(rule_name(f"edit-line-{k}-new"), k)]
+            if k < len(new):
+                ways.append(then(rule_name(f"insert-line-{k}-new"), k + 1))
+            g[_state(n, k)] = alt(*ways)
+    return g
 
 
 _DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
@@ -329,9 +375,11 @@ def _expressions(prefix: str, symbols) -> dict[str, Expr]:
 
 _HEADER = ("NADER block language, generated by `nadc grammar`: the line forms of grammar/nad.lark, "
            "the operations and parameters of the registry.")
-_REPLY = " The form of an LLM's reply (`--reply`): one block of header (one word), node and edge lines, no comment or blank line."
-_EDITS = (f" The form of an LLM's edit reply (`--reply edits`): a header (one word), then 1 to {EDITS_PER_REPLY} lines"
-          " of `add ID:OP`, `replace ID:OP`, `insert ID:OP after A`, `remove ID`, `connect A,B->C`, `disconnect A->C`.")
+_REPLY = (f" The form of an LLM's reply (`--reply`): one block of header (one word of at most {HEADER_CHARS} characters),"
+          " node and edge lines, no comment or blank line.")
+_EDITS = (f" The form of an LLM's edit reply (`--reply edits`): a header (one word of at most {HEADER_CHARS} characters),"
+          " then 1 to {most} lines of `add ID:OP`, `replace ID:OP`, `insert ID:OP after A`, `remove ID`,"
+          " `connect A,B->C`, `disconnect A->C`.")
 
 
 class _Style(NamedTuple):
@@ -343,17 +391,18 @@ class _Style(NamedTuple):
     atom: Callable[[Union[Lit, Chars]], str]
 
 
-def render_grammar(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None) -> str:
+def render_grammar(fmt: str, reply: Union[bool, str] = False, parent: Optional[Block] = None,
+                   most: int = EDITS_PER_REPLY) -> str:
     """The grammar in `fmt` (one of FORMATS); of an LLM's reply with `reply` (see `rules`), edits of
-    `parent` with one."""
+    `parent` with one, at most `most` of them."""
     form = reply_form(reply)
     if fmt not in _STYLES:
         raise ValueError(f"unknown grammar format {fmt!r}; one of {', '.join(FORMATS)}")
-    about = _HEADER + {None: "", "block": _REPLY, "edits": _EDITS}[form]
+    about = _HEADER + {None: "", "block": _REPLY, "edits": _EDITS.format(most=most)}[form]
     if parent is not None:
-        about += (f" Specialised to edits of the block `{parent.name}`: its node ids and the next {NEW_IDS} free ones;"
-                  " new nodes come in with `insert` (no `add`).")
-    return render_rules(fmt, rules(reply, parent), about)
+        about += (f" Specialised to edits of the block `{parent.name}`: its node ids, and new nodes come in with"
+                  f" `insert` (no `add`), each taking the next of its {min(NEW_IDS, most)} free ids in order.")
+    return render_rules(fmt, rules(reply, parent, most), about)
 
 
 def render_rules(fmt: str, g: dict[str, Expr], about: str) -> str:

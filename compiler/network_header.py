@@ -9,6 +9,10 @@ size) that `nader-search best --emit nad` wrote, so that ``nadc ARCH.nad --emit 
 rebuilds the same network from the file alone, without ``--network``, ``--dataset``,
 ``--widths`` or ``--depths`` (flags given still win). It is a comment: the blocks, their
 canonical form and their hash do not change, and ``nadc fmt`` keeps it where it is.
+
+A network built from the file at other widths than the line records (``--network`` naming another
+skeleton, ``--widths`` given, another budget's fit) is not the network the file was searched as:
+`nader.compiler.reporting.widths_warning` says so, for ``nadc`` to print.
 """
 from __future__ import annotations
 
@@ -64,3 +68,4 @@ def read_header(source: str) -> Optional[dict]:
             raise HeaderError(f"line {number}: the network line names no skeleton (skeleton=nb201, ...)")
         return out
     return None
+

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Tuple, Union
+from typing import Iterable, Mapping, Optional, Tuple, Union
 
 from nader.dsl.diagnostics import Diagnostic, sort_key
 
@@ -67,10 +67,13 @@ def render_diagnostics(diagnostics: list[Diagnostic], fmt: str, sources: Mapping
     return render_full(diagnostics, sources)
 
 
-def note_lines(path: str, info: dict) -> list[str]:
+def note_lines(path: str, info: dict, recorded: Optional[dict] = None) -> list[str]:
     """A network's notes (a standard block standing in for a missing one, ...), one line each, for
-    the command to print on stderr."""
-    return [f"{path}: note: {note}" for note in info.get("notes", ())]
+    the command to print on stderr; with the file's network line (`recorded`), a warning when the
+    network has other widths than it records."""
+    lines = [f"{path}: note: {note}" for note in info.get("notes", ())]
+    warning = widths_warning(path, recorded, info)
+    return lines + ([warning] if warning else [])
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,20 @@ class Emitted:
 
     output: Union[str, bytes]
     notes: Tuple[str, ...] = ()
+
+
+def widths_warning(path: str, recorded: Optional[dict], built: dict) -> Optional[str]:
+    """A warning line when the network `built` (`analyze`'s figures) has other widths than the
+    network line `recorded` (`read_header`) names; None when they agree or nothing is recorded."""
+    widths = recorded.get("widths") if recorded else None
+    if not widths or tuple(built.get("widths") or ()) == tuple(widths):
+        return None
+    text = ",".join(map(str, widths))
+    depths = ",".join(map(str, recorded["depths"])) if recorded.get("depths") else None
+    where = ", ".join(f"{k} {v}" for k, v in (("skeleton", recorded.get("skeleton")), ("dataset", recorded.get("dataset")),
+                                              ("depths", depths)) if v)
+    again = f"--network {recorded['skeleton']}" + (f" --dataset {recorded['dataset']}" if recorded.get("dataset") else "")
+    return (f"{path}: warning: this network has widths {','.join(map(str, built['widths']))} ({built.get('skeleton')} "
+            f"on {built.get('dataset')}), not the widths {text} its network line records ({where}); to rebuild the "
+            f"network it was searched as, leave --network and --widths out or give {again} --widths {text}"
+            + (f" --depths {depths}" if depths else ""))

@@ -44,6 +44,11 @@ from .parser import parse
 #: The most edit lines one reply may hold (the grammar's bound too): enough to rewrite a block of
 #: NADER's sizes, far too few to restate a block node by node and edge by edge.
 EDITS_PER_REPLY = 24
+#: The bound where the model's profile says it is small (`small = true`; grammar and prompt): Gemma
+#: 3 270M never ended an edit reply on its own, so the bound is where it stops, and every edit past
+#: the few the plan needs is noise. 8 is room for the NAD benchmark's micro requests (1 to 3 edits)
+#: and a squeeze-and-excitation gate (7: six inserts and a connect).
+SMALL_EDITS_PER_REPLY = 8
 VERBS = ("add", "remove", "replace", "insert", "connect", "disconnect")
 
 _ID = r"[A-Za-z0-9_]+"
@@ -187,10 +192,20 @@ def parse_edits(text: str, limits: InputLimits = DEFAULT_LIMITS) -> EditReply:
 
 
 def apply_edits(parent_text: str, reply_text: str, limits: InputLimits = DEFAULT_LIMITS, *,
-                skip: bool = False) -> Applied:
+                skip: bool = False, keep: Optional[int] = None) -> Applied:
     """The parent block (the first block of `parent_text`) with the reply's edits applied in order.
-    With `skip`, an edit that cannot apply (or a line that is no edit) is left out, and the others apply."""
+    With `skip`, an edit that cannot apply (or a line that is no edit) is left out, and the others apply.
+    With `keep` (and `skip`), only the first `keep` edits are read: each later one is left out as
+    `edit-left-out`, and the lines after the last kept edit are not judged (the compiler's repair
+    cuts a reply's tail so, nader.compiler.reply_repair)."""
     reply = parse_edits(reply_text, limits)
+    if keep is not None and skip and keep < len(reply.edits):
+        cut = reply.edits[keep].line
+        left = [_problem("edit-left-out", e.line, reply.lines[e.line - 1], "left out with every edit after it",
+                         "write only the edits the plan needs: the block the edits before it make can be repaired")
+                for e in reply.edits[keep:]]
+        reply = EditReply(reply.name, reply.edits[:keep], [p for p in reply.problems if p.line < cut] + left,
+                          reply.lines)
     if reply.problems and not (skip and reply.edits):
         return Applied(None, reply, list(reply.problems))
     parent = parse(parent_text).program.blocks[0]

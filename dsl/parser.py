@@ -388,6 +388,13 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
                     reported_before_header = True
                 continue
             implicit_name = Path(path).stem if path not in ("<string>", "-", "<stdin>") else "block"
+            # This line's problems came before its block opened: they are the block's, or the verifier
+            # runs shape inference past them (an unknown symbol on line 1: internal error, fuzz_bench).
+            items = sink.items
+            k = len(items)
+            while k and items[k - 1].block is None and items[k - 1].span.line == lineno:
+                k -= 1
+            items[k:] = [d.located(block=implicit_name) for d in items[k:]]
             header = f"##{header_name(implicit_name)}##"
             emit(MISSING_HEADER, f"no `##Name##` header; the lines form one block named `{implicit_name}`",
                  Span.on_line(lineno, cols), f"add `{header}` as the first line",

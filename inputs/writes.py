@@ -5,7 +5,9 @@ renamed over it, so a full disk, a read-only file, a crash or Ctrl-C leave the o
 (or no file); the target keeps its mode (and, for root, its owner). A symbolic link is followed: what
 it points to is replaced and the link stays. A device, a FIFO or a socket (`/dev/null`, `>(gzip >
 x)`) is written as it is, and so is a descriptor's name (`/dev/stdout`, `/dev/fd/N`: the descriptor
-the shell gave). The caller reports a write only after `write_file` returns.
+the shell gave). The caller reports a write only after `write_file` returns. `write_files` writes
+several files all or none (every temporary file first, then the renames), for a command whose outputs
+belong together (a model and its weights).
 
 `claim_outputs` is for a command that writes several files: it refuses, before anything is written,
 two outputs that are one file (the same path, a symbolic link to it, a hard link) and any output the
@@ -18,7 +20,7 @@ import re
 import stat
 import sys
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .errors import InputError
 
@@ -49,17 +51,48 @@ def write_file(path: Union[str, Path], data: Union[bytes, str], *, what: str = "
     """Write `data` (text is written as UTF-8) to `path` as the module says; the path written
     (a symbolic link's target). Raises WriteRefused, with one line, when it could not: then the old
     file, if any, is as it was."""
+    return write_files([(path, data)], what=what)[0]
+
+
+def write_files(items: Sequence[Tuple[Union[str, Path], Union[bytes, str]]], *, what: str = "file") -> List[Path]:
+    """Write several files all or none, each as `write_file` writes one: every regular file goes to
+    its temporary file first (fsynced), and only when all are there are they renamed over their
+    targets, so a full disk or a read-only target leaves every file as it was. Devices and
+    descriptors (`/dev/stdout`) are streams: they are written after the temporary files, before the
+    renames. The paths written, in order; WriteRefused (one line) when one could not be."""
+    plans = [_plan(path, data, what) for path, data in items]
+    staged: List[Optional[Path]] = []
+    try:
+        for (path, target, data, info, special) in plans:
+            staged.append(None if special else _stage(path, target, data, info, what))
+        for (path, target, data, info, special) in plans:
+            if special == "descriptor":
+                _write_descriptor(path, data, what)
+            elif special == "special":
+                _write_special(path, target, data, what)
+        for temporary, (path, target, data, info, special) in zip(staged, plans):
+            if temporary is not None:
+                try:
+                    os.replace(temporary, target)
+                except OSError as error:
+                    raise WriteRefused(_failed(path, what, error, info)) from None
+                _sync_folder(target.parent)
+    finally:
+        for temporary in staged:
+            if temporary is not None and os.path.lexists(temporary):
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+    return [target for (path, target, data, info, special) in plans]
+
+
+def _plan(path, data: Union[bytes, str], what: str) -> tuple:
+    """(path, target, bytes, the target's stat or None, "descriptor" | "special" | None), or WriteRefused."""
     if isinstance(data, str):
         data = data.encode("utf-8")
-    number = _descriptor(path)
-    if number is not None:
-        for stream in (sys.stdout, sys.stderr):  # what was printed before comes first
-            stream.flush()
-        try:
-            _write_all(number, data)
-        except OSError as error:
-            raise WriteRefused(f"cannot write the {what} to {path}: {error.strerror or error}") from None
-        return Path(path)
+    if _descriptor(path) is not None:
+        return path, Path(path), data, None, "descriptor"
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(target)
@@ -70,12 +103,20 @@ def write_file(path: Union[str, Path], data: Union[bytes, str], *, what: str = "
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise WriteRefused(f"cannot write the {what} {path}: it is a directory; give a file's path")
     if info is not None and not stat.S_ISREG(info.st_mode):
-        _write_special(path, target, data, what)
-        return target
+        return path, target, data, info, "special"
     if info is not None and not os.access(target, os.W_OK):
         raise WriteRefused(f"cannot write the {what} {path}: it is read-only (Permission denied); it is unchanged")
-    _replace(path, target, data, info, what)
-    return target
+    return path, target, data, info, None
+
+
+def _write_descriptor(path, data: bytes, what: str) -> None:
+    """A descriptor's name: the descriptor the shell gave, after what was printed before."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    try:
+        _write_all(_descriptor(path), data)
+    except OSError as error:
+        raise WriteRefused(f"cannot write the {what} to {path}: {error.strerror or error}") from None
 
 
 def _write_special(path, target: Path, data: bytes, what: str) -> None:
@@ -90,9 +131,9 @@ def _write_special(path, target: Path, data: bytes, what: str) -> None:
         raise WriteRefused(f"cannot write the {what} to {path}: {error.strerror or error}") from None
 
 
-def _replace(path, target: Path, data: bytes, info: Optional[os.stat_result], what: str) -> None:
-    folder = target.parent
-    temporary = folder / f".{target.name[:120]}.{os.urandom(4).hex()}.tmp"
+def _stage(path, target: Path, data: bytes, info: Optional[os.stat_result], what: str) -> Path:
+    """`data` in a temporary file beside `target`, with its mode (and owner, for root), on the disk."""
+    temporary = target.parent / f".{target.name[:120]}.{os.urandom(4).hex()}.tmp"
     mode = 0o666 if info is None else stat.S_IMODE(info.st_mode)
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
@@ -111,7 +152,6 @@ def _replace(path, target: Path, data: bytes, info: Optional[os.stat_result], wh
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temporary, target)
     except BaseException as error:
         try:
             os.unlink(temporary)
@@ -120,7 +160,12 @@ def _replace(path, target: Path, data: bytes, info: Optional[os.stat_result], wh
         if isinstance(error, OSError):
             raise WriteRefused(_failed(path, what, error, info)) from None
         raise
-    try:  # the rename itself reaches the disk
+    return temporary
+
+
+def _sync_folder(folder: Path) -> None:
+    """The rename itself reaches the disk."""
+    try:
         folder_fd = os.open(folder, os.O_RDONLY)
         try:
             os.fsync(folder_fd)

@@ -1,8 +1,10 @@
 """The executor interface: a batch ``map`` built on a job stream (:class:`Dispatch`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
+from .errors import ConfigError
 from .jobs import Job, Result
 
 ResultCb = Optional[Callable[[Result], None]]
@@ -51,6 +53,24 @@ class Dispatch:
     def __exit__(self, et, ev, tb):
         self.close(abort=et is not None)
         return False
+
+
+@dataclass
+class CallFailure:
+    """A call (`calls.py`: a function run by a worker) that did not return: its worker died
+    (`killed`), it ran past the timeout (`timeout`), or the worker could not run it (`exception`:
+    a function that did not unpickle there)."""
+
+    kind: str
+    message: str
+    seconds: float = 0.0
+
+
+def not_shippable(executor: str, exc: BaseException):
+    """The ConfigError for a function that cannot be pickled for `executor`'s workers."""
+    return ConfigError(f"the objective cannot be shipped to executor={executor!r}'s workers ({type(exc).__name__}: "
+                       f"{str(exc)[:200]}): build what it holds (open files, locks, CUDA tensors) inside it, or "
+                       f"use executor='thread'")
 
 
 class Executor:

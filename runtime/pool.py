@@ -1,18 +1,22 @@
-"""The process-pool executor: long-lived spawned workers, one per device slot."""
+"""The process-pool executor: long-lived spawned workers, one per device slot. They run the
+runtime's jobs (`start`) or calls (`start_calls`: cloudpickled functions that may ask the parent
+questions while they run; `calls.py`)."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
 from typing import List, Optional, Sequence
 
-from .dispatch import Dispatch, EventCb, Executor
+from .dispatch import CallFailure, Dispatch, EventCb, Executor, not_shippable
 from .errors import ConfigError
 from .gpu_slots import DeviceSlots, MemoryReport, cuda_device_count
 from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
@@ -75,8 +79,9 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid: Optional[int] = None,
-                 lifeline=None) -> None:
+                 lifeline=None, env: Optional[dict] = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+    os.environ.update(env or {})  # before anything imports torch (a call worker's OMP_NUM_THREADS)
     if parent_pid:
         _watch_parent(parent_pid, lifeline)
     if threads:
@@ -90,6 +95,9 @@ def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid
             return
         if msg is None:
             return
+        if isinstance(msg, tuple) and msg[0] == "call":
+            _run_call(conn, msg[1])
+            continue
         job = Job.from_dict(msg)
 
         def send(ev, _conn=conn):
@@ -102,6 +110,34 @@ def _pool_worker(conn, device: Optional[str], threads: Optional[int], parent_pid
         _tell(conn, ("result", r.to_dict()))
 
 
+class _PipeChannel:
+    """A call's questions to the parent, over the worker's pipe: the parent answers each at once."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def ask(self, message):
+        _tell(self.conn, ("ask", message))
+        try:
+            kind, reply = self.conn.recv()
+        except (EOFError, OSError):
+            os._exit(1)  # the parent is gone
+        return reply
+
+
+def _run_call(conn, blob: bytes) -> None:
+    """Run a cloudpickled function (plain `pickle` loads it, importing cloudpickle's helpers) and
+    send back what it returns; one that cannot be loaded or sent is reported as failed."""
+    try:
+        fn = pickle.loads(blob)
+        value = fn(_PipeChannel(conn))
+        pickle.dumps(value)  # what cannot travel back is this call's failure, not the worker's
+    except BaseException as exc:  # noqa: BLE001 - report, never hang the parent
+        _tell(conn, ("failed", f"{type(exc).__name__}: {exc}"[:500]))
+        return
+    _tell(conn, ("result", value))
+
+
 def _tell(conn, message) -> None:
     """Send to the parent; when it is gone there is no one to tell and nothing to do: exit quietly
     (no BrokenPipeError traceback on the terminal the parent left)."""
@@ -112,13 +148,13 @@ def _tell(conn, message) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, device, threads):
+    def __init__(self, ctx, device, threads, env: Optional[dict] = None):
         self.device = device
         parent, child = ctx.Pipe(duplex=True)
         # the worker's end reads EOF when this process is gone (`_watch_parent`); this end is never written
         lifeline, self.lifeline = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads, os.getpid(), lifeline), daemon=True,
-                                name=f"nader-worker[{device or 'cpu'}]")
+        self.proc = ctx.Process(target=_pool_worker, args=(child, device, threads, os.getpid(), lifeline, env),
+                                daemon=True, name=f"nader-worker[{device or 'cpu'}]")
         self.proc.start()
         child.close()
         lifeline.close()
@@ -187,6 +223,12 @@ class PoolExecutor(Executor):
     def start(self, *, on_event=None):
         return _PoolDispatch(self, on_event)
 
+    def start_calls(self, on_ask):
+        """A dispatch of calls (`calls.py`) on CPU workers: `submit(fn)` cloudpickles `fn`, a worker
+        runs ``fn(channel)``; its ``channel.ask(message)`` is answered by ``on_ask(message)`` here.
+        Workers import nothing before the first call (torch's threads: OMP_NUM_THREADS)."""
+        return _CallDispatch(self, on_ask)
+
 
 class _PoolDispatch(Dispatch):
     """Workers start on demand (one per device slot) and stay up between jobs until close."""
@@ -231,15 +273,24 @@ class _PoolDispatch(Dispatch):
             dev = self._free_device()
             if dev is _NO_DEVICE:
                 return
-            w = _Worker(self.pool.ctx, dev, self.pool.threads)
+            w = self._new_worker(dev)
             self.workers.append(w)
             self._assign(w)
+
+    def _new_worker(self, device) -> _Worker:
+        return _Worker(self.pool.ctx, device, self.pool.threads)
+
+    def _message(self, task):
+        return task.to_dict()
+
+    def _failed(self, task, kind: str, message: str, seconds: float):
+        return failure(task, kind, message, seconds=seconds)
 
     def _assign(self, w: _Worker) -> None:
         w.task = self.queue.popleft()
         w.started = time.monotonic()
         try:
-            w.conn.send(w.task[1].to_dict())
+            w.conn.send(self._message(w.task[1]))
         except (OSError, EOFError):
             pass  # it died meanwhile: its sentinel reports it
 
@@ -293,15 +344,14 @@ class _PoolDispatch(Dispatch):
                 w.proc.join(timeout=5)
                 alive = self._drain(w) and alive
                 if w.task is not None:
-                    job = w.task[1]
-                    self._finish(w, failure(job, E_KILLED, "worker process died while running the job "
-                                                           f"({_signal_name(w.proc.exitcode)})",
-                                            seconds=time.monotonic() - w.started))
+                    self._finish(w, self._failed(w.task[1], E_KILLED, "worker process died while running the job "
+                                                                      f"({_signal_name(w.proc.exitcode)})",
+                                                 time.monotonic() - w.started))
                 self._retire(w)
             elif w.task is not None and self.pool.timeout and time.monotonic() - w.started > self.pool.timeout:
-                job = w.task[1]
-                self._finish(w, failure(job, E_TIMEOUT, f"job exceeded the {self.pool.timeout:g}s time limit",
-                                        seconds=time.monotonic() - w.started))
+                self._finish(w, self._failed(w.task[1], E_TIMEOUT,
+                                             f"job exceeded the {self.pool.timeout:g}s time limit",
+                                             time.monotonic() - w.started))
                 self._retire(w)
         self._fill()
 
@@ -329,6 +379,68 @@ class _PoolDispatch(Dispatch):
             w.kill()
         self.workers = []
         self.queue.clear()
+
+
+@contextlib.contextmanager
+def _main_left_out():
+    """Spawn a call worker without running the parent's main script in it: a spawned child runs
+    `__main__` again (multiprocessing's preparation), which a user's script without an
+    ``if __name__ == "__main__":`` guard cannot survive (it would start its study again). A call
+    needs nothing of it: cloudpickle ships what `__main__` defines by value."""
+    main = sys.modules.get("__main__")
+    saved = dict(vars(main)) if main is not None else {}
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__spec__ = None
+        yield
+    finally:
+        if main is not None:
+            for key in ("__file__", "__spec__"):
+                if key in saved:
+                    main.__dict__[key] = saved[key]
+
+
+class _CallDispatch(_PoolDispatch):
+    """The pool's workers running calls: cloudpickled functions in, their values out, and their
+    questions (`_PipeChannel.ask`) answered by `on_ask` as they come."""
+
+    def __init__(self, pool: PoolExecutor, on_ask):
+        super().__init__(pool, None)
+        self.on_ask = on_ask
+        # torch, if the function imports it, shares the cores among the workers without being imported here
+        self.env = {"OMP_NUM_THREADS": str(pool.threads)}
+
+    def submit(self, fn):
+        import cloudpickle  # the process executor's one dependency: functions of __main__, lambdas, closures
+
+        try:
+            blob = cloudpickle.dumps(fn)
+        except Exception as exc:  # a lock, an open file, a generator in what it holds
+            raise not_shippable("process", exc) from None
+        return super().submit(blob)
+
+    def _new_worker(self, device) -> _Worker:
+        with _main_left_out():
+            return _Worker(self.pool.ctx, device, None, self.env)
+
+    def _message(self, task):
+        return ("call", task)
+
+    def _failed(self, task, kind: str, message: str, seconds: float):
+        return CallFailure(kind, message.replace("the job", "the call").replace("job exceeded", "call exceeded"),
+                           seconds)
+
+    def _handle(self, w: _Worker, kind: str, payload) -> None:
+        if kind == "ask":
+            try:
+                w.conn.send(("answer", self.on_ask(payload)))
+            except (OSError, EOFError):
+                pass  # it died meanwhile: its sentinel reports it
+        elif kind == "result" and w.task is not None:
+            self._finish(w, payload)
+        elif kind == "failed" and w.task is not None:
+            self._finish(w, CallFailure(E_EXCEPTION, payload, time.monotonic() - w.started))
 
 
 _NO_DEVICE = object()

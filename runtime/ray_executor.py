@@ -1,4 +1,5 @@
-"""The Ray executor: jobs as Ray tasks on a cluster or a local instance."""
+"""The Ray executor: jobs as Ray tasks on a cluster or a local instance, and calls (`calls.py`:
+functions, a Python objective's evaluation) as Ray tasks with the resources each asks for."""
 from __future__ import annotations
 
 import os
@@ -7,9 +8,12 @@ import sys
 import time
 from typing import Optional
 
-from .dispatch import Dispatch, Executor
+from .dispatch import CallFailure, Dispatch, Executor, not_shippable
 from .errors import ConfigError
-from .jobs import E_EXCEPTION, E_KILLED, Job, Result, failure, run_job
+from .jobs import E_EXCEPTION, E_KILLED, E_TIMEOUT, Job, Result, failure, run_job
+
+#: how often a call dispatch looks for questions from its running tasks (seconds)
+POLL_SECONDS = 0.05
 
 
 def _ray_task(job_dict: dict, threads: Optional[int], device: Optional[str]) -> dict:  # runs on a Ray worker
@@ -93,6 +97,14 @@ class RayExecutor(Executor):
     def start(self, *, on_event=None):
         return _RayDispatch(self, self._ensure())
 
+    def start_calls(self, on_ask, *, workers: int, resources: Optional[dict] = None, timeout: Optional[float] = None):
+        """A dispatch of calls (`calls.py`): each a Ray task holding `resources` (Ray's names:
+        num_cpus (default 1), num_gpus, memory, and custom resources; {"num_gpus": 0.25} puts four
+        on a GPU), at most `workers` at once; `timeout` cancels one that has run too long. A task's
+        questions reach `on_ask` here through a mailbox actor. Refused when the cluster has less
+        of a resource than one call asks for (the call would wait for ever)."""
+        return _RayCallDispatch(self._ensure(), on_ask, workers, dict(resources or {}), timeout)
+
     def close(self):
         if self._ray is not None and self._owns:
             try:
@@ -168,9 +180,154 @@ class _RayDispatch(Dispatch):
         return out
 
     def close(self, abort=False):
-        for ref in self.refs:  # do not leave tasks running on the cluster
-            try:
+        _cancel(self.ray, self.refs)
+
+
+def _cancel(ray, refs: dict) -> None:
+    """Cancel every task still out (killing its worker): none is left running on the cluster."""
+    for ref in refs:
+        try:
+            ray.cancel(ref, force=True)
+        except Exception:
+            pass
+    refs.clear()
+
+
+# ---------------------------------------------------------------------- calls
+
+
+def _ray_call(fn, mailbox, ticket: int):  # runs on a Ray worker
+    mailbox.start.remote(ticket)  # its timeout counts from here, not from the queue
+    return fn(_RayChannel(mailbox, ticket))
+
+
+class _RayChannel:
+    """A running task's questions to the driver, through the mailbox actor."""
+
+    def __init__(self, mailbox, ticket: int):
+        self.mailbox, self.ticket = mailbox, ticket
+
+    def ask(self, message):
+        import ray
+
+        return ray.get(self.mailbox.ask.remote(self.ticket, message))
+
+
+class _Mailbox:
+    """An async actor between running tasks and the driver: tasks post questions and wait for the
+    answers; the driver takes the questions (and which tasks started) and posts the answers."""
+
+    def __init__(self):
+        self.started: list = []
+        self.inbox: list = []  # (question id, ticket, message)
+        self.waiting: dict = {}  # question id -> future
+        self.count = 0
+
+    async def start(self, ticket):
+        self.started.append(ticket)
+
+    async def ask(self, ticket, message):
+        import asyncio
+
+        future = asyncio.get_running_loop().create_future()
+        self.count += 1
+        self.waiting[self.count] = future
+        self.inbox.append((self.count, ticket, message))
+        return await future
+
+    async def take(self):
+        out = (self.started, self.inbox)
+        self.started, self.inbox = [], []
+        return out
+
+    async def answer(self, replies):
+        for question, reply in replies:
+            future = self.waiting.pop(question, None)
+            if future is not None and not future.done():
+                future.set_result(reply)
+
+
+_RAY_OPTIONS = ("num_cpus", "num_gpus", "memory")  # the rest of a call's resources are custom ones
+
+
+class _RayCallDispatch(Dispatch):
+    def __init__(self, ray, on_ask, workers: int, resources: dict, timeout: Optional[float]):
+        super().__init__()
+        self.ray, self.on_ask, self.timeout = ray, on_ask, timeout
+        self.capacity = workers
+        options = {"num_cpus": 1, **{k: v for k, v in resources.items() if k in _RAY_OPTIONS}}
+        custom = {k: v for k, v in resources.items() if k not in _RAY_OPTIONS}
+        _check_resources(ray.cluster_resources(), options, custom)
+        self.task = ray.remote(_ray_call).options(max_retries=0, resources=custom or None, **options)
+        self.mailbox = ray.remote(_Mailbox).options(num_cpus=0).remote()
+        self.refs: dict = {}  # ObjectRef -> ticket
+        self.started: dict = {}  # ticket -> when its task started
+        self.done: list = []
+
+    def submit(self, fn):
+        ticket = self._ticket()
+        try:
+            ref = self.task.remote(fn, self.mailbox, ticket)
+        except TypeError as exc:  # Ray serialises the arguments here: a lock, an open file in what it holds
+            raise not_shippable("ray", exc) from None
+        self.refs[ref] = ticket
+        return ticket
+
+    def pending(self):
+        return len(self.refs) + len(self.done)
+
+    def _serve(self) -> None:
+        """Answer the running tasks' questions; note their starts; cancel the ones past the timeout."""
+        started, inbox = self.ray.get(self.mailbox.take.remote())
+        now = time.monotonic()
+        for ticket in started:
+            self.started.setdefault(ticket, now)
+        if inbox:
+            self.mailbox.answer.remote([(question, self.on_ask(message)) for question, _ticket, message in inbox])
+        if self.timeout is None:
+            return
+        for ref, ticket in list(self.refs.items()):
+            began = self.started.get(ticket)
+            if began is not None and now - began > self.timeout:
                 self.ray.cancel(ref, force=True)
-            except Exception:
-                pass
-        self.refs.clear()
+                del self.refs[ref]
+                self.done.append((ticket, CallFailure(E_TIMEOUT, f"call exceeded the {self.timeout:g}s time limit",
+                                                      now - began)))
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done and self.refs:
+            self._serve()
+            if self.done:
+                break
+            left = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
+            ready, _ = self.ray.wait(list(self.refs), num_returns=len(self.refs), timeout=max(0.0, left))
+            for ref in ready:
+                ticket = self.refs.pop(ref)
+                began = self.started.pop(ticket, None)
+                try:
+                    value = self.ray.get(ref)
+                except Exception as exc:  # WorkerCrashedError, node died, a function that did not unpickle
+                    seconds = time.monotonic() - began if began is not None else 0.0
+                    value = CallFailure(_ray_failure_kind(exc), _ray_failure_message(exc), seconds)
+                self.done.append((ticket, value))
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        out, self.done = self.done, []
+        return out
+
+    def close(self, abort=False):
+        _cancel(self.ray, self.refs)
+        try:
+            self.ray.kill(self.mailbox)
+        except Exception:
+            pass
+
+
+def _check_resources(cluster: dict, options: dict, custom: dict) -> None:
+    names = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+    asked = {names.get(k, k): v for k, v in {**options, **custom}.items() if v}
+    short = [f"{k} {v:g} (it has {cluster.get(k, 0):g})" for k, v in asked.items() if cluster.get(k, 0) < v]
+    if short:
+        raise ConfigError(f"each trial asks the Ray cluster for {', '.join(short)}: no trial could start; lower "
+                          f"resources= or add nodes that have them")

@@ -14,7 +14,9 @@ file; what they propose is `candidate.py`), `selection/` (parent-selection polic
 `warm_start.py` (their uses), `records.py` (reading a run), `report/` (the HTML report),
 `progress.py`, `cli.py`, `spaces/` (the NAS-Bench-201 cell space), `tables/` (tabular
 benchmarks, and the evaluator that answers from one).
-`study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`) and
+`study.py` is the Python API in Optuna's shape (`create_study`, `optimize`, `ask`/`tell`; what an
+objective receives is `objective.py`, how it runs K at once `function_evaluator.py`, `pruners/` stop
+trials early) and
 `registry.py` registers strategies and evaluators (also by entry points); `objectives.py` holds
 several objectives and the Pareto set. The search's nouns are in docs/architecture.md's glossary.
 See docs/search.md and docs/api.md.
@@ -32,7 +34,9 @@ _EXPORTS = {
     "Evaluator": "evaluator", "TrainingEvaluator": "evaluator", "Trial": "evaluator", "SeedOutcome": "evaluator",
     "Strategy": "strategies", "Candidate": "candidate", "STRATEGIES": "strategies", "Option": "strategies",
     "POLICIES": "selection",
-    "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "study",
+    "create_study": "study", "load_study": "study", "Study": "study", "StudyTrial": "study", "Arch": "objective",
+    "TrialPruned": "objective", "Pruner": "pruners", "SuccessiveHalvingPruner": "pruners",
+    "HyperbandPruner": "pruners", "MedianPruner": "pruners",
     "register_strategy": "strategies", "register_evaluator": "registry",
     "Objective": "objectives", "parse_objectives": "objectives",
 }

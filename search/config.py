@@ -49,6 +49,7 @@ from .tables.benchmark import KINDS, TABULAR_DATASETS
 from .fidelity import schedule_of
 from .objectives import check_known, parse_objectives, require_pymoo
 from .proxies import members
+from .pruners import make_pruner
 from .registry import evaluator_factory
 from .spaces import nb201
 from .spaces.space import SPACES, get_space
@@ -105,6 +106,7 @@ class SearchConfig:
     repair: Optional[str] = None  # off | suggest | auto: the compiler's repair of LLM blocks [default: the strategy's]
     objectives: Optional[List[str]] = None  # None: valid_acc:max; else ["valid_acc:max", "params:min"] (objectives.py)
     root_mode: Optional[str] = None  # train | none (--root); default: trains_root()
+    pruner: Optional[dict] = None  # a Python objective's pruner spec ({"name": ...}; nader.search.pruners)
 
     # ------------------------------------------------------------------ derived values
     def resolve(self) -> None:
@@ -195,7 +197,13 @@ class SearchConfig:
                if self.fidelity else {}),
             **({"repair": self.effective_repair()} if self.effective_repair() != "off" else {}),
             **({"objectives": list(self.objectives)} if self.objectives else {}),
+            **({"pruner": self.pruner_object().spec()} if self.pruner else {}),
         }
+
+    def pruner_object(self):
+        """The pruner (`nader.search.pruners`): its spec, with the study's eta, min_epochs and epochs
+        where it names only a rule; None without one."""
+        return make_pruner(self.pruner, eta=self.eta, min_resource=self.min_epochs, max_resource=self.epochs)
 
     def to_record(self) -> dict:
         d = dataclasses.asdict(self)
@@ -260,6 +268,8 @@ class SearchConfig:
             raise ConfigError(f"prescreen must be 0 (off) or a number of candidates, not {self.prescreen}")
         self.check_repair()
         schedule_of(self)  # a ConfigError for an unknown method, eta < 2 or min-epochs out of range
+        if self.pruner is not None:
+            self.check_pruner()
         self.budget()
         if self.objectives:
             self.check_objectives()
@@ -276,6 +286,15 @@ class SearchConfig:
             return
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MOST_INT:
             raise ConfigError(f"warm-start: a number of architectures to score (at least 1) or all, not {value!r}")
+
+    def check_pruner(self) -> None:
+        if self.fidelity:
+            raise ConfigError("pruner= stops a Python objective's trial by what it reports; --fidelity trains "
+                              "architectures at rungs instead: choose one")
+        if not self.custom_objectives:
+            raise ConfigError("a pruner judges what a Python objective reports (arch.report); the runtime's own "
+                              "training is pruned by --fidelity successive-halving or hyperband")
+        self.pruner_object()
 
     def check_objectives(self) -> None:
         """Known names (a registered evaluator or the Python API's objective function may

@@ -3,6 +3,7 @@
 The loop talks to one small interface, so that training (here) and table lookups (tabular NAS
 benchmarks, `nader.search.tables.lookup.TableEvaluator`) are interchangeable::
 
+    evaluator.bind(store, config)      # the run it serves, once before the loop (default: nothing)
     evaluator.capacity                 # evaluations that run side by side
     evaluator.idle() -> int            # how many more would start now (the loop proposes while > 0)
     evaluator.submit(trial)            # a Trial: arch_id, text, widths, seeds, epochs (a rung's budget)
@@ -11,7 +12,7 @@ benchmarks, `nader.search.tables.lookup.TableEvaluator`) are interchangeable::
     evaluator.close(abort=False)
 
 A trial is evaluated once per seed; each seed comes back as a :class:`SeedOutcome` with status
-``ok``, ``diverged`` or ``failed`` (every failure, a killed worker or an out-of-memory included,
+``ok``, ``pruned`` (a Python objective the study's pruner stopped, with its last value), ``diverged`` or ``failed`` (every failure, a killed worker or an out-of-memory included,
 is an outcome, never an exception), or ``interrupted`` when the machine stopped it (disk full,
 I/O error: ``nader.runtime.faults``), which the loop does not hold against the architecture. :class:`TrainingEvaluator` trains with the runtime's
 executors (in process, a process pool or Ray): each seed is a runtime ``Job`` whose id is a
@@ -47,7 +48,7 @@ class Trial:
 class SeedOutcome:
     arch_id: int
     seed: int
-    status: str  # ok | diverged | failed | interrupted (by the machine: the run stops, a resume retries)
+    status: str  # ok | pruned | diverged | failed | interrupted (by the machine: the run stops, a resume retries)
     valid_acc: Optional[float] = None
     test_acc: Optional[float] = None
     seconds: Optional[float] = None
@@ -58,6 +59,7 @@ class SeedOutcome:
     result: Optional[Result] = None  # the runtime's full record (committed with the outcome)
     cached: bool = False  # read back from the store, not evaluated now
     objectives: Optional[dict] = None  # other objectives it reported: {"latency": ms} or a user's (objectives.py)
+    user_attrs: Optional[dict] = None  # what a Python objective kept with `arch.set_user_attr` (objective.py)
 
     @classmethod
     def from_result(cls, arch_id: int, r: Result, cached: bool = False) -> "SeedOutcome":
@@ -68,6 +70,10 @@ class SeedOutcome:
 
 class Evaluator:
     capacity: int = 1
+
+    def bind(self, store, config) -> None:
+        """The run this evaluator serves (its store, the loop's, and its settings), once before the
+        loop starts; `run_search` calls it."""
 
     def submit(self, trial: Trial) -> None:
         raise NotImplementedError

@@ -14,7 +14,9 @@ its s = rungs-1 .. 0, bracket s starting ceil(rungs / (s + 1) * eta**s) architec
 rungs-1-s. Once every member of a rung has finished (and the bracket is full), the top
 max(1, m // eta) of its m members by that rung's validation accuracy (ok ones; ties to the
 earlier architecture) are promoted. When the search stops for its trial count the open bracket
-is closed with the members it has, so every run ends with a fully trained architecture.
+is closed with the members it has, so every run ends with a fully trained architecture. The
+rungs and the ranking are the pruners' (`nader.search.pruners`): an objective's reports
+(`arch.report`) are judged by the same rule, so there is one pruning code path.
 
 A promoted architecture trains again from scratch at the higher budget: its schedule (cosine
 decay to zero over the run's epochs) differs from the lower rung's, so that checkpoint is not a
@@ -25,67 +27,34 @@ completed just before a crash are made on the next start.
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
 from typing import Iterable, List, Optional
 
 from nader.runtime.errors import ConfigError
 from nader.runtime.presets import get_preset
 
+from .pruners import HyperbandPruner, SuccessiveHalvingPruner, ladder  # noqa: F401 - ladder: the rungs' budgets
+
 METHODS = ("successive-halving", "hyperband")
 FINISHED = frozenset({"ok", "diverged", "failed"})
+_RULES = {"successive-halving": SuccessiveHalvingPruner, "hyperband": HyperbandPruner}
 
 
-def ladder(full: int, minimum: Optional[int], eta: int) -> List[int]:
-    """The budgets (epochs) of the rungs, lowest first; the last is `full`. Without a minimum:
-    ceil(full / eta**2), three rungs where the full budget allows."""
-    if eta < 2:
-        raise ConfigError(f"eta must be at least 2, not {eta}")
-    low = minimum if minimum is not None else max(1, math.ceil(full / eta ** 2))
-    if not 1 <= low <= full:
-        raise ConfigError(f"min-epochs must be between 1 and the full budget ({full} epochs), not {low}")
-    budgets = []
-    while low < full:
-        budgets.append(low)
-        low *= eta
-    return budgets + [full]
-
-
-@dataclass(frozen=True)
-class Schedule:
-    method: str
-    eta: int
-    budgets: tuple
-
-    @property
-    def top(self) -> int:
-        return len(self.budgets) - 1
-
-    def shape(self, bracket: int) -> tuple:
-        """(first rung, architectures entering) of the bracket with this index."""
-        if self.method == "successive-halving":
-            return 0, self.eta ** self.top
-        s = self.top - bracket % (self.top + 1)
-        return self.top - s, math.ceil((self.top + 1) / (s + 1) * self.eta ** s)
-
-    def promoted(self, members: int) -> int:
-        return max(1, members // self.eta) if members else 0
-
-
-def schedule_of(config) -> Optional[Schedule]:
-    """The schedule of a search configuration, None without ``fidelity``."""
+def schedule_of(config) -> Optional[SuccessiveHalvingPruner]:
+    """The rule of a search configuration's rungs (a pruner with the full budget as its last rung),
+    None without ``fidelity``."""
     if not config.fidelity:
         return None
     if config.fidelity not in METHODS:
         raise ConfigError(f"unknown fidelity {config.fidelity!r}; choose one of: {', '.join(METHODS)}")
     full = config.job_options().get("epochs") or get_preset(config.preset).epochs
-    return Schedule(config.fidelity, config.eta, tuple(ladder(int(full), config.min_epochs, config.eta)))
+    ladder(int(full), config.min_epochs, config.eta)  # the settings' names in its refusals (eta, min-epochs)
+    return _RULES[config.fidelity](min_resource=config.min_epochs, reduction_factor=config.eta, max_resource=int(full))
 
 
 class Scheduler:
     """Decides budgets and promotions from the store; keeps nothing that a resume would lose."""
 
-    def __init__(self, schedule: Schedule, store):
+    def __init__(self, schedule: SuccessiveHalvingPruner, store):
         self.schedule, self.store = schedule, store
 
     def epochs(self, node) -> int:
@@ -151,9 +120,8 @@ class Scheduler:
             if above:
                 members = above
                 continue
-            ranked = sorted((m for m in members if m["status"] == "ok" and m["valid_acc"] is not None),
-                            key=lambda m: (-m["valid_acc"], m["arch_id"]))
-            chosen = sorted(m["arch_id"] for m in ranked[:self.schedule.promoted(len(members))])
+            scored = [(m["arch_id"], m["valid_acc"]) for m in members if m["status"] == "ok" and m["valid_acc"] is not None]
+            chosen = sorted(self.schedule.kept(scored, entrants=len(members)))
             if chosen:
                 self.store.promote(chosen, rung, rung + 1, bracket, self.schedule.budgets[rung + 1])
             return chosen

@@ -21,6 +21,7 @@ Ctrl-C stops at once: running trials keep their checkpoints and the next run res
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import random
 import time
@@ -179,7 +180,7 @@ class SearchLoop:
             self.proxies.prepare(self)  # the warm start's pool, scored before the first query
         finals = sorted((n for n in self.tree if n.status in FINAL), key=lambda n: (n.finished or 0, n.arch_id))
         for node in self.fidelity.history(self.tree) if self.fidelity is not None else finals:
-            self.strategy.tell(node, self.rng("tell", node.arch_id))
+            self.strategy.tell(told(node), self.rng("tell", node.arch_id))
         for node in self.tree:
             if node.status in PENDING:
                 self._submit(node)
@@ -376,14 +377,14 @@ class SearchLoop:
             test_acc=outcome.test_acc, seconds=outcome.seconds, epochs=outcome.epochs, error=outcome.error,
             error_kind=outcome.error_kind, job_id=outcome.job_id,
             result=None if outcome.cached else outcome.result, seeds_total=len(self.seeds),
-            objectives=outcome.objectives)
+            objectives=outcome.objectives, user_attrs=outcome.user_attrs)
         self.observer.seed_done(outcome)
         if node is not None:
             self._finish(node)
 
     def _finish(self, node: TreeNode) -> None:
         self.tree.update(node)
-        self.strategy.tell(node, self.rng("tell", node.arch_id))
+        self.strategy.tell(told(node), self.rng("tell", node.arch_id))
         self.observer.finished(node)
         if self.fidelity is not None:
             self._promote(self.fidelity.finished(node))
@@ -407,6 +408,12 @@ def _once(candidate: Candidate):
         given.append(True)
         return candidate
     return make
+
+
+def told(node: TreeNode) -> TreeNode:
+    """What a strategy is told of an evaluated node: a pruned one as a lower rung is told, a result
+    (`ok`) at the step it stopped, with its last value."""
+    return dataclasses.replace(node, status="ok") if node.status == "pruned" else node
 
 
 def _node_of(record: dict) -> TreeNode:

@@ -23,11 +23,13 @@ from .objectives import pareto_set, parse_objectives, value
 from .store import COLUMNS, BaseReader
 
 
-def records(reader: BaseReader, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
-    """Every architecture, in id order, with its per-seed results under "seeds" and the compiler's
-    repair of an LLM's proposal under "repair". A damaged cell (bad JSON, wrong type) is left out
-    (None) and described in `problems`."""
-    out = reader.records(with_text=with_text, problems=problems)
+def records(reader: BaseReader, with_text: bool = True, problems: Optional[list] = None,
+            arch_id: Optional[int] = None) -> List[dict]:
+    """Every architecture (or only `arch_id`), in id order, with its per-seed results under "seeds",
+    a Python objective's attributes under "user_attrs" and the compiler's repair of an LLM's
+    proposal under "repair". A damaged cell (bad JSON, wrong type) is left out (None) and described
+    in `problems`."""
+    out = reader.records(with_text=with_text, problems=problems, arch_id=arch_id)
     for rec in out:
         rungs = rec.pop("rungs", None)
         rec["repair"] = repair_note(rec)
@@ -38,15 +40,16 @@ def records(reader: BaseReader, with_text: bool = True, problems: Optional[list]
 
 def best(reader: BaseReader, problems: Optional[list] = None) -> Optional[dict]:
     """The trained architecture at the highest rung reached (multi-fidelity searches; else all are
-    at rung 0) with the highest mean validation accuracy (ties: fewer parameters, then the older),
-    chosen from the cleaned records (a damaged accuracy never wins)."""
+    at rung 0; a pruned one, stopped early by a study's pruner, below its rung's trained ones) with
+    the highest mean validation accuracy (ties: fewer parameters, then the older), chosen from the
+    cleaned records (a damaged accuracy never wins)."""
     spec = objectives_of(reader)
     if spec != ["valid_acc:max"]:  # several objectives (or a Python objective's): the Pareto set's first
         front = pareto(reader, spec, problems)
         return front[0] if front else None
-    ok = [r for r in records(reader, problems=problems) if r["status"] == "ok" and r["valid_acc"] is not None]
-    return min(ok, key=lambda r: (-max((g["rung"] for g in r.get("rungs", ())), default=0), -r["valid_acc"],
-                                  r["params"] or 0, r["arch_id"]), default=None)
+    ok = [r for r in records(reader, problems=problems) if r["status"] in ("ok", "pruned") and r["valid_acc"] is not None]
+    return min(ok, key=lambda r: (-max((g["rung"] for g in r.get("rungs", ())), default=0), r["status"] == "pruned",
+                                  -r["valid_acc"], r["params"] or 0, r["arch_id"]), default=None)
 
 
 def objectives_of(reader: BaseReader) -> list:
@@ -70,8 +73,7 @@ def pareto_table(recs: List[dict], objectives) -> str:
     for r in recs:
         cells = [f"#{r['arch_id']}"]
         for n in head[1:]:
-            v = value(r, n) if n != "test_acc" else r.get("test_acc")
-            cells.append(human(int(v)) if n in ("params", "flops") and v is not None else number_text(v, ".4g"))
+            cells.append(objective_text(value(r, n) if n != "test_acc" else r.get("test_acc")))
         rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows) + "\n"
@@ -156,6 +158,16 @@ def proposals_line(counts_: Optional[dict]) -> Optional[str]:
             f"after repair ({REPAIRED}), {counts_['invalid']} invalid")
 
 
+def objective_text(v) -> str:
+    """An objective's value by its magnitude: a count as 615.39K, anything else to 4 significant
+    digits (a `params` objective a Python function returns in millions reads 0.6154, not 0)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if float(v).is_integer() and abs(v) >= 1000:
+        return human(int(v))
+    return format(float(v), ".4g")
+
+
 def number_text(v, spec: str) -> str:
     """`v` formatted by `spec`, or `-` when it is missing."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -212,7 +224,8 @@ def status_table(recs: List[dict]) -> str:
 
 
 def summary_line(counts_: dict) -> str:
-    trained = sum(counts_.get(s, 0) for s in ("ok", "diverged", "failed", "training", "proposed", "interrupted"))
+    trained = sum(counts_.get(s, 0) for s in ("ok", "pruned", "diverged", "failed", "training", "proposed",
+                                              "interrupted"))
     rest = ", ".join(f"{n} {s}" for s, n in sorted(counts_.items()) if n)
     return f"{sum(counts_.values())} architectures, {trained} trials ({rest})"
 
@@ -231,7 +244,8 @@ def best_text(rec: dict) -> str:
     return head + (rec["text"] or "").rstrip("\n") + "\n"
 
 
-EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "repair", "objectives"]
+EXPORT_FIELDS = list(COLUMNS) + ["change", "diagnostics", "prescreen", "seeds", "text", "repair", "objectives",
+                                 "user_attrs"]
 
 
 def export_json(recs: List[dict]) -> str:

@@ -212,7 +212,15 @@ def _run_bound(store, run_dir, config, context, strategy, evaluator, observer, s
     obs = observer or Observer()
     depths = list(context.depths)
     trials_before = Tree(store.nodes()).trials()
-    session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
+    bind = getattr(evaluator, "bind", None)  # an evaluator of the interface's shape may lack the hook
+    if bind is not None:
+        bind(store, config)  # refuses here what it cannot run (ConfigError), before a session starts
+    try:
+        session = store.begin_session(config.to_record(), command or " ".join(sys.argv), os.getpid(), trials_before)
+    except BaseException:
+        if evaluator is not None:
+            evaluator.close(abort=True)
+        raise
     executor = None
     if evaluator is None:
         executor, evaluator = make_evaluator(config, store, depths, on_event=obs.event)

@@ -11,6 +11,8 @@ Light on purpose: `nader-search run --help` imports it, not `config.py`.
 """
 from __future__ import annotations
 
+import math
+import os
 from typing import Dict
 
 from nader.agents.knowledge.options import KB
@@ -23,6 +25,7 @@ from nader.runtime.errors import ConfigError
 
 from .objectives import parse_objectives
 from .proxies import members  # the package alone: its proxy modules load when a proxy is named, not for --help
+from .pruners import PRUNERS, Pruner
 
 DATASETS = runtime.DATASETS
 # the proxies' names for --help, which imports no proxy module (tests compare them with nader.search.proxies)
@@ -82,6 +85,39 @@ def read_objectives(value) -> list:
         return [str(o) for o in parse_objectives(value)]
     except ConfigError as exc:
         raise ValueError(str(exc).removeprefix("objective: ")) from None
+
+
+def read_pruner(value) -> dict:
+    """A pruner's name, its spec ({"name": ..., parameters}) or a `Pruner` (docs/api.md, "Pruning"):
+    the spec stored with the run. Its parameters are checked with the study's (`SearchConfig.check`)."""
+    if isinstance(value, Pruner):
+        return value.spec()
+    spec = {"name": value} if isinstance(value, str) else value
+    if not isinstance(spec, dict) or spec.get("name") not in PRUNERS:
+        raise ValueError(f"expected one of {', '.join(PRUNERS)} or a Pruner, got {value!r:.60}")
+    return dict(spec)
+
+
+def read_jobs(value) -> int:
+    """Objectives at once: a positive integer, or -1 for one per CPU (Optuna's spelling)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not (value == -1 or 1 <= value <= 4096):
+        raise ValueError(f"expected a number of jobs from 1 to 4096, or -1 (one per CPU), got {value!r:.40}")
+    return (os.cpu_count() or 1) if value == -1 else value
+
+
+def read_resources(value) -> dict:
+    """What each Ray task holds: Ray's names (num_cpus, num_gpus, memory) or a custom resource's,
+    each a finite number of at least 0."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"expected a dict such as {{'num_gpus': 0.25}}, got {value!r:.60}")
+    out = {}
+    for key, amount in value.items():
+        if not isinstance(key, str) or not key or len(key) > 128:
+            raise ValueError(f"a resource's name is text, not {key!r:.40}")
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not 0 <= amount < math.inf:
+            raise ValueError(f"{key}: expected a finite number of at least 0, got {amount!r:.40}")
+        out[key] = amount
+    return out
 
 
 _RUN_CAPS = {LLM_MAX_COST.name: LLM_MAX_COST.but(field="max_cost", toml=True, old_toml=("max-cost",), keyword=True),
@@ -194,6 +230,24 @@ FILE_SETTINGS = (
     Setting(None, Text(MAX_ROOT_BYTES), "The root architecture's text.", name="root_text", keyword=True),
     Setting(None, Real(positive=True), "Simulated seconds of a tabular benchmark (time-limit = \"sim:N\").",
             name="sim_time_limit", keyword=True),
+    Setting(None, Custom(read_pruner, "NAME", "successive-halving, hyperband, median, or a Pruner"),
+            "Stop a Python objective's trial early by what it reports (arch.report): successive-halving, hyperband "
+            "(their rungs use eta, min_epochs, epochs), median, or a Pruner instance.", name="pruner", keyword=True,
+            shown_default="none: reports are kept, no trial is stopped"),
+)
+#: `Study.optimize`'s own keywords (a session's, not the run's: never stored)
+OPTIMIZE_SETTINGS = (
+    Setting(None, Custom(read_jobs, "N", "a number of jobs, or -1 (one per CPU)"), "Objectives evaluated at once.",
+            name="n_jobs", keyword=True, default=1),
+    Setting(None, Choice(("thread", "process", "ray")), name="executor", keyword=True,
+            shown_default="this thread for one job; threads for several; process with a trial_timeout",
+            help="Where objectives run: threads, worker processes (the objective shipped with cloudpickle), "
+                 "or Ray tasks."),
+    Setting(None, Text(), "executor='ray': the cluster ('auto' or HOST:PORT); none starts a local instance.",
+            name="address", keyword=True),
+    Setting(None, Custom(read_resources, "DICT", "a dict of Ray resources"), name="resources", keyword=True,
+            shown_default="{'num_cpus': 1}",
+            help="executor='ray': what each trial's task holds (num_cpus, num_gpus, memory, custom resources)."),
 )
 SEARCH_SETTINGS = RUN_SETTINGS + FILE_SETTINGS
 #: the settings by the keyword their flag arrives as (`BY_NAME["objectives"]`)
@@ -202,17 +256,18 @@ BY_NAME = {s.name: s for s in SEARCH_SETTINGS}
 TOML_KEYS = by_toml(SEARCH_SETTINGS)
 #: create_study's keyword -> setting
 KEYWORDS = by_keyword(SEARCH_SETTINGS)
+OPTIMIZE_KEYWORDS = by_keyword(OPTIMIZE_SETTINGS)
 
 
-def read_keywords(given: dict, caller: str = "create_study") -> dict:
+def read_keywords(given: dict, caller: str = "create_study", table: Dict = KEYWORDS) -> dict:
     """The API's keyword arguments as SearchConfig fields, each read by its setting (the reader
     its flag and TOML key use, so `max_params=float("nan")` is refused as `--max-params nan` is);
     None is "not given". ConfigError naming the keyword, or an unknown one."""
     out = {}
     for keyword, value in given.items():
-        setting = KEYWORDS.get(keyword)
+        setting = table.get(keyword)
         if setting is None:
-            raise ConfigError(f"{caller}: unknown setting {keyword}; known: {', '.join(sorted(KEYWORDS))}")
+            raise ConfigError(f"{caller}: unknown setting {keyword}; known: {', '.join(sorted(table))}")
         if value is None:
             continue
         try:

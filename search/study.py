@@ -6,18 +6,18 @@
         return my_train_and_eval(arch.module()), arch.params
     study = ns.create_study(space="nb201", directions=["maximize", "minimize"], storage="runs/mine",
                             load_if_exists=True)
-    study.optimize(objective, n_trials=20)
+    study.optimize(objective, n_trials=20, n_jobs=4)   # threads; executor="process" | "ray"
     study.best_trials                    # the Pareto set
 
 A study is a run directory: `optimize` is `run_search` with an evaluator that calls the user's
-function (`FunctionEvaluator`), so the CLI's `status`, `best`, `export` and `report` read a study
-made here, and `load_study` opens a run the CLI made. `ask`/`tell` drive the same loop from the
-caller's side: the loop runs in a helper thread whose evaluator hands each architecture to `ask`
-and waits for `tell`.
+function (`FunctionEvaluator`: in this thread, or K at once on threads, processes or Ray), so the
+CLI's `status`, `best`, `export` and `report` read a study made here, and `load_study` opens a run
+the CLI made. One process, the driver, owns a study (the run's lock): parallelism is `n_jobs`.
+`ask`/`tell` drive the same loop from the caller's side: the loop runs in a helper thread whose
+evaluator hands each architecture to `ask` and waits for `tell`.
 """
 from __future__ import annotations
 
-import math
 import queue
 import threading
 import warnings
@@ -25,46 +25,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence
 
-from nader.compiler.network import build_network
-from nader.compiler.plan import resolve_depths
-from nader.compiler.skeletons import skeleton_info
+from nader.runtime.calls import DirectChannel
 from nader.runtime.errors import ConfigError
+from nader.runtime.lock import RunLocked
 
 from . import records
 from .config import merge
 from .config_file import resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
-from .loop import Stop
+from .function_evaluator import FunctionEvaluator, ReportDesk, arch_of, outcome_of
+from .loop import Observer, Stop
+from .objective import Arch, TrialPruned, completed, finished
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
+from .progress import LiveProgress
 from .session import run_search
-from .settings import read_keywords
-from .spaces import nb201
+from .settings import OPTIMIZE_KEYWORDS, read_keywords
 from .store import RunReader
 from .tree import TRIALS
-
-PYTHON_EVALUATOR = "python"  # the stored `evaluator` of a study whose trials a Python function evaluates
-COUNTED = ("params", "flops")  # objectives the compiler counts: the objective function may leave them out
-
-
-@dataclass
-class Arch:
-    """What an objective function receives: one architecture to evaluate, with what rebuilds it."""
-
-    number: int  # the architecture's id in the run (0 is the root)
-    text: str  # the whole architecture (.nad)
-    skeleton: str
-    dataset: str
-    depths: List[int]
-    widths: Optional[List[int]]
-    params: Optional[int]
-    flops: Optional[int]
-    seed: int  # the seed this evaluation is for (one call per seed)
-    cell: Optional[str] = None  # a NAS-Bench-201 cell string (`--space nb201`), else None
-    epochs: Optional[int] = None  # a multi-fidelity rung's epochs; None: the configured budget
-
-    def module(self):
-        """The torch network built for the skeleton, dataset, depths and fitted widths."""
-        return build_network(self.text, self.skeleton, self.dataset, widths=self.widths, depths=self.depths)[0]
+from .trial_network import PYTHON as PYTHON_EVALUATOR  # the stored `evaluator` of a study a function evaluates
+#: what a RunLocked from the API adds: a study has one driver; parallelism is within it
+ONE_DRIVER = ("one process drives a study; to evaluate several architectures at once, give optimize(..., n_jobs=K) "
+              "(threads, or executor='process'), or executor='ray' with address= for a cluster")
 
 
 @dataclass
@@ -72,106 +53,106 @@ class StudyTrial:
     """A finished or asked architecture, read from the store."""
 
     number: int
-    state: str  # the architecture's status: ok, failed, diverged, training, ...
+    state: str  # the architecture's status: ok, pruned, failed, diverged, training, ...
     values: Optional[List[float]]  # one per objective, in the study's order (None if missing)
     text: Optional[str] = None
     params: Optional[int] = None
     flops: Optional[int] = None
     record: dict = field(default_factory=dict)  # the whole record (`nader-search export`)
-    arch: Optional[Arch] = None  # set on trials returned by `ask`
+    arch: Optional[Arch] = None  # what the objective receives (read back: its first seed's call); None: no network
 
     @property
     def value(self) -> Optional[float]:
         return self.values[0] if self.values else None
 
-
-def _as_values(result: Any, objectives: Sequence[Objective], arch: Arch) -> dict:
-    """The objective function's return as {name: value}. It returns one value per objective, or
-    one per objective other than params and flops (those then come from the compiler)."""
-    values = list(result) if isinstance(result, (tuple, list)) else [result]
-    names = [o.name for o in objectives]
-    if len(values) != len(names):
-        names = [n for n in names if n not in COUNTED]
-        if len(values) != len(names):
-            raise ValueError(f"the objective returned {len(values)} value(s) for {len(objectives)} objective(s) "
-                             f"({', '.join(map(str, objectives))})")
-    out = {}
-    for name, v in zip(names, values):
-        if isinstance(v, (bool, str, bytes)) or not hasattr(v, "__float__"):  # numpy and torch scalars pass
-            raise ValueError(f"objective {name}: expected a number, got {v!r:.60}")
-        out[name] = float(v)
-    return out
-
-
-def _outcome(trial: Trial, seed: int, objectives, result=None, error: Optional[BaseException] = None) -> SeedOutcome:
-    if error is not None:
-        return SeedOutcome(trial.arch_id, seed, "failed", error=f"{type(error).__name__}: {error}"[:500],
-                           error_kind="exception")
-    values = result
-    if any(math.isnan(v) or math.isinf(v) for v in values.values()):
-        return SeedOutcome(trial.arch_id, seed, "diverged", error="the objective returned NaN or infinity",
-                           error_kind="diverged")
-    signal = values.get("valid_acc", values[objectives[0].name] if objectives[0].name in values else None)
-    return SeedOutcome(trial.arch_id, seed, "ok", valid_acc=signal, objectives=values)
-
-
-class FunctionEvaluator(Evaluator):
-    """The loop's evaluator for a Python objective: one call per seed, in this thread. An
-    exception from the function is a failed trial (its type and message recorded), as every
-    failure is in the search; KeyboardInterrupt stops the search (a resume continues)."""
-
-    capacity = 1
-
-    def __init__(self, objective: Callable, study: "Study"):
-        self.objective, self.study = objective, study
-        self.queue: List[Trial] = []
-
-    def submit(self, trial: Trial) -> None:
-        self.queue.append(trial)
-
-    def pending(self) -> int:
-        return len(self.queue)
-
-    def wait(self, timeout=None) -> List[SeedOutcome]:
-        trial = self.queue.pop(0)
-        out = []
-        for seed in trial.seeds:
-            arch = self.study.arch_of(trial, seed)
-            try:
-                values = _as_values(self.objective(arch), self.study.objectives, arch)
-            except Exception as exc:  # the user's code: a failed trial, as any evaluation failure
-                out.append(_outcome(trial, seed, self.study.objectives, error=exc))
-                continue
-            out.append(_outcome(trial, seed, self.study.objectives, values))
-        return out
+    @property
+    def user_attrs(self) -> dict:
+        """What its objective kept with `arch.set_user_attr`."""
+        return dict(self.record.get("user_attrs") or {})
 
 
 class _AskTellEvaluator(Evaluator):
     """The evaluator of a loop driven by `ask`/`tell`: submitted trials go to `ask`, outcomes
-    come from `tell`. After `close`, nothing is pending, so the loop stops (`closed`)."""
+    come from `tell`, each asked seed told once. After `close`, nothing is pending, so the loop
+    stops (`closed`)."""
 
     capacity = 1
 
     def __init__(self):
         self.asked: "queue.Queue" = queue.Queue()
         self.told: "queue.Queue" = queue.Queue()
-        self.out = 0  # seed evaluations handed out and not told
+        self.out: set = set()  # (arch_id, seed) handed out and not told
+        self.lock = threading.RLock()
         self.closed = False
+        self.desk = ReportDesk()
+        self.config = self.store = None
+
+    def bind(self, store, config) -> None:
+        self.config, self.store = config, store
+        self.desk.bind(store, config)
 
     def submit(self, trial: Trial) -> None:
-        self.out += len(trial.seeds)
+        with self.lock:
+            self.out.update((trial.arch_id, seed) for seed in trial.seeds)
         for seed in trial.seeds:
-            self.asked.put((trial, seed))
+            node = self.store.node(trial.arch_id)
+            arch = arch_of(self.config, trial, seed, node.params if node else None, node.flops if node else None)
+            arch._channel = DirectChannel(self.desk.answer)
+            self.asked.put((trial, arch))
+
+    def check(self, key: tuple) -> None:
+        """Refuse a `tell` of `key` unless it was asked and not told yet."""
+        with self.lock:
+            if key not in self.out:
+                raise ValueError(f"trial {key[0]} (seed {key[1]}) is not waiting for a result: it was told already, "
+                                 f"or was not asked in this session")
+
+    def take(self, key: tuple, outcome: SeedOutcome) -> None:
+        """The outcome told for `key`, once (pending never drops to 0 between the two steps)."""
+        with self.lock:
+            self.check(key)
+            self.out.discard(key)
+            self.told.put(outcome)
 
     def pending(self) -> int:
-        return 0 if self.closed else self.out
+        with self.lock:
+            return 0 if self.closed else len(self.out) + self.told.qsize()
 
     def wait(self, timeout=None) -> List[SeedOutcome]:
         outcome = self.told.get()
         if outcome is None:  # closed
             return []
-        self.out -= 1
+        self.desk.finished(outcome)
+        self.desk.flush()
         return [outcome]
+
+    def close(self, abort: bool = False) -> None:
+        self.desk.flush()
+
+
+class _Callbacks:
+    """`optimize`'s callbacks (each `callback(study, trial)` as a trial finishes, Optuna's
+    signature) and its progress display, as the loop's observer (an `Observer` by its hooks: the
+    ones not written here are the progress display's)."""
+
+    def __init__(self, study: "Study", callbacks: Sequence[Callable], progress: Optional[Observer] = None):
+        self.study, self.callbacks, self.progress = study, list(callbacks), progress or Observer()
+        self.loop = None
+
+    def started(self, loop):
+        self.loop = loop
+        self.progress.started(loop)
+
+    def finished(self, node):
+        self.progress.finished(node)
+        if self.callbacks:
+            recs = records.records(self.loop.store, arch_id=node.arch_id)  # the writer: what was just committed
+            trial = self.study._trial(recs[0])
+            for callback in self.callbacks:
+                callback(self.study, trial)
+
+    def __getattr__(self, hook):  # recorded, submitted, seed_done, event: the progress display's
+        return getattr(self.progress, hook)
 
 
 class Study:
@@ -192,60 +173,81 @@ class Study:
             self._config = merge(self._stored(), self.settings)
         return self._config
 
-    def arch_of(self, trial: Trial, seed: int) -> Arch:
-        c = self.config()
-        cell = None
-        if c.space == "nb201":
-            try:
-                cell = str(nb201.cell_of_text(trial.text))
-            except nb201.NotInSpace:
-                cell = None
-        node = self._node(trial.arch_id)
-        return Arch(trial.arch_id, trial.text, c.skeleton, c.dataset,
-                    list(resolve_depths(skeleton_info(c.skeleton), c.depths)), trial.widths,
-                    node.get("params"), node.get("flops"), seed, cell, trial.epochs)
-
     def optimize(self, objective: Optional[Callable] = None, n_trials: Optional[int] = None,
-                 timeout: Optional[float] = None):
+                 timeout: Optional[float] = None, n_jobs: int = 1, executor: Optional[str] = None,
+                 address: Optional[str] = None, resources: Optional[dict] = None,
+                 callbacks: Sequence[Callable] = (), show_progress_bar: bool = False):
         """Evaluate `n_trials` more architectures (the root counts as the first trial of a new
         study) with `objective(arch)`, or until `timeout` seconds; resumes where the run stopped.
+
+        `n_jobs` objectives run at once (-1: one per CPU): on threads (the default for several),
+        worker processes (`executor="process"`: the objective is shipped with cloudpickle) or Ray
+        tasks (`executor="ray"`, `address=` a cluster's, `resources=` each task's, e.g.
+        ``{"num_gpus": 0.25}``). The study's `trial_timeout` is enforced by killing the worker, so
+        it needs a process or Ray (without an executor, a process is chosen). `callbacks` are
+        called as ``callback(study, trial)`` when each trial finishes; `show_progress_bar` shows
+        the CLI's progress (`--progress auto`: live on a terminal, a line per trial elsewhere).
+
         Without an objective, the study's own evaluator evaluates them (`create_study(evaluator=
         "training")` trains with the runtime, `"table:FILE"` looks them up), as `nader-search run`
         would. Returns the search's summary (`SearchSummary`)."""
         if self._driver is not None:
             raise RuntimeError("this study is being driven by ask/tell; call study.close() first")
+        given = read_keywords({"n_jobs": n_jobs, "executor": executor, "address": address, "resources": resources},
+                              "optimize", OPTIMIZE_KEYWORDS)
+        for callback in callbacks:
+            if not callable(callback):
+                raise ConfigError(f"optimize: each callback is a function callback(study, trial), not {callback!r:.60}")
         more = {"trials": self._trials_done() + n_trials if n_trials else None, "time_limit": timeout}
         self._config = None
+        evaluator = None
         if objective is None:
             if self.config().evaluator == PYTHON_EVALUATOR:
                 raise ConfigError("this study's trials are evaluated by a Python function: pass it, "
                                   "study.optimize(objective, n_trials=N)")
-            return run_search(self.settings, more, command="nader.search.Study.optimize")
-        return run_search(self.settings, more, evaluator=FunctionEvaluator(objective, self),
-                          command="nader.search.Study.optimize")
+            more.update(_training_executor(given))
+        else:
+            evaluator = FunctionEvaluator(objective, **given)
+        progress = None
+        if show_progress_bar:
+            progress = LiveProgress(mode="auto")
+        observer = _Callbacks(self, callbacks, progress) if (callbacks or progress) else None
+        try:
+            return run_search(self.settings, more, evaluator=evaluator, observer=observer,
+                              command="nader.search.Study.optimize")
+        except RunLocked as exc:
+            raise RunLocked(f"{exc}; {ONE_DRIVER}") from None
+        finally:
+            if progress is not None:
+                progress.close()
 
     def ask(self) -> StudyTrial:
         """The next architecture to evaluate (one per seed), for users who drive the loop."""
         if self._driver is None:
             self._driver = _Driver(self)
         try:
-            trial, seed = self._driver.next()
+            trial, arch = self._driver.next()
         except BaseException:  # the loop ended (bad settings, the space exhausted): the next ask starts afresh
             self._driver = None
             raise
-        arch = self.arch_of(trial, seed)
         return StudyTrial(trial.arch_id, "training", None, trial.text, arch.params, arch.flops, arch=arch)
 
     def tell(self, trial: StudyTrial, values: Any = None, state: str = "complete") -> None:
-        """The result of an asked trial: its value(s), or ``state="fail"``."""
+        """The result of an asked trial: its value(s) (or a dict by objective name, test_acc
+        included), ``state="fail"``, or ``state="pruned"`` (its last `arch.report` is its value).
+        Each asked trial is told once: a second tell is refused (ValueError)."""
         if self._driver is None:
             raise RuntimeError("tell() without ask(): nothing is waiting for a result")
-        t = Trial(trial.number, trial.text, trial.arch.widths, [trial.arch.seed])
-        if state == "fail":
-            outcome = _outcome(t, trial.arch.seed, self.objectives, error=RuntimeError("failed (told)"))
-        else:
-            outcome = _outcome(t, trial.arch.seed, self.objectives, _as_values(values, self.objectives, trial.arch))
-        self._driver.tell(outcome)
+        if state not in ("complete", "fail", "pruned"):
+            raise ValueError(f"tell: state is complete, fail or pruned, not {state!r:.40}")
+        arch = trial.arch
+        if arch is None:
+            raise ValueError("tell: give the trial ask() returned")
+        self._driver.evaluator.check((trial.number, arch.seed))  # a second tell, before its values are read
+        out = {"status": "failed", "error": "failed (told)"} if state == "fail" else \
+            {"status": "pruned"} if state == "pruned" else completed(values, self.objectives)
+        t = Trial(trial.number, trial.text, arch.widths, [arch.seed])
+        self._driver.tell((trial.number, arch.seed), outcome_of(t, arch.seed, self.objectives, finished(out, arch, None)))
 
     def close(self):
         """End an ask/tell session: the loop stops (an asked, untold architecture is asked again
@@ -280,8 +282,9 @@ class Study:
         return self.best_trial.value
 
     def trials_dataframe(self):
-        """One row per trial: number, state, each objective (values_NAME), params, flops, test_acc.
-        A pandas DataFrame when pandas is installed, else a list of dicts."""
+        """One row per trial: number, state, each objective (values_NAME), params, flops, test_acc,
+        seconds, parent, and each user attribute (user_attrs_KEY). A pandas DataFrame when pandas
+        is installed, else a list of dicts."""
         rows = []
         for t in self.trials:
             row = {"number": t.number, "state": t.state}
@@ -289,6 +292,7 @@ class Study:
                 row[f"values_{o.name}"] = v
             row.update(params=t.params, flops=t.flops, test_acc=t.record.get("test_acc"),
                        seconds=t.record.get("seconds"), parent=t.record.get("parent_id"))
+            row.update({f"user_attrs_{k}": v for k, v in sorted(t.user_attrs.items())})
             rows.append(row)
         try:
             import pandas
@@ -313,20 +317,38 @@ class Study:
         with self._open() as reader:
             return records.records(reader)
 
-    def _node(self, arch_id: int) -> dict:
-        with self._open() as reader:
-            node = reader.node(arch_id)
-        return {"params": node.params, "flops": node.flops} if node is not None else {}
-
     def _trials_done(self) -> int:
         return sum(1 for r in self._records() if r["status"] in TRIALS)
 
     def _trial(self, rec: dict) -> StudyTrial:
         values = None
-        if rec["status"] == "ok":
+        if rec["status"] in ("ok", "pruned"):  # a pruned one: its last report, of the first objective
             values = [value(rec, o.name) for o in self.objectives]
         return StudyTrial(rec["arch_id"], rec["status"], values, rec.get("text"), rec.get("params"),
-                          rec.get("flops"), rec)
+                          rec.get("flops"), rec, self._arch_of_record(rec))
+
+    def _arch_of_record(self, rec: dict) -> Optional[Arch]:
+        """A trial read back as its objective saw it (its first seed's call); None without a network."""
+        if not rec.get("text") or not rec.get("widths"):
+            return None
+        seeds = [s["seed"] for s in rec.get("seeds") or () if isinstance(s, dict) and isinstance(s.get("seed"), int)]
+        trial = Trial(rec["arch_id"], rec["text"], rec["widths"], seeds or self.config().resolved_seeds()[:1])
+        return arch_of(self.config(), trial, trial.seeds[0], rec.get("params"), rec.get("flops"))
+
+    def export(self, trial=None, format: str = "nad", path=None, weights=None, seed: Optional[int] = None) -> List[Path]:
+        """Write `trial` (a StudyTrial or its number; None: the best) as `format` (nad, torch, onnx)
+        to `path`, at the widths it was searched with, and OUT.json stating its input and
+        normalisation; `weights`: True for the weights the objective saved (arch.save_weights)
+        or a training's checkpoint, as PATH.pt (onnx: its initializers), or the path to write them to.
+        As `nader-search best --emit`: the paths written; `best_model.ExportError` says why not."""
+        from .best_model import export
+
+        number = trial.number if isinstance(trial, StudyTrial) else trial
+        if path is None:
+            raise ValueError("export: give the path to write (path=...)")
+        with RunReader(self.run_dir) as reader:
+            return export(self.run_dir, reader, format, Path(path), weights=weights or False, trial=number,
+                          seed=seed).paths
 
 
 class _Driver:
@@ -359,15 +381,17 @@ class _Driver:
     def next(self):
         item = self.evaluator.asked.get()
         if item is None:
+            if isinstance(self.error, RunLocked):
+                raise RunLocked(f"{self.error}; {ONE_DRIVER}") from None
             if self.error is not None:
                 raise self.error
             raise RuntimeError(f"the search stopped: {self.summary.stop.message if self.summary else 'no reason'}")
         return item
 
-    def tell(self, outcome: SeedOutcome) -> None:
+    def tell(self, key: tuple, outcome: SeedOutcome) -> None:
         if self.done.is_set() and self.error is not None:
             raise self.error
-        self.evaluator.told.put(outcome)
+        self.evaluator.take(key, outcome)
 
     def close(self):
         self._stopping = True
@@ -377,6 +401,18 @@ class _Driver:
         if self.error is not None:
             raise self.error
         return self.summary
+
+
+def _training_executor(given: dict) -> dict:
+    """`optimize`'s n_jobs and executor for a study the runtime trains (no objective): the pool's
+    workers, or Ray's."""
+    kind = given.get("executor")
+    if kind == "thread":
+        raise ConfigError("the runtime trains in processes: give executor='process' (its pool) or 'ray'")
+    if kind is None and given.get("n_jobs", 1) == 1:
+        return {}
+    return {"executor": "ray" if kind == "ray" else "pool", "workers": given.get("n_jobs", 1),
+            **({"address": given["address"]} if given.get("address") else {})}
 
 
 def _objectives(directions, objectives) -> tuple:
@@ -442,4 +478,4 @@ def load_study(storage: str, study_name: Optional[str] = None) -> Study:
     return study
 
 
-__all__ = ["Arch", "FunctionEvaluator", "Study", "StudyTrial", "create_study", "load_study"]
+__all__ = ["Arch", "FunctionEvaluator", "Study", "StudyTrial", "TrialPruned", "create_study", "load_study"]

@@ -10,13 +10,15 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional
 
 # An architecture's status. Rejected ones never train; valid ones have a fitted text.
-STATUSES = ("proposed", "invalid", "duplicate", "over-budget", "screened-out", "training", "ok", "diverged", "failed",
-            "interrupted", "untrained")  # interrupted: by the machine (disk full, ...), trained again on resume
+STATUSES = ("proposed", "invalid", "duplicate", "over-budget", "screened-out", "training", "ok", "pruned", "diverged",
+            "failed", "interrupted", "untrained")  # interrupted: by the machine (disk full, ...), trained again on resume
 # untrained: the root of a search with `--root none`, a place in the tree that is never a trial
+# pruned: a Python objective stopped early by the study's pruner, with its last reported value (a lower rung)
 REJECTED = frozenset({"invalid", "duplicate", "over-budget"})
-VALID = frozenset({"proposed", "screened-out", "training", "ok", "diverged", "failed", "interrupted", "untrained"})
+VALID = frozenset({"proposed", "screened-out", "training", "ok", "pruned", "diverged", "failed", "interrupted",
+                   "untrained"})
 PENDING = frozenset({"proposed", "training", "interrupted"})  # sent (or to be sent) to an evaluator
-FINAL = frozenset({"ok", "diverged", "failed"})  # evaluated
+FINAL = frozenset({"ok", "pruned", "diverged", "failed"})  # evaluated
 TRIALS = PENDING | FINAL  # what --trials counts
 
 
@@ -44,8 +46,9 @@ class TreeNode:
 
     @property
     def score(self) -> Optional[float]:
-        """What selection maximises: validation accuracy of a successfully trained architecture."""
-        return self.valid_acc if self.status == "ok" else None
+        """What selection maximises: validation accuracy of a successfully trained architecture, or
+        of a pruned one at the step it stopped (as a lower rung's, which `Tree.best` ranks below)."""
+        return self.valid_acc if self.status in ("ok", "pruned") else None
 
 
 class Tree:
@@ -103,9 +106,10 @@ class Tree:
         return sum(1 for n in self.nodes.values() if n.status in TRIALS)
 
     def best(self) -> Optional[TreeNode]:
-        """The highest rung (multi-fidelity searches), then the highest validation accuracy; ties
-        go to fewer parameters, then the earlier architecture."""
+        """The highest rung (multi-fidelity searches; a pruned trial stopped below its own), then the
+        highest validation accuracy; ties go to fewer parameters, then the earlier architecture."""
         scored = self.scored()
         if not scored:
             return None
-        return min(scored, key=lambda n: (-n.rung, -n.score, n.params if n.params is not None else 0, n.arch_id))
+        return min(scored, key=lambda n: (-n.rung, n.status == "pruned", -n.score,
+                                          n.params if n.params is not None else 0, n.arch_id))

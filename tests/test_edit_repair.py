@@ -121,3 +121,30 @@ def test_insert_puts_a_node_between_a_node_and_its_consumers():
     codes = [p.code for p in apply_edits(BASE, "insert 9:BN after 12\ninsert 2:BN after 4\n").problems]
     assert codes == ["edit-unknown-node", "edit-duplicate-node"]
     assert [p.code for p in parse_edits("insert 9:BN behind 4\n").problems] == ["edit-syntax"]
+
+
+def test_keep_applies_the_first_edits_and_leaves_out_the_rest():
+    reply = "##X##\nreplace 4:GELU\nremove 12\ninsert 9:BN after 2\nnot an edit\n"
+    applied = apply_edits(BASE, reply, skip=True, keep=1)
+    assert "4:GELU" in applied.text and "9:BN" not in applied.text
+    # the unknown node after the cut is not judged: the whole tail is left out as such
+    assert [(p.code, p.line) for p in applied.problems] == [("edit-left-out", 3), ("edit-left-out", 4)]
+    assert apply_edits(BASE, reply, skip=True, keep=9).problems == apply_edits(BASE, reply, skip=True).problems
+
+
+def test_repair_leaves_out_the_last_edits_when_the_whole_block_cannot_be_repaired():
+    # removing the output's only feed and what could stand for it leaves no block to repair; the
+    # first edit alone verifies
+    reply = "##X##\nreplace 4:GELU\nremove 8\nremove 7\nremove 6\nremove 5\nremove 3\nremove 2\nremove 4\n"
+    assert _whole_block_repair(reply) is None
+    fixed = repair_edit_reply(reply, BASE, PARENT_HASH)
+    assert fixed is not None and fixed.check.ok and "4:GELU" in fixed.check.text
+    left = [f for f in fixed.result.applied if f.kind == DROP_EDIT]
+    assert left and {f.code for f in left} == {"edit-left-out"} and "left out line 9 `remove 4`" in left[-1].message
+
+
+def _whole_block_repair(reply: str):
+    """The repair of the block all the reply's edits make, as before the rule above."""
+    from nader.compiler.reply_repair import _repair_applied
+
+    return _repair_applied(apply_edits(BASE, reply, skip=True), PARENT_HASH)

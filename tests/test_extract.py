@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from nader.dsl import extract_blocks, parse
 from nader.dsl.format import format_program
 from nader.dsl.parser import parse_line
-from strategies import mutated_texts, programs
+from strategies import programs
+from text_strategies import mutated_texts
 
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -14,7 +14,8 @@ from unittest import mock
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from strategies import compat_texts, mutated_texts, noisy, program_texts, programs, sound_blocks, with_named_ids
+from strategies import program_texts, programs, sound_blocks, with_named_ids
+from text_strategies import compat_texts, mutated_texts, noisy
 
 from nader.dsl import parser as parser_module
 from nader.dsl.fast_lines import read_line

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strategies import mutated, mutated_texts, sound_blocks, with_named_ids
+from strategies import sound_blocks, with_named_ids
+from text_strategies import mutated, mutated_texts
 from nader.compiler.codes import code_table
 from nader.compiler.passes.verify import verify_program
 from nader.dsl.diagnostics import Diagnostic, Fix, FixAvailability, apply_fix

@@ -23,7 +23,8 @@ from nader.dsl import parse
 from nader.dsl.format import duplicate_ids, format_program, format_source, id_map, renumber
 from nader.dsl.ir import Block
 from nader.dsl.ops import Op, reference_text
-from strategies import blocks, compat_texts, mutated_texts, noisy, programs, sound_blocks
+from strategies import blocks, programs, sound_blocks
+from text_strategies import compat_texts, mutated_texts, noisy
 
 # Generating a program takes many draws; these counts keep the file near 20 s.
 MANY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -45,3 +45,18 @@ def test_found_by_fuzzing_a_block_defined_twice_keeps_its_own_diagnostics(tmp_pa
     run = run_nadc(["verify", str(path), "--format", "concise"])
     assert run.code == 1 and "internal error" not in run.stderr
     assert "error[NAD109] unknown symbol `c`" in run.stdout + run.stderr
+
+
+def test_found_by_fuzzing_the_first_line_of_a_file_without_a_header_keeps_its_diagnostics(tmp_path):
+    """fuzz_bench --seed 41, case 44 (`nadc fix` of a mutated file): with no header, the first node line's
+    problems were emitted before its implicit block opened, so they belonged to no block; its unknown
+    symbol then broke shape inference (KeyError, an internal error, already in `nadc verify`)."""
+    from conftest import run_nadc
+
+    path = tmp_path / "headless.nad"
+    path.write_text("2:Conv2d(yy,kernel_size=3)\n0:input\n1:output\n0->2\n2->1\n")
+    run = run_nadc(["verify", str(path), "--format", "concise"])
+    assert run.code == 1 and "internal error" not in run.stderr, run.stderr
+    assert "error[NAD109] unknown symbol `yy`" in run.stdout + run.stderr
+    fixed = run_nadc(["fix", "--unsafe", "--diff", str(path)])
+    assert fixed.code in (0, 1) and "internal error" not in fixed.stderr, fixed.stderr

@@ -50,8 +50,8 @@ def _cheapest(g: dict):
 
 
 class Sampler:
-    def __init__(self, seed: int, reply: bool = False, parent=None):
-        self.g = rules(reply, parent)
+    def __init__(self, seed: int, reply: bool = False, parent=None, **kwargs):
+        self.g = rules(reply, parent, **kwargs)
         self.cost = _cheapest(self.g)
         self.rng = random.Random(seed)
 

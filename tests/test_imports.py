@@ -57,6 +57,7 @@ LAZY_PACKAGES = {
     "tokenizers": "optional extra (agents): the embedding model's tokenizer",
     "pandas": "optional: Study.trials_dataframe returns a DataFrame only where pandas is installed",
     "optuna": "optional extra (optuna): the optuna strategy's samplers",
+    "cloudpickle": "start-up: 17 ms to import; only the process executor of Python objectives ships functions with it",
 }
 
 # Figures: CPU seconds of whole processes, median of 5-7 runs, on the shared 2-core machine (28 November 2026).
@@ -88,11 +89,18 @@ LAZY_IMPORTS = {
     ("nader.search.proxy_scorer", "nader.runtime.data"): TORCH,
     ("nader.search.proxy_scorer", "nader.runtime.pipeline"): TORCH,
     ("nader.search.preflight", "nader.runtime.data"): TORCH,
+    ("nader.search.study", "nader.search.best_model"):
+        TORCH + " and onnx (1.3 s of CPU on top of importing nader.search.study); only Study.export needs them",
     ("nader.runtime.options", "nader.runtime.presets"):
         "start-up: --preset is checked when given; at the top the presets cost `nader-search run --help` 11.6 M "
         "instructions (+2.2%)",
     # -- search (strategies are listed from strategies/catalog.py, so their modules import at the top)
     ("nader.search.candidate", "nader.compiler.mutate"): MUTATE,
+    # -- the API's workers: a worker process or Ray task imports objective.py to run an objective
+    ("nader.search.objective", "nader.compiler.network"):
+        "start-up of every objective worker (0.15 s of import each): only arch.module() builds a network",
+    ("nader.runtime.ray_executor", "asyncio"):
+        "start-up: 50 ms to import, for nader-search eval and run too; only the mailbox actor, on a Ray worker, uses it",
 }
 
 #: Library modules that still import a command-line module, and why.

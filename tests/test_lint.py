@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO_ROOT, run_nadc, shared_dir
-from strategies import blocks, mutated_texts, program_texts
+from strategies import blocks, program_texts
+from text_strategies import mutated_texts
 from nader.compiler.cli import COMMANDS
 from nader.compiler.codes import code_table
 from nader.compiler.lint import engine

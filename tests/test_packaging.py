@@ -74,6 +74,24 @@ def test_grammar_is_package_data():
     assert (REPO_ROOT / "grammar" / "nad.lark").is_file()
 
 
+def test_the_install_section_pins_torchs_cpu_build_and_pandas_has_an_extra():
+    """README's install lines take torch's CPU build through the pins (without them pip takes the CUDA
+    build: it says so); its extras table names extras that exist; pandas, which
+    Study.trials_dataframe returns a DataFrame with, has the `api` extra, `all`, a pin and dev."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Install (as a library)", 1)[1].split("\n## ", 1)[0]
+    lines = [ln for ln in section.split("```")[1].splitlines() if ln.startswith("pip install")]
+    assert lines and all("-c constraints.txt" in ln for ln in lines), lines
+    assert "CUDA build" in section and "CPU build" in section
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    listed = [name for name in (ln.split("`[", 1)[1].split("]`", 1)[0] for ln in section.splitlines()
+                                if ln.startswith("| `["))]
+    assert "api" in listed and set(listed) <= set(extras), listed
+    assert extras["api"] == ["pandas>=2"] and "api" in extras["all"][0] and "pandas>=2" in extras["dev"]
+    pins = (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    assert any(ln.startswith("pandas==") for ln in pins) and any(ln.startswith("torch==") for ln in pins)
+
+
 # -- the built wheel, installed into a fresh venv -----------------------------------------
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from conftest import run_nadc
-from strategies import mutated, mutated_texts, sound_blocks
+from strategies import sound_blocks
+from text_strategies import mutated, mutated_texts
 from nader.compiler.passes.canonical import canonical_hash
 from nader.compiler.passes.verify import verify_program
 from nader.compiler.repair import all_kinds, repair_text, suggest_fixes

@@ -5,7 +5,8 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import mutated_texts, sound_blocks
+from strategies import sound_blocks
+from text_strategies import mutated_texts
 
 from nader.compiler.commands.forked import MAX_ITEMS
 from nader.compiler.commands import verify as verify_command

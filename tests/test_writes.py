@@ -15,25 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import run_nadc
+from test_full_disk import BN_TWO_INPUTS, MESSY, _padded
 from nader.inputs import writes
 from nader.inputs.writes import WriteRefused, claim_outputs, write_file
 from nader.runtime.outputs import CHECKPOINTS, OWN_FILES, claim, run_file
-
-# A block whose unsafe fix (merge the BN's two inputs with an Add) makes the text longer.
-BN_TWO_INPUTS = ("##MobileNetBlock##\n0:input\n1:output\n2:Conv2d(out_channels=C,kernel_size=3,stride=1,groups=C)\n"
-                 "3:Conv2d(out_channels=C,kernel_size=5,stride=1,groups=C)\n4:BN\n0->2\n0->3\n2->4\n3->4\n4->1\n")
-MESSY = "###A###\n0 : input   #in\n1:output  #out\n2:BN()  #bn\n0->2  #x\n2->1  #y\n"  # fmt makes it longer
-
-
-def _padded(text: str, size: int) -> str:
-    """`text` with comment lines in front, `size` bytes in all: the fixed text then needs one page more."""
-    pad = size - len(text)
-    lines = []
-    while pad > 0:
-        line = "#" + "x" * min(78, pad - 2) + "\n"
-        lines.append(line)
-        pad -= len(line)
-    return "".join(lines) + text
 
 
 def _no_space(fd, data):
@@ -65,10 +50,10 @@ def test_fix_json_says_the_file_was_not_written(tmp_path, monkeypatch):
 
 
 @contextlib.contextmanager
-def _tiny_filesystem(folder: Path):
-    """A 64 KiB tmpfs at `folder` (root, where mounting is permitted); None elsewhere."""
+def _tiny_filesystem(folder: Path, size: str = "64k"):
+    """A 64 KiB (`size`) tmpfs at `folder` (root, where mounting is permitted); None elsewhere."""
     folder.mkdir()
-    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+    mounted = os.geteuid() == 0 and subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
                                                    capture_output=True).returncode == 0
     try:
         yield folder if mounted else None

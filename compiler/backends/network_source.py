@@ -133,7 +133,7 @@ def emit_network_source(parsed, options) -> Emitted:
     except BuildError as error:
         raise EmitError(str(error), error.diagnostics) from None
     plan, arch = info.pop("_plan"), info.pop("_arch")
-    return Emitted(network_source(arch, plan, info), tuple(note_lines(parsed.program.path, info)))
+    return Emitted(network_source(arch, plan, info), tuple(note_lines(parsed.program.path, info, getattr(options, "recorded", None))))
 
 
 def emit_torch(parsed, options):

@@ -49,6 +49,7 @@ class EmitOptions:
     in_channels: Optional[int] = None  # block-level emitters: input width to build at
     out_path: Optional[str] = None
     domain: Domain = SQUARE  # block-level emitters: the input sizes blocks are verified for
+    recorded: Optional[dict] = None  # the file's network line (`read_header`): a network at other widths is warned of
 
 
 def program_json(program: Program) -> dict:
@@ -142,7 +143,8 @@ def _echo_notes(error: EmitError) -> None:
 
 def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOptions:
     """The options with the file's network line (`# nadc-network: ...`, written by `nader-search
-    best --emit nad`) filling what no flag gave: torch and onnx then build the whole network."""
+    best`) filling what no flag gave: torch and onnx then build the whole network. The line is kept
+    (`recorded`), so a network built at other widths than it records is warned of."""
     from nader.compiler.network_header import HeaderError, read_header
 
     if emit not in ("torch", "onnx"):
@@ -151,8 +153,10 @@ def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOp
         header = read_header(parsed.source)
     except HeaderError as error:
         raise EmitError(f"{parsed.program.path}: {error}") from None
-    if header is None or (options.network and options.network != header["skeleton"]):
+    if header is None:
         return options
+    if options.network and options.network != header["skeleton"]:  # another skeleton: its own fit, warned of
+        return dataclasses.replace(options, recorded=header)
     if "classes" in header and header.get("dataset"):
         from nader.compiler.errors import BuildError
         from nader.compiler.datasets import dataset_info
@@ -167,7 +171,7 @@ def _with_header(parsed: ParseResult, options: EmitOptions, emit: str) -> EmitOp
     return dataclasses.replace(
         options, network=header["skeleton"], dataset=options.dataset or header.get("dataset"),
         widths=options.widths or header.get("widths"), depths=options.depths or header.get("depths"),
-        input_size=options.input_size or header.get("input_size"))
+        input_size=options.input_size or header.get("input_size"), recorded=header)
 
 
 def _write(outputs: list, out_path: Optional[str]) -> None:

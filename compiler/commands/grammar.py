@@ -10,8 +10,9 @@ import click
 
 from nader.compiler.commands.common import load_one, report
 from nader.compiler.grammar_export import FORMATS, REPLIES, render_grammar
+from nader.dsl.edits import EDITS_PER_REPLY, SMALL_EDITS_PER_REPLY
 from nader.inputs.cli import options
-from nader.inputs.settings import Choice, Path, Setting, output_format
+from nader.inputs.settings import Choice, Integer, Path, Setting, output_format
 
 
 @click.command("grammar")
@@ -25,11 +26,16 @@ from nader.inputs.settings import Choice, Path, Setting, output_format
                       "cell, a reasoning line of a few words and `op_list = [...]` with the space's operation ids, "
                       "either first."),
          Setting("--parent", Path("file"), metavar="FILE",
-                 help="With `--reply edits`: edits of FILE's first block only (its node ids and the next free ones, "
-                      "computing operations), as the Modifier sends it."))
-def grammar_cmd(fmt, reply, parent):
+                 help="With `--reply edits`: edits of FILE's first block only (its node ids, computing "
+                      "operations, and new nodes taking the next free ids in order), as the Modifier sends it."),
+         Setting("--most", Integer(1, EDITS_PER_REPLY), default=EDITS_PER_REPLY, metavar="N",
+                 help=f"With `--reply edits`: at most N edit lines (the Modifier sends {SMALL_EDITS_PER_REPLY} where "
+                      "the model's profile says `small = true`)."))
+def grammar_cmd(fmt, reply, parent, most):
     """Print the grammar of block files: operations and their parameters from the registry."""
     block = None
+    if most != EDITS_PER_REPLY and reply != "edits":
+        raise click.UsageError("--most bounds the edit reply's grammar: add `--reply edits`")
     if parent is not None:
         if reply != "edits":
             raise click.UsageError("--parent specialises the edit reply's grammar: add `--reply edits`")
@@ -43,4 +49,4 @@ def grammar_cmd(fmt, reply, parent):
 
         click.echo(reply_grammar(fmt), nl=False)
         return
-    click.echo(render_grammar(fmt, reply, block), nl=False)
+    click.echo(render_grammar(fmt, reply, block, most), nl=False)

@@ -52,10 +52,13 @@ BUILT_IN = (
     FixKind("add-terminal", "unsafe", ("NAD204",), "Add a missing `input` or `output` node.",
             "A block without `output` gets `N:output`; it still needs an edge into it.", 60),
     FixKind("drop-edit", "unsafe", ("edit-unknown-node", "edit-duplicate-node", "edit-unknown-edge",
-                                    "edit-duplicate-edge", "edit-syntax", "edit-too-many", "edit-line-too-long"),
+                                    "edit-duplicate-edge", "edit-syntax", "edit-too-many", "edit-line-too-long",
+                                    "edit-left-out"),
             "Leave out an edit of an LLM's edit reply that cannot apply; the others apply.", """
     An edit reply (`reply = "edits"`, nader.dsl.edits) whose edits do not all apply is repaired
     from the block the others make of the parent (nader.compiler.reply_repair), which is then
     repaired like any block. `replace 3x3:BN` (no node `3x3`) is left out and `replace 4:GELU`
-    applies. Unsafe: the edit left out was part of what the model meant.""", 70),
+    applies. Where no repair makes that block verify, the reply's last edits are left out too
+    (`edit-left-out`), the longest beginning that repairs first. Unsafe: the edit left out was part
+    of what the model meant.""", 70),
 )

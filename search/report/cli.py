@@ -175,13 +175,13 @@ def _read(run_dir, repair: bool, read):
     return out
 
 
-def _claim(output) -> None:
+def _claim(*outputs) -> None:
     """Refuse, before reading the run, an output that is a run directory's own file (`-o
     RUN/runs.sqlite`) or several outputs on one file (nader.runtime.outputs)."""
     from nader.runtime.outputs import claim
 
     try:
-        claim([output])
+        claim(outputs)
     except WriteRefused as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -236,18 +236,22 @@ def status_command(run_dir, fmt, repair):
 
 @click.command("best", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("run_dir", type=click.Path(file_okay=False), metavar="RUN")
-@options(output_format("nad", "json", help="nad: the architecture's text (a comment line, then the blocks); json: "
-                                             "its whole record."),
+@options(output_format("nad", "json", help="nad: the architecture's text (a comment line, its network line, then "
+                                             "the blocks); json: its whole record."),
          Setting("--trial", Integer(0), metavar="N",
                  help="Architecture #N instead of the best (ids as `nader-search status` lists them)."),
          Setting("--emit", Choice(("nad", "torch", "onnx"), case_sensitive=True),
-                 help="Write the trained network, ready to rebuild: nad (the architecture with a network line "
-                      "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx. Needs -o."),
-         Setting("--weights", Flag(), "--emit: also the trained weights: OUT.pt, a state_dict for the emitted "
-                                      "network (onnx: its initializers)."),
+                 help="Write the network of the best architecture (or --trial N's, whoever evaluated it) at the "
+                      "widths it was searched with, ready to rebuild: nad (the architecture with a network line "
+                      "`nadc ARCH.nad --emit torch` reads), torch (standalone PyTorch source) or onnx; beside it "
+                      "OUT.json states its input, classes and normalisation. Needs -o."),
+         Setting("--weights", Flag(), "--emit: also the trained weights (a training's checkpoint, or what a Python "
+                                      "objective saved with arch.save_weights): OUT.pt, a state_dict that loads "
+                                      "strictly into the emitted network (onnx: its initializers); refused where "
+                                      "there are none."),
          BY_NAME["seed"].but(name="weights_seed", default=None, shown_default="the one with the best validation "
                                                                               "accuracy",
-                             help="--weights: the seed whose training to take."),
+                             help="--emit: the seed whose results (and with --weights, trained weights) to take."),
          _OUTPUT,
          Setting("--pareto", Flag(), "List the non-dominated set over the run's objectives (a table; --format json: "
                                      "the records)."),
@@ -255,10 +259,12 @@ def status_command(run_dir, fmt, repair):
          REPAIR_STORE)
 def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, pareto, objectives, repair):
     """Print the best architecture (highest validation accuracy), ready for nadc; --pareto: the
-    non-dominated set; with --emit, write the trained network (and with --weights its weights) so
-    that it rebuilds from the file alone."""
+    non-dominated set; with --emit, write its network (or any trial's) at the widths it was searched
+    with, and with --weights its trained weights, so that it rebuilds from the file alone."""
     from .. import records
 
+    if output:
+        _claim(output)  # before the run is read: never its own database, lock or checkpoints
     if pareto or objectives:
         _best_pareto(run_dir, fmt, output, objectives, repair)
         return
@@ -266,38 +272,51 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
         if weights or weights_seed is not None:
             click.echo("error: --weights and --seed go with --emit nad|torch|onnx", err=True)
             sys.exit(2)
-        if trial is not None:
-            def pick(reader, problems):
-                return next((r for r in records.records(reader, problems=problems) if r["arch_id"] == trial), None)
-            rec = _read(run_dir, repair, pick)
-            if rec is None:
-                click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
-                sys.exit(2)
-        else:
-            rec = _read(run_dir, repair, lambda reader, problems: records.best(reader, problems))
+
+        def pick(reader, problems):
+            from ..trial_network import network_of
+
+            if trial is None:
+                rec = records.best(reader, problems)
+            else:
+                rec = next((r for r in records.records(reader, problems=problems) if r["arch_id"] == trial), None)
+            return rec, (network_of(reader.stored_config(problems=[]), rec) if rec is not None else None)
+
+        rec, net = _read(run_dir, repair, pick)
+        if rec is None and trial is not None:
+            click.echo(f"error: {run_dir} has no architecture #{trial}", err=True)
+            sys.exit(2)
         if rec is None:
             click.echo(f"error: no architecture of {run_dir} has trained successfully yet", err=True)
             sys.exit(1)
-        _write(json.dumps(rec, indent=2, default=str) + "\n" if fmt == "json" else records.best_text(rec), output)
+        if fmt == "json":
+            _write(json.dumps(rec, indent=2, default=str) + "\n", output)
+        else:
+            from ..trial_network import network_line
+
+            _write(network_line(rec, net), output)
         return
     _emit_best(run_dir, emit, output, weights, trial, weights_seed, repair)
 
 
 def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
-    from ..best_model import ExportError, export
+    from ..best_model import ExportError, export, outputs
 
     if not output:
         click.echo(f"error: --emit {emit} writes files: give -o OUT (e.g. -o best.{'py' if emit == 'torch' else emit})",
                    err=True)
         sys.exit(2)
+    _claim(*outputs(emit, output, weights))  # OUT, OUT.pt, OUT.json: before the run is read
     try:
-        written = _read(run_dir, repair, lambda reader, problems: export(run_dir, reader, emit, Path(output),
-                                                                         weights=weights, trial=trial, seed=seed,
-                                                                         problems=problems))
+        done = _read(run_dir, repair, lambda reader, problems: export(run_dir, reader, emit, Path(output),
+                                                                      weights=weights, trial=trial, seed=seed,
+                                                                      problems=problems))
     except ExportError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(exc.code)
-    for path in written:
+    for note in done.notes:
+        click.echo(note, err=True)
+    for path in done.paths:
         click.echo(f"wrote {path}", err=True)
 
 

@@ -33,6 +33,7 @@ from nader.dsl.parser import parse
 from nader.runtime.errors import ConfigError
 
 from ..objectives import pareto_set, parse_objectives, value
+from ..trial_network import PYTHON, evaluator_kind
 from .model import FAILED_STATUSES, ReportArch, Run
 
 TOP_N = 10
@@ -110,8 +111,9 @@ def objective_front(run: Run, archs: list[ReportArch]) -> Optional[dict]:
 
 def simulated_time(run: Run) -> bool:
     """Whether the run's trials were answered from a tabular benchmark: its time axis is then the
-    simulated training time the table reports, summed over the trials in finishing order."""
-    return bool((run.config or {}).get("evaluator"))
+    simulated training time the table reports, summed over the trials in finishing order (a Python
+    objective's or a registered evaluator's trials take wall time)."""
+    return evaluator_kind(run.config or {}) == "table"
 
 
 def _best_so_far(archs: list[ReportArch], start: Optional[float], simulated: bool = False) -> list[dict]:
@@ -239,7 +241,8 @@ def render_report(run: Run, archs: list[ReportArch], *, top_n: int = TOP_N, gene
     css, d3, script = _static("report.css"), _static("d3.min.js"), _static("report.js")
     return _env().get_template("report.html.j2").render(
         run=run, facts=facts, top=top, codes=codes, kinds=kinds, data=data, simulated=simulated_time(run),
-        promotions=promotions(archs), proposals=proposals(archs), repaired_label=REPAIRED,
+        objective_evaluates=evaluator_kind(run.config or {}) == PYTHON, promotions=promotions(archs),
+        proposals=proposals(archs), repaired_label=REPAIRED,
         generated=time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(generated or time.time())),
         css=css, d3=d3, script=script, csp=content_security_policy([d3, script], [css], images=True))
 

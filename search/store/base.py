@@ -31,8 +31,14 @@ class BaseReader(ABC):
         """One architecture (None when the run has no such id)."""
 
     @abstractmethod
-    def records(self, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
-        """Every architecture's whole record with its seeds (and rungs), in id order."""
+    def records(self, with_text: bool = True, problems: Optional[list] = None,
+                arch_id: Optional[int] = None) -> List[dict]:
+        """Every architecture's whole record with its seeds, user attributes (and rungs), in id
+        order; with `arch_id`, only that one's."""
+
+    @abstractmethod
+    def reports(self) -> List[tuple]:
+        """(arch_id, seed, step, value) of what Python objectives reported while running."""
 
     @abstractmethod
     def counts(self) -> dict:
@@ -125,8 +131,14 @@ class BaseStore(BaseReader):
     @abstractmethod
     def record_seed(self, arch_id: int, seed: int, *, status: str, valid_acc=None, test_acc=None, seconds=None,
                     epochs=None, error=None, error_kind=None, job_id=None, result: Optional[Result] = None,
-                    seeds_total: int = 1, objectives: Optional[dict] = None) -> Optional[TreeNode]:
-        """One seed's outcome with the runtime's result; the node when it was the last seed."""
+                    seeds_total: int = 1, objectives: Optional[dict] = None,
+                    user_attrs: Optional[dict] = None) -> Optional[TreeNode]:
+        """One seed's outcome (ok, pruned, diverged, failed) with the runtime's result and the
+        objective's user attributes; the node when it was the last seed."""
+
+    @abstractmethod
+    def add_reports(self, rows: Iterable[tuple]) -> None:
+        """(arch_id, seed, step, value) reports of Python objectives (the driver writes them)."""
 
     @abstractmethod
     def refresh(self, arch_id: int, seeds_total: int) -> Optional[TreeNode]: ...

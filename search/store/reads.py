@@ -23,7 +23,9 @@ COLUMNS = ("arch_id", "parent_id", "depth", "status", "origin", "operator", "dup
            "widths", "binding", "valid_acc", "valid_std", "test_acc", "test_std", "seconds", "seeds_done", "attempts",
            "tokens_in", "tokens_out", "cost_usd", "created", "started", "finished")
 _JSON_COLUMNS = {"change": (dict,), "diagnostics": (dict, list), "widths": (list,), "prescreen": (dict,),
-                 "objectives": (dict,)}
+                 "objectives": (dict,), "user_attrs": (dict,)}
+#: columns added after the first release that records carry when the store has them (sqlite.ADDED_COLUMNS)
+_LATER_COLUMNS = ("objectives", "user_attrs")
 _SEED_KEYS = ("arch_id", "seed", "job_id", "status", "valid_acc", "test_acc", "seconds", "epochs", "error",
               "error_kind")
 # What each plain column must hold; a damaged cell of another type is left out (None) with a warning.
@@ -120,17 +122,20 @@ class TreeReads:
         with self._lock:
             return {r[1] for r in self.conn.execute(f"PRAGMA table_info({_quoted(table)})")}
 
-    def records(self, with_text: bool = True, problems: Optional[list] = None) -> List[dict]:
-        """Every architecture's record, in id order, with its per-seed results under "seeds" and, in
-        a multi-fidelity search, its rungs under "rungs" (`nader-search export`)."""
+    def records(self, with_text: bool = True, problems: Optional[list] = None,
+                arch_id: Optional[int] = None) -> List[dict]:
+        """Every architecture's record (or only `arch_id`'s), in id order, with its per-seed results
+        under "seeds", a Python objective's attributes under "user_attrs" ({} when none) and, in a
+        multi-fidelity search, its rungs under "rungs" (`nader-search export`)."""
         problems = [] if problems is None else problems
         cols = list(COLUMNS) + ["change", "diagnostics", "prescreen"] + (["text"] if with_text else [])
-        if "objectives" in self._columns("archs"):  # added later (sqlite.ADDED_COLUMNS)
-            cols.append("objectives")
+        have = self._columns("archs")
+        cols += [c for c in _LATER_COLUMNS if c in have]  # added later (sqlite.ADDED_COLUMNS)
+        clause, args = ("WHERE arch_id=?", (arch_id,)) if arch_id is not None else ("", ())
         with self._lock:
-            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM archs ORDER BY arch_id").fetchall()
-            seed_rows = self.conn.execute(f"SELECT {', '.join(_SEED_KEYS)} FROM arch_seeds "
-                                          f"ORDER BY arch_id, seed").fetchall()
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM archs {clause} ORDER BY arch_id", args).fetchall()
+            seed_rows = self.conn.execute(f"SELECT {', '.join(_SEED_KEYS)} FROM arch_seeds {clause} "
+                                          f"ORDER BY arch_id, seed", args).fetchall()
         out = []
         for row in rows:
             rec = dict(zip(cols, tuple(row)))
@@ -138,6 +143,7 @@ class TreeReads:
             for key, expect in _JSON_COLUMNS.items():
                 if key in rec:
                     rec[key] = json_cell(rec[key], "archs", where, key, problems, expect)
+            rec["user_attrs"] = rec.get("user_attrs") or {}
             out.append(_clean(rec, "archs", where, problems))
         seeds: dict = {}
         for row in seed_rows:
@@ -169,6 +175,17 @@ class TreeReads:
             out.setdefault(arch_id, []).append({"rung": rung, "epochs": epochs, "status": status, "valid_acc": valid,
                                                 "test_acc": test, "promoted": bool(promoted)})
         return out
+
+    def reports(self) -> List[tuple]:
+        """(arch_id, seed, step, value) of everything Python objectives reported (`arch.report`), in
+        order; value None where NaN was reported. Empty for a run made before reports existed."""
+        if not self._has_table("arch_reports"):
+            return []
+        with self._lock:
+            rows = self.conn.execute("SELECT arch_id, seed, step, value FROM arch_reports "
+                                     "ORDER BY arch_id, seed, step").fetchall()
+        return [tuple(r) for r in rows if all(isinstance(x, int) for x in r[:3])
+                and (r[3] is None or isinstance(r[3], (int, float)))]
 
     def counts(self) -> dict:
         """status -> how many architectures have it."""

@@ -9,6 +9,8 @@ the runtime's tables (`SearchStore`, the writer; its reads are `reads.TreeReads`
 ``search_sessions`` one row per ``nader-search run`` invocation on the run directory
 ``fidelity_brackets``, ``arch_rungs``  multi-fidelity searches: the brackets, and each rung an
                    architecture entered (results of the rungs it left; see `nader.search.fidelity`)
+``arch_reports``   what a Python objective reported while it ran (`arch.report(value, step)`), which
+                   the pruners read (`nader.search.pruners`)
 
 Every change is one short transaction (WAL journal, synchronous=NORMAL), so a killed process
 leaves the tree as it was after the last committed change: a row is either inserted with its check outcome or not at
@@ -90,6 +92,12 @@ CREATE TABLE IF NOT EXISTS arch_rungs (
     PRIMARY KEY (arch_id, rung)
 );
 CREATE INDEX IF NOT EXISTS arch_rungs_bracket ON arch_rungs(bracket, rung);
+CREATE TABLE IF NOT EXISTS arch_reports (
+    arch_id INTEGER NOT NULL, seed INTEGER NOT NULL, step INTEGER NOT NULL,
+    value REAL,                             -- NULL: the objective reported NaN
+    recorded REAL NOT NULL,
+    PRIMARY KEY (arch_id, seed, step)
+);
 """
 
 # Columns added after the first release: (table, column, type). A store opened for writing gains
@@ -97,7 +105,10 @@ CREATE INDEX IF NOT EXISTS arch_rungs_bracket ON arch_rungs(bracket, rung);
 ADDED_COLUMNS = (
     ("archs", "objectives", "TEXT"),       # JSON: the mean over ok seeds of each reported objective (objectives.py)
     ("arch_seeds", "objectives", "TEXT"),  # JSON: what the evaluator reported beyond the accuracies
+    ("archs", "user_attrs", "TEXT"),       # JSON: a Python objective's `arch.set_user_attr` (objective.py bounds it)
 )
+#: seeds whose values are the architecture's: trained to the end, or pruned at a lower step (its last value)
+_SCORED = ("ok", "pruned")
 
 
 def _mean_std(values: List[float]):
@@ -226,13 +237,17 @@ class SearchStore(TreeReads, RunStore, BaseStore):
 
     def record_seed(self, arch_id: int, seed: int, *, status: str, valid_acc=None, test_acc=None, seconds=None,
                     epochs=None, error=None, error_kind=None, job_id=None, result: Optional[Result] = None,
-                    seeds_total: int = 1, objectives: Optional[dict] = None) -> Optional[TreeNode]:
-        """Commit one seed's outcome (with the runtime's result record, if any) and, when it is the
+                    seeds_total: int = 1, objectives: Optional[dict] = None,
+                    user_attrs: Optional[dict] = None) -> Optional[TreeNode]:
+        """Commit one seed's outcome (with the runtime's result record, if any, and the user
+        attributes its objective set, merged into the architecture's) and, when it is the
         architecture's last seed, its aggregate and final status; returns the node when final."""
         now = time.time()
         with self._tx() as c:
             if result is not None:
                 self._put_result(c, result, now)
+            if user_attrs:
+                self._merge_user_attrs(c, arch_id, user_attrs)
             c.execute("INSERT OR REPLACE INTO arch_seeds(arch_id, seed, job_id, status, valid_acc, test_acc, seconds, "
                       "epochs, error, error_kind, finished, objectives) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                       (arch_id, seed, job_id, status, valid_acc, test_acc, seconds, epochs, error, error_kind, now,
@@ -247,11 +262,28 @@ class SearchStore(TreeReads, RunStore, BaseStore):
         return self.node(arch_id) if final else None
 
     @staticmethod
+    def _merge_user_attrs(c, arch_id: int, attrs: dict) -> None:
+        row = c.execute("SELECT user_attrs FROM archs WHERE arch_id=?", (arch_id,)).fetchone()
+        try:
+            merged = json.loads(row[0]) if row and row[0] else {}
+        except (TypeError, ValueError):  # a damaged cell is replaced, not merged into
+            merged = {}
+        merged = {**(merged if isinstance(merged, dict) else {}), **attrs}
+        c.execute("UPDATE archs SET user_attrs=? WHERE arch_id=?", (json.dumps(merged, sort_keys=True), arch_id))
+
+    def add_reports(self, rows: Iterable[tuple]) -> None:
+        """(arch_id, seed, step, value) reports of Python objectives; a step reported again is kept once."""
+        now = time.time()
+        with self._tx() as c:
+            c.executemany("INSERT OR IGNORE INTO arch_reports(arch_id, seed, step, value, recorded) VALUES (?,?,?,?,?)",
+                          [(a, s, st, v, now) for a, s, st, v in rows])
+
+    @staticmethod
     def _aggregate(c, arch_id: int, seeds_total: int, now: float) -> bool:
         rows = c.execute("SELECT status, valid_acc, test_acc, seconds, error, error_kind, seed, objectives FROM "
                          "arch_seeds WHERE arch_id=? ORDER BY seed", (arch_id,)).fetchall()
         final = len(rows) >= seeds_total
-        ok = [r for r in rows if r[0] == "ok"]
+        ok = [r for r in rows if r[0] == "ok"] or [r for r in rows if r[0] == "pruned"]  # the values it has
         valid, valid_std = _mean_std([r[1] for r in ok if r[1] is not None])
         test, test_std = _mean_std([r[2] for r in ok if r[2] is not None])
         earlier = c.execute("SELECT COALESCE(SUM(seconds), 0) FROM arch_rungs WHERE arch_id=? AND promoted=1",
@@ -259,8 +291,9 @@ class SearchStore(TreeReads, RunStore, BaseStore):
         sets = {"seeds_done": len(rows), "seconds": earlier + sum(r[3] or 0.0 for r in rows), "updated": now}
         if final:
             statuses = {r[0] for r in rows}
-            arch_status = "ok" if "ok" in statuses else "diverged" if "diverged" in statuses else "failed"
-            bad = [{"seed": r[6], "status": r[0], "error": r[4], "error_kind": r[5]} for r in rows if r[0] != "ok"]
+            arch_status = next(s for s in ("ok", "pruned", "diverged", "failed") if s in statuses or s == "failed")
+            bad = [{"seed": r[6], "status": r[0], "error": r[4], "error_kind": r[5]} for r in rows
+                   if r[0] not in _SCORED]
             sets.update(status=arch_status, valid_acc=valid, test_acc=test, valid_std=valid_std, test_std=test_std,
                         finished=now, diagnostics=json.dumps(bad) if bad else None,
                         objectives=_mean_objectives([r[7] for r in ok]))

@@ -221,5 +221,6 @@ def _distributions(kind: str) -> dict:
 
 
 def _value(node) -> Optional[float]:
-    """What the study maximises: the validation accuracy of a trained (or diverged) node."""
-    return node.valid_acc if node.status in ("ok", "diverged") else None
+    """What the study maximises: the validation accuracy of a trained (or diverged) node, or of a
+    pruned one at the step it stopped (as a lower rung's)."""
+    return node.valid_acc if node.status in ("ok", "pruned", "diverged") else None

@@ -11,8 +11,9 @@ import pytest
 
 from llm_fixtures import make_client, no_outside_network, server  # noqa: F401 (fixtures)
 from nader.agents.llm.profiles import ModelProfile
-from nader.agents.modifier import EDITS, EDITS_REPAIR, Modifier, block_grammar, edits_grammar
+from nader.agents.modifier import EDITS, EDITS_REPAIR, EDITS_SMALL, Modifier, block_grammar, edits_grammar
 from nader.compiler.grammar_export import render_grammar
+from nader.dsl.edits import EDITS_PER_REPLY, SMALL_EDITS_PER_REPLY
 from nader.dsl.parser import parse
 from scripted import ScriptedLLM
 
@@ -59,6 +60,26 @@ def test_edits_go_with_the_edit_grammar_where_the_profile_names_a_field(server, 
     assert 'op-id ::= "2" | "3" | "4" | "5" | "6" | "7" | "8"' in " ".join(body["grammar"].split())
 
 
+@pytest.mark.parametrize("small", [True, False])
+def test_a_small_profile_gets_the_v3_prompt_and_the_smaller_bound(server, tmp_path, small):
+    server.responder = ScriptedLLM({PLAN: [EDIT]})
+    with closing(_client(server, tmp_path, reply="edits", grammar="llama.cpp", small=small)) as client:
+        modifier = Modifier(client, rounds=1)
+        assert modifier.write_block(BASE, PLAN).ok
+        assert modifier.edit_bound() == ((EDITS_SMALL, SMALL_EDITS_PER_REPLY) if small else (EDITS, EDITS_PER_REPLY))
+    (body,) = server.chat_requests
+    most = SMALL_EDITS_PER_REPLY if small else EDITS_PER_REPLY
+    parent = parse(BASE).program.blocks[0]
+    assert body["grammar"] == edits_grammar(BASE, most) == render_grammar("gbnf", reply="edits", parent=parent,
+                                                                          most=most)
+    assert f"then 1 to {most} lines" in body["grammar"]
+    text = body["messages"][-1]["content"]
+    assert f"(at most {most})" in text
+    # v3 names the nodes `replace` may change and the ids new nodes take, as its grammar enforces
+    said = "`replace` and `remove` name one of the nodes 2, 3, 4, 5, 6, 7, 8; new nodes take the ids 9, 10, 11, 12"
+    assert (said in text) is small and ("each once, then stop" in body["messages"][0]["content"]) is small
+
+
 def test_block_profile_and_modifier_setting(server, tmp_path):
     server.responder = ScriptedLLM({PLAN: [EDIT]})
     with closing(_client(server, tmp_path)) as client:  # reply = "block": an edit reply is no block
@@ -71,7 +92,8 @@ def test_block_profile_and_modifier_setting(server, tmp_path):
 
 def test_the_edit_prompts_are_new_versions():
     from nader.agents.prompts import prompt_doc
-    assert "edits" in prompt_doc(EDITS) and "edits" in prompt_doc(EDITS_REPAIR)
+    assert "edits" in prompt_doc(EDITS) and "edits" in prompt_doc(EDITS_REPAIR) and "small" in prompt_doc(EDITS_SMALL)
+    assert (EDITS, EDITS_SMALL) == ("modifier_edits.v2", "modifier_edits.v3")  # v2 kept: recorded runs replay
 
 
 # ------------------------------------------------------------------ the compiler's repairs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 import torch
@@ -140,3 +141,149 @@ def test_a_damaged_network_line_is_one_error(tmp_path):
         read_header(bad.read_text())
     r = nadc(bad, "--emit", "torch")
     assert r.exit_code == 1 and "depths=1,x is not a list of positive integers" in r.output
+
+
+# -- issue 41, finding 12: a checkpoint is loaded strictly into the emitted network before anything is written
+
+def _copy(run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    return copy
+
+
+def _damage(run, best, how: str) -> None:
+    path = run / "checkpoints" / f"{best['seeds'][0]['job_id']}.pt"
+    ck = torch.load(path, weights_only=True)
+    model = ck["model"]
+    key = next(k for k in model if k.endswith("weight") and model[k].dim() > 1)
+    if how == "missing":
+        del model[key]
+    elif how == "unexpected":
+        model["extra.weight"] = torch.zeros(3)
+    elif how == "shape":
+        model[key] = torch.zeros(*model[key].shape[:-1], model[key].shape[-1] + 1)
+    else:  # not tensors
+        ck["model"] = {k: 1 for k in model}
+    torch.save(ck, path)
+
+
+@pytest.mark.parametrize("emit, how", [("nad", "missing"), ("torch", "shape"), ("onnx", "unexpected"),
+                                       ("onnx", "shape"), ("torch", "values")])
+def test_weights_that_do_not_fit_the_network_are_refused_and_nothing_is_written(finished, tmp_path, emit, how):
+    run, best = finished
+    run = _copy(run, tmp_path)
+    _damage(run, best, how)
+    out = tmp_path / "out" / f"m.{emit}"
+    out.parent.mkdir()
+    r = invoke("best", run, "--emit", emit, "--weights", "-o", out)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: the weights ") and "nothing was written" in line, line
+    assert ("does not fit the network" in line) if how != "values" else ("holds no state_dict" in line)
+    assert list(out.parent.iterdir()) == []
+
+
+# -- issue 41, finding 13: best -o never writes over the run, nor two outputs on one file ----------------
+
+def _files(folder):
+    import hashlib
+
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("argv", [[], ["--pareto"], ["--emit", "nad"], ["--emit", "torch", "--weights"]],
+                         ids=["text", "pareto", "nad", "torch-weights"])
+@pytest.mark.parametrize("target", ["runs.sqlite", "search.lock", "checkpoints/JOB.py"])
+def test_an_output_on_the_runs_own_files_is_refused(finished, tmp_path, argv, target):
+    run, best = finished
+    run = _copy(run, tmp_path)
+    (run / "search.lock").write_text("")
+    target = run / target.replace("JOB", best["seeds"][0]["job_id"])
+    before = _files(run)
+    r = invoke("best", run, *argv, "-o", target)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: cannot write ") and "write the output elsewhere" in line, line
+    assert _files(run) == before
+
+
+def test_two_outputs_on_one_file_are_refused(finished, tmp_path):
+    run, _ = finished
+    r = invoke("best", run, "--emit", "nad", "--weights", "-o", tmp_path / "x.pt")  # the .nad and its weights
+    assert r.exit_code == 2 and "each output needs a path of its own" in r.stderr, r.output
+    r = invoke("best", run, "--emit", "torch", "-o", tmp_path / "x.json")  # the model and its sidecar
+    assert r.exit_code == 2 and "each output needs a path of its own" in r.stderr, r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_leaves_every_output_byte_for_byte(finished, tmp_path, monkeypatch):
+    """In process: the second file's write fails (a full disk): the first, written to its temporary
+    file already, is not renamed over its target either; nothing is left behind."""
+    from nader.inputs import writes
+
+    run, best = finished
+    out = tmp_path / "m.py"
+    assert invoke("best", run, "--emit", "torch", "--weights", "-o", out).exit_code == 0
+    before = _files(tmp_path)
+    real, calls = writes._write_all, []
+
+    def second_fails(fd, data):
+        calls.append(fd)
+        if len(calls) == 2:
+            import errno
+            import os
+
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd, data)
+
+    monkeypatch.setattr(writes, "_write_all", second_fails)
+    other = 1 - best["arch_id"] if best["arch_id"] in (0, 1) else 0
+    r = invoke("best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out)
+    assert r.exit_code == 2 and "No space left on device" in r.stderr and "unchanged" in r.stderr, r.output
+    assert _files(tmp_path) == before
+
+
+def test_a_full_disk_leaves_every_output_byte_for_byte(finished, tmp_path):
+    """On a real full filesystem (a small tmpfs; the in-process test above covers machines that cannot
+    mount one): the model, weights and sidecar of an earlier export stay as they were."""
+    from test_writes import _fill, _tiny_filesystem
+
+    run, best = finished
+    other = 1 - best["arch_id"] if best["arch_id"] in (0, 1) else 0
+    with _tiny_filesystem(tmp_path / "disk", size="2m") as disk:
+        if disk is None:
+            pytest.skip("cannot mount a tmpfs here (needs root); the in-process test covers the path")
+        out = disk / "m.py"
+        assert invoke("best", run, "--emit", "torch", "--weights", "-o", out).exit_code == 0
+        before = _files(disk)
+        _fill(disk)
+        r = invoke("best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out)
+        assert r.exit_code == 2 and "No space left on device" in r.stderr, r.output
+        (disk / "filler").unlink()
+        assert _files(disk) == before
+        again = invoke("best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out)
+        assert again.exit_code == 0 and _files(disk) != before, again.output
+
+
+def test_a_write_refused_part_way_leaves_every_output_byte_for_byte(finished, tmp_path):
+    """As a process under a 64 KiB file-size limit (test_full_disk.py; needs no root): the model (10 KB)
+    and its sidecar fit, the weights (about 400 KB) do not; the earlier export stays whole, none of its
+    files replaced (an in-place write left the earlier weights cut at 64 KiB)."""
+    from test_full_disk import error_lines, run_limited
+
+    run, best = finished
+    other = 1 - best["arch_id"] if best["arch_id"] in (0, 1) else 0
+    out = tmp_path / "out" / "m.py"
+    out.parent.mkdir()
+    assert invoke("best", run, "--emit", "torch", "--weights", "-o", out).exit_code == 0
+    before = _files(out.parent)
+    assert {Path("m.py"), Path("m.pt")} <= set(before)  # and the sidecar, m.json
+    assert (out.parent / "m.pt").stat().st_size > 64 << 10 > out.stat().st_size
+    r = run_limited(["best", run, "--trial", other, "--emit", "torch", "--weights", "-o", out], tmp_path,
+                    program="nader.cli", limit=64 << 10)
+    assert _files(out.parent) == before, "an output changed when a write failed"
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    (line,) = error_lines(r.stderr)
+    assert line == f"error: cannot write the export {out.with_suffix('.pt')}: File too large; it is unchanged", line

@@ -22,7 +22,8 @@ from nader.search import records
 from nader.search.config_file import read_toml
 from nader.search.tables.lookup import TableEvaluator
 from nader.search.tables.base import TableError, TableRecord
-from nader.search.fidelity import Schedule, ladder
+from nader.search.fidelity import ladder
+from nader.search.pruners import HyperbandPruner, SuccessiveHalvingPruner
 from nader.search.report.compare import curve_of
 from nader.search.report.load import load_run
 from nader.search.report.render import promotions, render_report
@@ -117,9 +118,10 @@ def test_the_ladder_grows_by_eta_up_to_the_full_budget():
         ladder(12, 13, 3)
     with pytest.raises(ConfigError, match="eta"):
         ladder(12, 1, 1)
-    hb = Schedule("hyperband", 3, (1, 3, 9, 12))
+    hb = HyperbandPruner(min_resource=1, max_resource=12, reduction_factor=3)
+    assert hb.budgets == (1, 3, 9, 12)
     assert [hb.shape(b) for b in range(5)] == [(0, 27), (1, 12), (2, 6), (3, 4), (0, 27)]
-    assert Schedule("successive-halving", 2, (3, 6, 12)).shape(7) == (0, 4)
+    assert SuccessiveHalvingPruner(min_resource=3, reduction_factor=2, max_resource=12).shape(7) == (0, 4)
 
 
 @pytest.mark.parametrize("strategy", ["random", "rea"])

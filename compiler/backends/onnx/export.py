@@ -182,4 +182,4 @@ def _emit_network(parsed, options) -> Emitted:
                                         stem_stride=stride)
     except OnnxLoweringError as error:
         raise EmitError(str(error), error.diagnostics) from None
-    return Emitted(model.SerializeToString(), tuple(note_lines(parsed.program.path, info)))
+    return Emitted(model.SerializeToString(), tuple(note_lines(parsed.program.path, info, getattr(options, "recorded", None))))
