@@ -20,13 +20,14 @@ never fakes an LLM: without one, those strategies are listed as skipped with the
 
     python benchmarks/strategies.py [--trials 8] [--seeds 0,1] [--strategies walk,rea,nader,fairnad,genius]
     python benchmarks/strategies.py --table FILE --space nb201 [--seeds 0,...,9] [--sim-budget 20000]
-    python benchmarks/strategies.py --dev [--warm-start 0,1000 --proxy synflow] [--seeds 0,...,9]
+    python benchmarks/strategies.py --dev [--warm-start 0,1000 --proxy synflow] [--prescreen 20] [--seeds 0,...,9]
 
 **Table mode** (``--table FILE``: a derived ``.csv``/``.json`` table, a NATS-Bench ``.pickle.pbz2``
 or a NAS-Bench-201 ``.pth``; ``benchmarks/nb201_synthetic.py`` writes a synthetic one; ``--dev``:
 both development tables of ../shared/nb201, GENIUS's CIFAR-100 and ImageNet16-120 files) runs
-random search, REA, local search, Optuna's TPE (``optuna``, when optuna is installed), the walk
-and the tree strategy (``--strategies``) over the nb201 space with one seed per trial (777). The
+random search, REA, local search, Optuna's TPE (``optuna``, when optuna is installed), the
+predictor (``predictor``), ``auto`` (the default strategy: what it chooses), the walk and the tree
+strategy (``--strategies``) over the nb201 space with one seed per trial (777). The
 search's signal is the validation accuracy at ``--epochs`` or the ``--preset``'s epochs
 (``nb201-12`` by default, the benchmarks' 12-epoch signal; ``--dev`` uses ``nb201``, the 200-epoch
 schedule, the only one GENIUS's tables have), and the output names it. The figure printed is the
@@ -37,7 +38,10 @@ validation accuracy minus the best found, the mean over seeds) and how many seed
 cell best by validation by then; and, where the table has times, at a simulated-time budget (a
 second run with ``--time-limit sim:B``; B defaults to NATS-Bench's for the dataset: 20,000 s on
 CIFAR-10). ``--warm-start 0,1000`` runs every strategy without and with a zero-cost warm start of
-1,000 cells scored by ``--proxy`` (synflow by default; ``all``: the whole space); every run
+1,000 cells scored by ``--proxy`` (synflow by default; ``all``: the whole space; ``0`` is given as
+``--warm-start 0``, so ``auto`` too runs without one); ``--prescreen K`` adds, for each strategy,
+a run prescreened by ``--proxy`` (K candidates scored a trial, the best trained), the baseline to
+beat; ``--checkpoints 10,50`` reports those query counts and runs only as long as the largest; every run
 shares one proxy cache file (``--proxy-cache``, by default one in the run folder), so the space is
 scored once for all seeds and strategies. The time each run took, the loop's cost per trial near
 trials 10 and 300 and the proxies' time (apart from the queries) are printed too.
@@ -61,7 +65,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "resnet_basic.nad"
 ALL = ("walk", "rea", "rea-sh", "nader", "fairnad", "genius")
-OFFLINE = ("random", "rea", "local", "optuna", "walk", "tree")  # table mode (optuna: Optuna's TPE)
+# table mode (optuna: Optuna's TPE; auto: `--strategy auto`, the default, which chooses its own warm start)
+OFFLINE = ("random", "rea", "local", "optuna", "predictor", "auto", "walk", "tree")
 CHECKPOINTS = (10, 20, 50, 100, 300)
 # NATS-Bench's time budgets for the topology space (exps/NATS-algos/run-all.sh; docs/nb201.md)
 SIM_BUDGETS = {"cifar10": 20000, "cifar100": 40000, "imagenet16-120": 120000}
@@ -151,12 +156,16 @@ def main(argv) -> int:
     ap.add_argument("--warm-start", default="0", help="table mode: warm-start sizes to compare, e.g. 0,1000,all")
     ap.add_argument("--proxy", default="synflow", help="table mode: the warm start's proxy (or NAME+NAME)")
     ap.add_argument("--proxy-cache", default=None, help="table mode: the proxy cache file every run shares")
+    ap.add_argument("--prescreen", type=int, default=0,
+                    help="table mode: also run each strategy prescreened by --proxy (K candidates a trial)")
+    ap.add_argument("--checkpoints", default=",".join(map(str, CHECKPOINTS)),
+                    help="table mode: the query counts reported (the runs last the largest)")
     args = ap.parse_args(argv)
     if args.table or args.dev:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from strategies_table import table_main
 
-        return table_main(args, OFFLINE, CHECKPOINTS, SIM_BUDGETS)
+        return table_main(args, OFFLINE, tuple(int(n) for n in args.checkpoints.split(",")), SIM_BUDGETS)
     args.seeds = args.seeds or "0,1"
     args.preset = args.preset or "quick"
     args.strategies = args.strategies or ",".join(ALL)

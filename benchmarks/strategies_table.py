@@ -94,12 +94,14 @@ def per_trial(trials, at: int):
 
 
 def variants_of(args):
-    """(label, extra settings) per warm-start variant: without, and with each --warm-start size."""
+    """(label, extra settings) per variant: with --prescreen N, prescreened by --proxy (no warm start);
+    then without a warm start and with each --warm-start size."""
     sizes = [s.strip() for s in str(args.warm_start or "0").split(",") if s.strip()]
-    out = []
+    out = [(f"prescreen {args.prescreen} {args.proxy}", {"warm_start": 0, "prescreen": args.prescreen,
+                                                         "proxy": args.proxy})] if args.prescreen else []
     for size in sizes:
         if size in ("0", "off", "none"):
-            out.append(("-", {}))
+            out.append(("-", {"warm_start": 0}))  # said explicitly: `auto` would choose one
         else:
             out.append((f"{args.proxy} {size}", {"warm_start": "all" if size == "all" else int(size),
                                                  "proxy": args.proxy}))
@@ -126,7 +128,7 @@ def table_main(args, offline, checkpoints, budgets) -> int:
         return 2
     seeds = [int(s) for s in (args.seeds or ",".join(map(str, range(10)))).split(",")]
     names = [n.strip() for n in (args.strategies or ",".join(offline)).split(",") if n.strip()]
-    unknown = [n for n in names if n not in STRATEGIES]
+    unknown = [n for n in names if n not in STRATEGIES and n != "auto"]
     if unknown:
         print(f"error: unknown strategies {', '.join(unknown)}", file=sys.stderr)
         return 2
@@ -165,7 +167,9 @@ def _one_table(args, path, dataset, preset, epochs, table_map, seeds, names, che
             continue
         options = {"population": 10, "sample_size": 3} if name == "rea" else {}
         for label, extra in variants_of(args):
-            tag = f"{name}-seed{{}}" + ("" if not extra else f"-warm{extra['warm_start']}-{extra['proxy']}")
+            tag = f"{name}-seed{{}}" + ("" if not extra.get("warm_start") else
+                                        f"-warm{extra['warm_start']}-{extra['proxy']}") + (
+                f"-prescreen{extra['prescreen']}-{extra['proxy']}" if extra.get("prescreen") else "")
             at = {n: [] for n in checkpoints}
             regret = {n: [] for n in checkpoints}
             hits = {n: 0 for n in checkpoints}

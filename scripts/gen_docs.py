@@ -21,11 +21,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def strategy_table() -> str:
     """docs/search.md's table of search strategies, from `STRATEGIES` (their names, options and summaries)."""
+    from nader.search.auto import AUTO, SUMMARY
     from nader.search.config import SearchConfig
     from nader.search.strategies import STRATEGIES
     from nader.search.strategies.catalog import LLM_OPTIONS
 
     rows = ["| strategy | options (`--option KEY=VALUE`) | what it does |", "|---|---|---|"]
+    if SearchConfig.strategy == AUTO:
+        rows.append(f"| `{AUTO}` (default) | the chosen strategy's | {SUMMARY} |")
     for name, cls in STRATEGIES.items():
         options = [_option(key, option) for key, option in cls.options.items() if key not in LLM_OPTIONS]
         if set(LLM_OPTIONS) <= set(cls.options):

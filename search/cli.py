@@ -30,9 +30,10 @@ from .settings import RUN_SETTINGS  # not .config: it loads the compiler, and --
 
 def _strategy_epilog() -> str:
     from .strategies import STRATEGIES
-    from .strategies.catalog import listing  # the built-in strategies' declarations: no strategy module loads
+    from .strategies.catalog import AUTO_SUMMARY, listing  # the built-in strategies' declarations: no strategy loads
 
-    lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):"]
+    lines = ["\b", "Strategies (--strategy) and their options (--option KEY=VALUE):",
+             f"  auto (the default): {AUTO_SUMMARY}"]
     for name, summary, declared in listing(STRATEGIES):
         opts = ", ".join(f"{k}={o.default}" for k, o in declared.items()) or "no options"
         lines.append(f"  {name}: {summary} [{opts}]")

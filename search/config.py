@@ -41,6 +41,7 @@ from nader.runtime.memory import default_memory_budget
 from nader.runtime.options import EXECUTORS  # one spelling, shared with eval
 from nader.runtime.presets import check_options, get_preset, resolve
 
+from .auto import resolve_auto
 from .checks import arch_hash_of_text
 from .config_file import DATASETS, INT_RANGES, MOST_INT, PROXIES, ROOT_MODES, _time_limit_fields, read_root
 from .tables.derived import KIND as TABLE_KIND, check_table_map
@@ -63,7 +64,7 @@ __all__ = ["DATASETS", "PROXIES", "ROOT_MODES", "SearchConfig", "differences", "
 class SearchConfig:
     root: Optional[str] = None  # path of the root architecture (for messages)
     root_text: Optional[str] = None
-    strategy: str = "rea"
+    strategy: str = "auto"  # resolved by `auto.resolve_auto` when the settings are merged or checked
     strategy_options: Dict[str, Any] = field(default_factory=dict)
     dataset: str = "digits"
     data_dir: Optional[str] = None
@@ -108,6 +109,13 @@ class SearchConfig:
     pruner: Optional[dict] = None  # a Python objective's pruner spec ({"name": ...}; nader.search.pruners)
 
     # ------------------------------------------------------------------ derived values
+    def resolve(self) -> None:
+        """`--strategy auto` replaced by what it chooses (`auto.py`); the line saying so is kept in
+        `chosen` (not a setting: the run records the strategy chosen) for the progress display."""
+        line = resolve_auto(self)
+        if line:
+            self.chosen = line
+
     def resolved_seeds(self) -> List[int]:
         return list(self.seeds) if self.seeds else list(get_preset(self.preset).seeds)
 
@@ -149,8 +157,10 @@ class SearchConfig:
         return not (getattr(space, "uniform", False) and getattr(strategy, "rootless", False))
 
     def uses_proxy(self) -> bool:
-        """Whether the search scores architectures by the proxy (prescreening or a warm start)."""
-        return self.prescreen > 1 or bool(self.warm_start)
+        """Whether the search scores architectures by the proxy (prescreening, a warm start, or a
+        strategy that reads proxies: `Strategy.uses_proxies`)."""
+        strategy = STRATEGIES.get(self.strategy) if self.strategy in STRATEGIES else None
+        return self.prescreen > 1 or bool(self.warm_start) or bool(getattr(strategy, "uses_proxies", False))
 
     def job_options(self) -> dict:
         opts = dict(self.train_options)
@@ -207,6 +217,7 @@ class SearchConfig:
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
+        self.resolve()
         space = get_space(self.space)
         if space.skeleton is not None and self.skeleton != space.skeleton:
             raise ConfigError(f"the {self.space} space runs on the {space.skeleton} skeleton, not {self.skeleton}; "
@@ -370,6 +381,7 @@ def _space_defaults(config: SearchConfig) -> SearchConfig:
     """A cell space brings its skeleton and, when no root is given, its root (NB201's ResNet cell);
     a root given as a NAS-Bench-201 string becomes its architecture."""
     space = SPACES.get(config.space)
+    config.resolve()
     if space is None or space.name == "language":
         return config
     if space.skeleton is not None and config.skeleton == SearchConfig.skeleton:

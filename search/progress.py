@@ -65,7 +65,8 @@ class LiveProgress(Observer):
     # ------------------------------------------------------------------ observer hooks
     def started(self, loop):
         self.loop = loop
-        for line in self.preamble:
+        chosen = getattr(loop.config, "chosen", None)  # what `--strategy auto` chose: one line
+        for line in ([chosen] if chosen else []) + self.preamble:
             self.stream.write(line + "\n")
         self.preamble = []
         self.t0 = time.monotonic()

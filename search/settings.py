@@ -67,14 +67,14 @@ def read_proxy(value) -> str:
 
 def read_warm_start(value):
     """`--warm-start`: a number of architectures to score before the first query, or ``all`` (the
-    whole space); 0 is off. Returns the int, ``"all"`` or None."""
+    whole space); 0 is off. Returns the int or ``"all"``."""
     if isinstance(value, str) and value.strip().lower() == "all":
         return "all"
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MOST_INT:
         raise ValueError(f"expected a number of architectures (0: off) or all, got {str(value)[:40]!r}")
-    return value or None
+    return value  # 0 stays 0: off, said explicitly (`--strategy auto` would otherwise choose one)
 
 
 def read_objectives(value) -> list:
@@ -129,10 +129,13 @@ RUN_SETTINGS = (
     Setting("--from", Path("file"), "The root architecture (.nad): the tree starts here; a new run needs one.",
             field="root", toml=True, keyword=True),
     Setting("--root", Choice(ROOT_MODES), field="root_mode", toml=True, keyword=True,
-            shown_default="none for random, rea, local and optuna in --space nb201, else train",
+            shown_default="none for random, rea, local, optuna and predictor in --space nb201, else train",
             help="train: the root is trial 1; none: it is never trained and the first trials are the strategy's "
                  "own, as in published NAS-Bench-201 baselines."),
-    Setting("--strategy", Text(), "A strategy listed below.", default="rea", toml=True, keyword=True),
+    Setting("--strategy", Text(), default="auto", toml=True, keyword=True,
+            help="A strategy listed below, or auto: the recipe the benchmarks show best for the space, the budget "
+                 "and the data (the predictor after a whole-space warm start in --space nb201, rea in the block "
+                 "language); a cell-space run says what it chose."),
     Setting("--option", Pairs(), "A strategy option (repeatable), e.g. --option population=10.",
             name="strategy_options", toml="strategy-options", keyword="options", multiple=True),
     runtime.DATASET.but(help=(

@@ -19,6 +19,7 @@ and recomputes nothing; `stats` says what this session computed and what it read
 """
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
@@ -151,6 +152,13 @@ class Proxies:
         return None
 
 
+@functools.lru_cache(maxsize=None)  # bounded by the space (15,625 strings): runs in one process hash each once
+def arch_hash_of_cell(key: str, skeleton: str) -> Optional[str]:
+    """The canonical hash of a cell string's whole architecture (`nadc hash`, as the tree holds it; None
+    when it does not load)."""
+    return arch_hash_of_text(nb201.architecture(nb201.CellStructure.parse(key)), skeleton)
+
+
 def _cells(space, size, rng: random.Random) -> list:
     """N cells drawn uniformly without replacement (every cell when N reaches the space's size)."""
     strings = all_strings()
@@ -158,8 +166,7 @@ def _cells(space, size, rng: random.Random) -> list:
     out = []
     for s in chosen:
         text = nb201.architecture(nb201.CellStructure.parse(s))
-        out.append((arch_hash_of_text(text, space.skeleton), text, s, "nb201-uniform",
-                    {"operator": "nb201-uniform", "cell": s}))
+        out.append((arch_hash_of_cell(s, space.skeleton), text, s, "nb201-uniform", {"operator": "nb201-uniform", "cell": s}))
     return out
 
 
@@ -184,4 +191,4 @@ def _mutations(loop, size: int, rng: random.Random) -> list:
     return out
 
 
-__all__ = ["ALL", "Proxies", "Scored"]
+__all__ = ["ALL", "Proxies", "Scored", "arch_hash_of_cell"]

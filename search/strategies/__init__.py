@@ -28,6 +28,7 @@ LAZY_STRATEGIES: Dict[str, str] = {
     "local": "local:LocalStrategy",
     "nader": "nader:NaderStrategy",
     "optuna": "optuna_sampler:OptunaStrategy",
+    "predictor": "predictor:PredictorStrategy",
     "random": "random:RandomStrategy",
     "rea": "rea:REAStrategy",
     "tree": "tree:TreeStrategy",

@@ -147,6 +147,9 @@ class Strategy:
     # True: the strategy takes its fresh starts from `draw` (the warm start's pool, best first);
     # False: with --warm-start the loop gives it the pool's best as its first trial.
     draws_pool: ClassVar[bool] = False
+    # True: the strategy reads the proxies (`SearchContext.proxies`) as features, so the run scores them
+    # (and reports their cost) with or without a warm start.
+    uses_proxies: ClassVar[bool] = False
 
     def __init__(self, **options):
         self.settings = self.resolve_options(options)

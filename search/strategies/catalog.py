@@ -23,6 +23,8 @@ class Declared(NamedTuple):
 
 
 SAMPLERS = ("tpe", "gp", "cmaes", "nsga2")  # optuna's
+PREDICTORS = ("ridge", "ensemble", "bayes", "gp")  # predictor's models (scikit-learn)
+ACQUISITIONS = ("mean", "ei", "ucb")  # predictor's acquisition functions
 
 # The LLM strategies' endpoint options: the shared LLM settings, less the run's caps (the loop holds
 # those: SearchContext.llm_caps), as strategy options of their type. "" and 0 leave the setting to
@@ -40,6 +42,11 @@ _SELECTION = {
     "dfs": Option(float, 0.5, "nader: probability of a depth-first step", minimum=0.0),
     "width": Option(int, 3, "nader: children a node may have before it is closed", minimum=1),
 }
+
+#: `--strategy auto`, the default: no class of its own (`nader.search.auto` replaces it by what it chooses)
+AUTO_SUMMARY = ("the recipe the benchmarks show best for the space, the budget and the data: `predictor` after a "
+                "whole-space warm start in --space nb201, `rea` in the block language; a cell-space run says what it "
+                "chose")
 
 #: Built-in strategies by name, in LAZY_STRATEGIES' order.
 DECLARED: Dict[str, Declared] = {
@@ -83,6 +90,18 @@ DECLARED: Dict[str, Declared] = {
             "startup": Option(int, 10, "tpe, gp: random trials before the model is used (n_startup_trials)",
                               minimum=1),
             "population": Option(int, 20, "nsga2: population size", minimum=2),
+        }),
+    "predictor": Declared(
+        "a predictor (ridge, ridge ensemble, Bayesian ridge or GP on encodings and proxy ranks) picks among "
+        "mutations of the best by an acquisition", {
+            "initial": Option(int, 5, "trials before the model is used: the warm start's best, else uniform draws "
+                                      "(or mutations of the root)", minimum=1),
+            "model": Option(str, "ridge", "scikit-learn's predictor", choices=PREDICTORS),
+            "alpha": Option(float, 1.0, "ridge and ensemble: the ridge penalty", minimum=0.0),
+            "acquisition": Option(str, "mean", "the mean, expected improvement or mean + one std (ei and ucb need a "
+                                               "model with a spread: not ridge)", choices=ACQUISITIONS),
+            "radius": Option(int, 2, "trust region: edges changed (cells) or mutations chained (blocks)", minimum=1),
+            "candidates": Option(int, 24, "block language: mutations of the best scored per proposal", minimum=1),
         }),
     "random": Declared(
         "random search: draw architectures uniformly without replacement (--space nb201; else use walk)", {}),

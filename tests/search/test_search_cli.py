@@ -131,7 +131,7 @@ def test_toml_file_with_flags_overriding(tmp_path):
 @pytest.mark.parametrize("args, message", [
     ([], "no root architecture: give --from"),
     (["--from", "missing.nad"], "cannot read the root architecture missing.nad"),
-    (["--from", EXAMPLE, "--strategy", "annealing"], "unknown strategy 'annealing'; choose one of: fairnad, genius, local, nader, optuna, random, rea, tree, walk"),
+    (["--from", EXAMPLE, "--strategy", "annealing"], "unknown strategy 'annealing'; choose one of: fairnad, genius, local, nader, optuna, predictor, random, rea, tree, walk"),
     (["--from", EXAMPLE, "--strategy", "random"], "the language space has no uniform distribution; use --strategy walk"),
     (["--from", EXAMPLE, "--time-limit", "sim:100"], "--time-limit sim:N counts simulated training time"),
     (["--from", EXAMPLE, "--option", "population=x"], "option population: expected int, got 'x'"),

@@ -158,4 +158,6 @@ def test_the_docs_strategy_table_lists_every_strategy():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "search.md").read_text(encoding="utf-8")
     section = doc.split("## Strategies (`search/strategies/`", 1)[1].split("\n\n", 2)[1]
-    assert set(re.findall(r"^\| `([a-z]+)`", section, re.M)) == set(STRATEGIES)
+    from nader.search.auto import AUTO
+
+    assert set(re.findall(r"^\| `([a-z]+)`", section, re.M)) == set(STRATEGIES) | {AUTO}

@@ -42,20 +42,25 @@ def test_random_search_draws_the_pool_best_first_and_a_resume_computes_no_proxy(
     assert [_warm(r)["rank"] for r in recs] == list(range(1, 9))
 
 
-@pytest.mark.parametrize("name", ["random", "rea", "local", "optuna", "walk"])
+@pytest.mark.parametrize("name", ["random", "rea", "local", "optuna", "walk", "predictor"])
 def test_a_warm_started_search_resumed_grows_the_uninterrupted_tree(name, tmp_path):
-    if name == "optuna":
-        pytest.importorskip("optuna")
-    options = {"rea": {"population": 3, "sample_size": 2}, "optuna": {"startup": 3}}.get(name, {})
+    if name in ("optuna", "predictor"):
+        pytest.importorskip({"optuna": "optuna", "predictor": "sklearn"}[name])
+    options = {"rea": {"population": 3, "sample_size": 2}, "optuna": {"startup": 3},
+               "predictor": {"initial": 3, "radius": 1}}.get(name, {})
 
     def config(run, trials):
         return _cells(run, strategy=name, strategy_options=options, trials=trials, warm_start=12,
                       proxy="synflow+params")
 
     whole = run_search(config(tmp_path / "whole", 8), evaluator=HashEvaluator())
-    run_search(config(tmp_path / "parts", 4), evaluator=HashEvaluator())
+    half = run_search(config(tmp_path / "parts", 4), evaluator=HashEvaluator())
     rest = run_search(config(tmp_path / "parts", 8), evaluator=HashEvaluator())
-    assert rest.resumed and rest.stop.code == whole.stop.code and rest.proxies["computed"] == 0
+    assert rest.resumed and rest.stop.code == whole.stop.code
+    # no score is computed twice: the predictor scores its trust region as it moves (the cells the first
+    # part never met); the others score nothing after the warm start's pool
+    assert half.proxies["computed"] + rest.proxies["computed"] == whole.proxies["computed"]
+    assert (rest.proxies["computed"] > 0) == (name == "predictor")
     expected = arch_rows(tmp_path / "whole")
     assert arch_rows(tmp_path / "parts") == expected
     seeded = [r for r in run_records(tmp_path / "whole") if _warm(r)]
@@ -64,6 +69,9 @@ def test_a_warm_started_search_resumed_grows_the_uninterrupted_tree(name, tmp_pa
         assert [_warm(r)["rank"] for r in seeded[:3]] == [1, 2, 3]
     if name == "local":
         assert seeded[0]["change"]["climb"] == 1
+    if name == "predictor":  # its first trials are the pool's best, then the model's picks
+        assert [_warm(r)["rank"] for r in seeded[:3]] == [1, 2, 3]
+        assert any("predictor" in (r["change"] or {}) for r in run_records(tmp_path / "whole"))
 
 
 def test_in_the_block_language_the_pool_is_mutations_of_the_root(tmp_path):
