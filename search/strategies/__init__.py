@@ -117,7 +117,7 @@ def get_strategy(name: str) -> Type[Strategy]:
     try:
         return STRATEGIES[name]
     except KeyError:
-        raise ConfigError(f"unknown strategy {name!r}; choose one of: {', '.join(STRATEGIES)}") from None
+        raise ConfigError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(STRATEGIES))}") from None
 
 
 __all__ = ["Candidate", "LAZY_STRATEGIES", "Option", "STRATEGIES", "Strategy", "get_strategy",
