@@ -34,13 +34,15 @@ from typing import Iterable, Optional
 from hypothesis import strategies as st
 
 from nader.dsl.expr import SIZE_SYMBOLS, BinOp, Neg, Num, Sym, TupleValue, Value
-from nader.dsl.ir import Arg, Block, Edge, Node, Program
+from nader.dsl.ir import Arg, Block, Edge, Node, Program, Role
 from nader.dsl.ops import REGISTRY, Arity, Group, Op, OpDef, ParamKind, lookup
 
 # -- names and comments ------------------------------------------------------------
 
 HEADER_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 header_names = st.text(HEADER_CHARS, min_size=1, max_size=12)
+#: Header names that give a block the base role (`X_downsample`, `stem`, ... name another role).
+base_names = header_names.filter(lambda name: Block(name, (), ()).inferred_role() is Role.BASE)
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,7}", fullmatch=True)
 #: Named node ids as NADER's agents write them (`2a`, `conv_1`); never all digits (those are integers).
 node_names = st.one_of(
@@ -400,4 +402,4 @@ def sound_blocks(draw, max_steps: int = 8, name: Optional[str] = None) -> Block:
     new = {hidden: k for k, hidden in enumerate(rank)}
     block_nodes = tuple(Node(new[h], nodes[h][0], nodes[h][1]) for h in rank)
     edges = tuple(Edge((new[s],), new[h]) for h in range(len(nodes)) for s in inputs[h])
-    return Block(name or draw(header_names), block_nodes, edges)
+    return Block(name or draw(base_names), block_nodes, edges)
