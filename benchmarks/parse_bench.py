@@ -52,7 +52,8 @@ def unseen_texts(count: int, seed: int) -> dict[str, list[str]]:
     """`count` distinct texts of each kind, drawn deterministically from the test strategies."""
     sys.path.insert(0, str(ROOT / "tests"))
     from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
-    from strategies import mutated, program_texts, sound_blocks
+    from strategies import program_texts, sound_blocks
+    from text_strategies import mutated
 
     from nader.dsl.format import format_block
 

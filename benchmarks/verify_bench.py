@@ -72,7 +72,8 @@ def generated_files(count: int, seed: int) -> list[str]:
     sys.path.insert(0, str(ROOT / "tests"))
     from hypothesis.control import BuildContext
     from hypothesis.internal.conjecture.data import ConjectureData
-    from strategies import blocks, mutated, sound_blocks
+    from strategies import blocks, sound_blocks
+    from text_strategies import mutated
 
     from nader.dsl.format import format_block
 
