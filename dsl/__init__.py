@@ -12,7 +12,7 @@ _EXPORTS = {
     "DEFAULT_LIMITS": "limits", "InputLimits": "limits",
     "Arg": "ir", "Block": "ir", "Edge": "ir", "Node": "ir", "Program": "ir", "Role": "ir",
     "REGISTRY": "ops", "Group": "ops", "Op": "ops", "OpDef": "ops", "lookup": "ops", "reference_text": "ops",
-    "ParseResult": "parser", "parse": "parser", "parse_file": "parser",
+    "ParseResult": "parser", "parse": "parser", "parse_file": "block_files",
 }
 
 __all__ = list(_EXPORTS)

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Optional, Union
 
-from nader.inputs.files import FileRefused, SourceText, read_source
-
 from .diagnostics import Code, Diagnostic, DiagnosticSink, Fix, Severity
 from .expr import BinOp, Neg, TupleValue
 from .fast_lines import ChainLine, EdgeLine, RawHeader, RawLine, RawNode, read_line
@@ -33,7 +31,7 @@ from .limits import (DEFAULT_LIMITS, MOST_DIGITS, InputLimits, inputs_problem, l
 from .line_checks import HeaderLine, NodeLine, check_header, check_node, header_name
 from .ops import lookup
 from .parse_codes import (ADVICE, BEFORE_HEADER, BLANK, EMPTY_FILE, FIX_KINDS, INVALID_SYNTAX, MALFORMED_HEADER,
-                          MARKDOWN_FENCE, MISSING_HEADER, fix_message, SYNTAX_CODES, UNREADABLE_FILE, Problem)
+                          MARKDOWN_FENCE, MISSING_HEADER, fix_message, SYNTAX_CODES, Problem)
 from .span import ColSpan, Span
 
 
@@ -496,32 +494,3 @@ def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, tex
     if problem is not None:
         sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
     return ParseResult(Program((), sink.file), sink.items, text)
-
-
-def read_block_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS, stdin=None,
-                    pipes: bool = True) -> tuple[Optional[SourceText], Optional[Diagnostic]]:
-    """The one reader of block files, for every `nadc` command: (the file's text, None), or (None, the
-    diagnostic saying why it was not read: NAD122 past the size limit, NAD100 otherwise). `-` reads
-    standard input (or `stdin`). `nader.inputs.read_source` reads it: a regular file, `-` or `<(...)`;
-    a named FIFO or a device refused without being opened; a byte-order mark dropped, `\r\n` and a
-    bare `\r` each one line end. The language server passes `pipes=False` for a document it was not
-    sent: `/dev/fd/0` is its own protocol stream."""
-    name = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        return read_source(path, "block file", max_bytes=limits.text_bytes, stdin=stdin, pipes=pipes), None
-    except FileRefused as error:
-        problem = text_problem(error.size, limits) if error.size is not None else None
-        if problem is not None:
-            return None, Diagnostic(problem.code, problem.message, Span(1, 1, 1, 1), problem.help, name)
-        return None, Diagnostic(UNREADABLE_FILE, f"cannot read `{name}`: {error.reason}", Span(1, 1, 1, 1),
-                                "give the path of a regular file (or `-`, or `<(command)`) holding UTF-8 text",
-                                name)
-
-
-def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> ParseResult:
-    """Parse a file from disk (`-`: standard input) as `read_block_file` reads it; a file it refuses
-    gives that one diagnostic (NAD100, or NAD122 past the size limit, of which no more is read)."""
-    source, refused = read_block_file(path, limits)
-    if refused is not None:
-        return ParseResult(Program((), refused.file), [refused], "")
-    return parse(source.text, "<stdin>" if str(path) == "-" else str(path), limits)

@@ -157,7 +157,7 @@ def test_past_the_size_limit_nothing_more_is_read(tmp_path):
 
 
 def test_a_server_reading_for_a_client_gets_no_pipe_and_one_diagnostic(tmp_path):
-    from nader.dsl.parser import read_block_file
+    from nader.dsl.block_files import read_block_file
 
     read_end, write_end = os.pipe()
     try:

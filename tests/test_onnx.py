@@ -32,7 +32,8 @@ from nader.compiler.passes.verify import verify_block  # noqa: E402
 from nader.dsl.ir import Program, Role  # noqa: E402
 from nader.compiler.passes.interpreter import missing_handlers  # noqa: E402
 from nader.dsl.ops import Group  # noqa: E402
-from nader.dsl.parser import parse, parse_file  # noqa: E402
+from nader.dsl.block_files import parse_file  # noqa: E402
+from nader.dsl.parser import parse  # noqa: E402
 
 # (B, H, W): batch 1 and 3, odd and even, square and not.
 SIZES = ((1, 16, 16), (3, 13, 11), (1, 7, 10))

@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from nader.dsl.expr import BinOp, Neg, Num, Sym, TupleValue
+from nader.dsl import block_files
 from nader.dsl import parser as parser_module
 from nader.dsl.parser import parse, parse_line
 from nader.dsl.span import ColSpan, Span
@@ -168,7 +169,7 @@ def test_parse_file_reads_what_a_text_mode_read_gives(tmp_path, data):
         expected = parse(path.read_text(encoding="utf-8-sig"), str(path))
     except UnicodeDecodeError as error:
         expected = error
-    result = parser_module.parse_file(path)
+    result = block_files.parse_file(path)
     if isinstance(expected, UnicodeDecodeError):
         at = expected.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)  # the mark's bytes counted
         line = data.count(b"\n", 0, at) + 1

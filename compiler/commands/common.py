@@ -15,7 +15,8 @@ from nader.compiler.reporting import FORMATS, render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.ir import Role
 from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse_file
+from nader.dsl.block_files import parse_file
+from nader.dsl.parser import ParseResult
 from nader.inputs.settings import Choice, Custom, Integer, IntList, Setting
 
 

@@ -15,7 +15,7 @@ import json
 import click
 
 from nader.dsl.limits import LimitsError, limits_for
-from nader.dsl.parser import read_block_file
+from nader.dsl.block_files import read_block_file
 
 
 def fix_inputs(path: str):

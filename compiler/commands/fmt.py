@@ -17,7 +17,7 @@ from nader.compiler.reporting import render_diagnostics
 from nader.dsl.diagnostics import Diagnostic
 from nader.dsl.format import FormatResult, format_source
 from nader.dsl.limits import InputLimits, LimitsError, limits_for
-from nader.dsl.parser import read_block_file
+from nader.dsl.block_files import read_block_file
 from nader.inputs import SourceText
 from nader.inputs.cli import options
 from nader.inputs.settings import Flag, Setting

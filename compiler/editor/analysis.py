@@ -17,7 +17,8 @@ from nader.compiler.repair import suggest_fixes
 from nader.dsl.diagnostics import Diagnostic, sort_key
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS, InputLimits, LimitsError, limits_for
-from nader.dsl.parser import ParseResult, parse, read_block_file
+from nader.dsl.block_files import read_block_file
+from nader.dsl.parser import ParseResult, parse
 from nader.inputs import InputError
 
 
