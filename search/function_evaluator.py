@@ -44,6 +44,12 @@ def arch_of(config, trial: Trial, seed: int, params: Optional[int], flops: Optio
                 params, flops, seed, cell, trial.epochs, run_dir=Path(config.run_dir) if config.run_dir else None)
 
 
+def stored_arch(config, store, trial: Trial, seed: int) -> Arch:
+    """`arch_of` with the counts the store holds for the trial's architecture."""
+    node = store.node(trial.arch_id)
+    return arch_of(config, trial, seed, node.params if node else None, node.flops if node else None)
+
+
 def pruner_of(config):
     """The study's pruner (None: reports are kept, nothing is stopped)."""
     return make_pruner(config.pruner, eta=config.eta, min_resource=config.min_epochs, max_resource=config.epochs)
@@ -146,9 +152,7 @@ class FunctionEvaluator(Evaluator):
             self._call(trial, seed, 1)
 
     def _call(self, trial: Trial, seed: int, attempt: int) -> None:
-        node = self.store.node(trial.arch_id)
-        call = ObjectiveCall(self.objective, arch_of(self.config, trial, seed, node.params if node else None,
-                                                     node.flops if node else None), self.objectives)
+        call = ObjectiveCall(self.objective, stored_arch(self.config, self.store, trial, seed), self.objectives)
         self.tickets[self.calls.submit(call)] = (trial, seed, attempt)
 
     def pending(self) -> int:

@@ -33,7 +33,7 @@ from . import records
 from .config import merge
 from .config_file import resolve_evaluator
 from .evaluator import Evaluator, SeedOutcome, Trial
-from .function_evaluator import FunctionEvaluator, ReportDesk, arch_of, outcome_of
+from .function_evaluator import FunctionEvaluator, ReportDesk, arch_of, outcome_of, stored_arch
 from .loop import Observer, Stop
 from .objective import Arch, TrialPruned, completed, finished
 from .objectives import DIRECTIONS, Objective, parse_objectives, require_pymoo, value
@@ -95,8 +95,7 @@ class _AskTellEvaluator(Evaluator):
         with self.lock:
             self.out.update((trial.arch_id, seed) for seed in trial.seeds)
         for seed in trial.seeds:
-            node = self.store.node(trial.arch_id)
-            arch = arch_of(self.config, trial, seed, node.params if node else None, node.flops if node else None)
+            arch = stored_arch(self.config, self.store, trial, seed)
             arch._channel = DirectChannel(self.desk.answer)
             self.asked.put((trial, arch))
 
