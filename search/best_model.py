@@ -20,7 +20,8 @@ objective's that saved none) is refused the same way. Beside the model, ``OUT.js
 network expects: input shape, classes and the normalisation its weights were trained with.
 
 Every output is claimed first (`nader.runtime.outputs.claim`: none may be a run directory's own
-file, no two one file) and all are written together or none (`write_files`): a full disk leaves
+file, no two one file; `claim_export`: OUT.json and OUT.pt are replaced only where they are an earlier
+export's to the same OUT) and all are written together or none (`write_files`): a full disk leaves
 each as it was.
 """
 from __future__ import annotations
@@ -83,6 +84,47 @@ def outputs(emit: str, out, weights=False) -> List[Path]:
     if weights and emit != "onnx":
         paths.append(out.with_suffix(".pt") if weights is True else Path(weights))
     return paths + [out.with_suffix(".json")]
+
+
+#: A sidecar read back to tell whose it is: larger is not one of ours (ours are a few kB).
+MOST_SIDECAR_BYTES = 1 << 20
+
+
+def claim_export(emit: str, out, weights=False) -> List[Path]:
+    """`outputs`, claimed (`claim`), and refused (ExportError, one line) where writing them would lose a
+    file: OUT's companions named after it (OUT.json, and OUT.pt for `weights=True`) are replaced only when
+    absent or when OUT.json says they are an earlier export's to this OUT. `-o best.py` then `-o best.onnx`
+    would otherwise give the ONNX model best.py's sidecar (and `nad` after `torch`, its weights)."""
+    paths = outputs(emit, out, weights)
+    try:
+        claim(paths)
+    except WriteRefused as error:
+        raise ExportError(str(error)) from None
+    out, sidecar_path = paths[0], paths[-1]
+    implicit = [p for p in paths[1:] if p == sidecar_path or weights is True]
+    existing = [p for p in implicit if p.exists()]
+    if not existing:
+        return paths
+    owner = _sidecar_model(sidecar_path)
+    if owner == out.name:
+        return paths
+    other = out.with_name(f"{out.stem}-{emit}{out.suffix}")
+    whose = f"it belongs to the export {out.with_name(owner)} ({sidecar_path} says so)" if owner else \
+        f"it exists and {sidecar_path} does not say it is an export's to {out}"
+    raise ExportError(f"cannot write {existing[0]}: {whose}; give -o another name (e.g. {other}) or move it first")
+
+
+def _sidecar_model(path: Path) -> Optional[str]:
+    """The name of the model file an export's sidecar at `path` was written beside, or None (no sidecar, or
+    a file that is not one: read as untrusted, bounded)."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MOST_SIDECAR_BYTES + 1)
+        record = json.loads(text) if len(text) <= MOST_SIDECAR_BYTES else None
+    except (OSError, ValueError):
+        return None
+    model = record.get("model") if isinstance(record, dict) and record.get("nader_export") else None
+    return Path(model).name if isinstance(model, str) and model else None
 
 
 def _record(reader: BaseReader, trial: Optional[int], problems) -> dict:
@@ -308,11 +350,7 @@ def export(run_dir, reader: BaseReader, emit: str, out, *, weights=False, trial:
     (`weights`: True for OUT.pt, or a path) and its sidecar OUT.json; all or nothing."""
     if emit not in EMITS:
         raise ExportError(f"--emit: choose one of {', '.join(EMITS)}")
-    paths = outputs(emit, out, weights)
-    try:
-        claim(paths)
-    except WriteRefused as error:
-        raise ExportError(str(error)) from None
+    paths = claim_export(emit, out, weights)
     chosen = choose(reader, trial, seed, problems, weights=bool(weights), run_dir=run_dir)
     built = _build(chosen)
     notes = []
@@ -344,4 +382,4 @@ def export(run_dir, reader: BaseReader, emit: str, out, *, weights=False, trial:
     return Exported(paths, notes)
 
 
-__all__ = ["EMITS", "Chosen", "ExportError", "Exported", "choose", "export", "fit_weights", "outputs"]
+__all__ = ["EMITS", "Chosen", "ExportError", "Exported", "choose", "claim_export", "export", "fit_weights", "outputs"]

@@ -300,14 +300,14 @@ def best_command(run_dir, fmt, trial, emit, weights, weights_seed, output, paret
 
 
 def _emit_best(run_dir, emit, output, weights, trial, seed, repair) -> None:
-    from ..best_model import ExportError, export, outputs
+    from ..best_model import ExportError, claim_export, export
 
     if not output:
         click.echo(f"error: --emit {emit} writes files: give -o OUT (e.g. -o best.{'py' if emit == 'torch' else emit})",
                    err=True)
         sys.exit(2)
-    _claim(*outputs(emit, output, weights))  # OUT, OUT.pt, OUT.json: before the run is read
     try:
+        claim_export(emit, output, weights)  # OUT, OUT.pt, OUT.json: before the run is read
         done = _read(run_dir, repair, lambda reader, problems: export(run_dir, reader, emit, Path(output),
                                                                       weights=weights, trial=trial, seed=seed,
                                                                       problems=problems))

@@ -124,11 +124,11 @@ def test_study_export_writes_each_format_at_the_searched_widths(study, tmp_path)
     assert paths == [tmp_path / "m.py", tmp_path / "w.pt", tmp_path / "m.json"]
     net = _network(tmp_path / "m.py")
     net.load_state_dict(torch.load(tmp_path / "w.pt", weights_only=True))
-    assert st.export(0, "onnx", tmp_path / "m.onnx", weights=True) == [tmp_path / "m.onnx", tmp_path / "m.json"]
+    assert st.export(0, "onnx", tmp_path / "n.onnx", weights=True) == [tmp_path / "n.onnx", tmp_path / "n.json"]
     x = torch.randn(4, 3, 16, 16)
     with torch.no_grad():
         expected = net.eval()(x).numpy()
-    (got,) = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"]).run(None, {"input": x.numpy()})
+    (got,) = ort.InferenceSession(str(tmp_path / "n.onnx"), providers=["CPUExecutionProvider"]).run(None, {"input": x.numpy()})
     assert abs(got - expected).max() < 1e-4
     other = st.trials[1]
     st.export(other, "nad", tmp_path / "a.nad")

@@ -110,13 +110,13 @@ def test_best_emit_onnx_with_weights_computes_what_the_torch_module_does(finishe
     ort = pytest.importorskip("onnxruntime")
     run, _ = finished
     assert invoke("best", run, "--emit", "torch", "--weights", "-o", tmp_path / "m.py").exit_code == 0
-    assert invoke("best", run, "--emit", "onnx", "--weights", "-o", tmp_path / "m.onnx").exit_code == 0
+    assert invoke("best", run, "--emit", "onnx", "--weights", "-o", tmp_path / "m-onnx.onnx").exit_code == 0
     model = _module(tmp_path / "m.py")
     model.load_state_dict(torch.load(tmp_path / "m.pt", weights_only=True))
     x = torch.randn(4, 3, 16, 16)
     with torch.no_grad():
         expected = model.eval()(x).numpy()
-    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(tmp_path / "m-onnx.onnx"), providers=["CPUExecutionProvider"])
     (got,) = session.run(None, {"input": x.numpy()})
     assert abs(got - expected).max() < 1e-4
 
@@ -287,3 +287,36 @@ def test_a_write_refused_part_way_leaves_every_output_byte_for_byte(finished, tm
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     (line,) = error_lines(r.stderr)
     assert line == f"error: cannot write the export {out.with_suffix('.pt')}: File too large; it is unchanged", line
+
+
+def test_a_second_export_beside_the_first_never_takes_its_companions(finished, tmp_path):
+    """`-o best.py --weights` then `-o best.nad --weights` or `-o best.onnx` would share best.pt and best.json:
+    the second is refused in one line and the first export stays byte for byte; the same OUT again, and
+    a name of its own, still write."""
+    run, _ = finished
+    out = tmp_path / "out"
+    out.mkdir()
+    assert invoke("best", run, "--emit", "torch", "--weights", "-o", out / "best.py").exit_code == 0
+    first = _files(out)
+    assert json.loads((out / "best.json").read_text())["model"].endswith("best.py")
+    for argv in (["--emit", "nad", "--weights"], ["--emit", "onnx"]):
+        suffix = ".nad" if "nad" in argv else ".onnx"
+        r = invoke("best", run, *argv, "-o", out / f"best{suffix}")
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        (line,) = r.stderr.strip().splitlines()
+        assert "belongs to the export" in line and "best.py" in line and f"best-{argv[1]}{suffix}" in line, line
+        assert _files(out) == first
+    assert invoke("best", run, "--emit", "torch", "--weights", "-o", out / "best.py").exit_code == 0  # its own again
+    r = invoke("best", run, "--emit", "onnx", "-o", out / "best-onnx.onnx")
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "best-onnx.json").read_text())["format"] == "onnx"
+    assert json.loads((out / "best.json").read_text())["format"] == "torch"
+
+
+def test_a_file_of_the_users_where_the_sidecar_goes_is_never_replaced(finished, tmp_path):
+    run, _ = finished
+    mine = tmp_path / "model.json"
+    mine.write_text('{"my": "notes"}\n')
+    r = invoke("best", run, "--emit", "nad", "-o", tmp_path / "model.nad")
+    assert r.exit_code == 2 and "does not say it is an export's to" in r.stderr, r.output
+    assert mine.read_text() == '{"my": "notes"}\n' and not (tmp_path / "model.nad").exists()
