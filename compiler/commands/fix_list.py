@@ -42,7 +42,7 @@ def list_cmd(files, fmt: str, options: dict) -> int:
         name, limits, config, source, unreadable = fix_inputs(path)
         if unreadable is not None:
             errors += 1
-            records.append({"file": name, "errors": [{**unreadable.to_json(), "alternatives": []}]})
+            records.append({"file": name, "errors": [{**unreadable.to_json(), "alternatives": [], "searched": False}]})
             if fmt != "json":
                 click.echo(f"{name}:1:1: error[{unreadable.code.code}] {unreadable.message}")
             continue
@@ -60,10 +60,15 @@ def list_cmd(files, fmt: str, options: dict) -> int:
 
 
 def _print(name: str, found) -> None:
+    from nader.compiler.repair.search import MOST_ERRORS
+
     for entry in found:
         d = entry.diagnostic
         click.echo(f"{name}:{d.span.line}:{d.span.col}: error[{d.code.code}] {d.message}")
-        if not entry.alternatives:
+        if not entry.searched:
+            click.echo(f"  not searched: the file has more errors than a repair takes on ({MOST_ERRORS}); "
+                       "`nadc fix` leaves it as it is")
+        elif not entry.alternatives:
             click.echo("  no verified repair")
         for k, a in enumerate(entry.alternatives, 1):
             then = "" if a.verifies is None else (" -> the block verifies" if a.verifies and not a.then else

@@ -16,7 +16,7 @@ from typing import Optional
 
 from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic, Fix, apply_fix
 
-from .engine import repair_text, verify_text
+from .engine import repair_text, restated_within, verify_text
 from .region import BlockRegion
 from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
@@ -46,9 +46,11 @@ class Alternative:
 class ErrorAlternatives:
     diagnostic: Diagnostic
     alternatives: tuple[Alternative, ...]
+    searched: bool = True  # False: the file has more errors than a repair takes on (MOST_ERRORS), none was tried
 
     def to_json(self) -> dict:
-        return {**self.diagnostic.to_json(), "alternatives": [a.to_json() for a in self.alternatives]}
+        return {**self.diagnostic.to_json(), "alternatives": [a.to_json() for a in self.alternatives],
+                "searched": self.searched}
 
 
 def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = frozenset(), complete: bool = True,
@@ -56,10 +58,11 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
     """For each error of `text` (the first MOST_DIAGNOSTICS of each block; with `lines`, those on lines
     `lines[0]` to `lines[1]` only), every fix that gets the verifier further in its block: safe ones, and
     unsafe ones when `unsafe`; best first. Errors of the file itself (not of a block) get their own fix
-    only. `verify_options` as `repair_text`'s."""
+    only. A file past MOST_ERRORS is searched only where `nadc fix` repairs it too: with `unsafe`, when once
+    each block's restatement goes (`drop-restatement`) no more are left. `verify_options` as `repair_text`'s."""
     state = verify_text(text, verify_options)
-    if not state.errors or len(state.errors) > MOST_ERRORS:
-        return [ErrorAlternatives(d, ()) for _, d in state.errors]
+    if len(state.errors) > MOST_ERRORS and not (unsafe and restated_within(state, frozenset(disabled), verify_options)):
+        return [ErrorAlternatives(d, (), searched=False) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
     budget = RepairBudget(text, MOST_LIST_VERIFICATIONS)
     wanted = lines

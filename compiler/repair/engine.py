@@ -150,7 +150,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
     state = verify_text(text, verify_options)
     budget = RepairBudget(text, MOST_VERIFICATIONS)
     applied: list[AppliedFix] = []
-    if len(state.errors) > MOST_ERRORS and not (unsafe and _restated_within(state, disabled, verify_options)):
+    if len(state.errors) > MOST_ERRORS and not (unsafe and restated_within(state, disabled, verify_options)):
         return RepairResult(text, text, (), tuple(d for _, d in state.errors), stopped="errors")
     both = frozenset({SAFE, UNSAFE})
     phases = (frozenset({SAFE}), both) if unsafe else (frozenset({SAFE}),)
@@ -195,7 +195,7 @@ def repair_text(text: str, *, unsafe: bool = False, disabled: frozenset = frozen
                         stopped)
 
 
-def _restated_within(state: RepairState, disabled: frozenset, options: dict) -> bool:
+def restated_within(state: RepairState, disabled: frozenset, options: dict) -> bool:
     """Whether the file has at most MOST_ERRORS errors once each block's restatement goes (`drop-restatement`'s
     cleanup: node lines defining an id again, repeated edges, edges to undefined nodes): a model that restated its parent and went on
     makes hundreds of errors (ids defined twice, edges repeated, edges to ids it never defined) that one fix
