@@ -51,7 +51,7 @@ class BlockEditor:
         self.node_ops: dict[int, tuple[str, Node, str]] = {}  # line -> (op text, node, its `node_lines` text)
         self.new_nodes: list[tuple[int, str]] = []  # (id, op text)
         self.new_edges: list[tuple[list[NodeId], NodeId]] = []
-        self._next_id = block.analysis("repair.free_id", _free_id)
+        self._next_id: Optional[int] = None  # the block's free id, found when a node is added: most add none
         self.added = 0  # nodes added
         self.removed = 0  # nodes removed
 
@@ -59,7 +59,9 @@ class BlockEditor:
     def add_node(self, op_text: str) -> int:
         """A new node `ID:op_text`; its id."""
         new_id = self._next_id
-        self._next_id += 1
+        if new_id is None:
+            new_id = self.block.analysis("repair.free_id", _free_id)
+        self._next_id = new_id + 1
         self.new_nodes.append((new_id, op_text))
         self.added += 1
         return new_id
@@ -141,10 +143,12 @@ class BlockEditor:
     # -- the fix -------------------------------------------------------------------------------
     def fix(self, kind: str, message: str, safety: str = SAFE) -> "EditorFix":
         """The change so far as a fix (what the editor holds is copied: the kind may go on editing)."""
-        on_line = self.block.analysis("repair.layout", _layout)[0]
-        target, sources = self.target, self._sources
-        rows = {line: tuple((tuple(s), target(k)) for k in on_line[line] if (s := sources(k)))
-                for line in sorted({self.block.edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)})}
+        rows = {}
+        if self.edge_sources or self.edge_targets:
+            on_line, edges = self.block.analysis("repair.layout", _layout)[0], self.block.edges
+            target, sources = self.target, self._sources
+            rows = {line: tuple((tuple(s), target(k)) for k in on_line[line] if (s := sources(k)))
+                    for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)})}
         change = Change(self.block, self.lines, dict(self.node_lines), self.node_ops, rows, tuple(self.new_nodes),
                         tuple((tuple(s), t) for s, t in self.new_edges))
         return EditorFix(change, kind, safety, message)
