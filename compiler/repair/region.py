@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS
+from nader.dsl.ops import Group
 from nader.dsl.parser import parse, read_in_block
 from nader.dsl.span import ColSpan, Span
 
@@ -38,6 +39,8 @@ MOST_REMEMBERED = 4096
 
 #: A candidate that must be verified from its text (`BlockRegion._as_graph`).
 _TEXT = object()
+
+SOURCES = Group.SOURCE
 
 
 def _position(edit: Edit) -> tuple[int, int]:
@@ -171,8 +174,8 @@ class BlockRegion:
         self.verified[text] = found
         return found
 
-    def _verdict(self, block: Block, front_end: tuple) -> tuple[tuple, int, int]:
-        report = verify_block(block, role=self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
+    def _verdict(self, block: Block, front_end: tuple, role=None) -> tuple[tuple, int, int]:
+        report = verify_block(block, role=role or self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
                               front_end=front_end, domain=self.domain)
         progress = block_progress(report)
         return progress, len(report.diagnostics) - progress[2], len(block.nodes)
@@ -289,6 +292,7 @@ class BlockRegion:
         kept_nodes, kept_edges = block.nodes, block.edges
         node_rows, edge_rows = self._item_lines()
         wires = self._wires()  # of the candidate: an upper bound until edges go
+        terminals = False  # whether the change writes or deletes an input terminal's line
         if node_lines:
             nodes, n, ops = [], 0, change.node_ops
             for line in sorted(node_lines):
@@ -296,20 +300,23 @@ class BlockRegion:
                 if at == len(node_rows) or node_rows[at] != line:
                     return _TEXT  # a line that holds no node
                 nodes += kept_nodes[n:at]
-                n, text = at + 1, node_lines[line]
+                n, text, old = at + 1, node_lines[line], kept_nodes[at]
+                terminals |= old.op in SOURCES
                 if text is None:
                     continue
                 size += len(text) + 1
                 op = ops.get(line)
-                new = _node(kept_nodes[at].id, op[0], kept_nodes[at].comment, len(text)) if op is not None else None
+                new = _node(old.id, op[0], old.comment, len(text)) if op is not None else None
                 if new is not None:
                     nodes.append(new)
+                    terminals |= new.op in SOURCES
                     continue
                 read = _read_line(text, limits)
                 if read is None or read[1]:
                     return _TEXT  # a header, or edges among the node lines: the text decides
                 nodes += read[0]
                 front_end += read[2]
+                terminals |= any(x.op in SOURCES for x in read[0])
             nodes += kept_nodes[n:]
         else:
             nodes = [*kept_nodes]
@@ -337,12 +344,14 @@ class BlockRegion:
             new = _node(node_id, op, None, width + len(op) + 1)
             if new is not None:
                 nodes.append(new)
+                terminals |= new.op in SOURCES
                 continue
             read = _read_line(f"{node_id}:{op}", limits)
             if read is None or read[1]:
                 return _TEXT
             nodes += read[0]
             front_end += read[2]
+            terminals |= any(x.op in SOURCES for x in read[0])
         for sources, target in change.new_edges:
             new = _edge(sources, target, None)
             if new.span.end_col > DEFAULT_LIMITS.line_length:
@@ -359,7 +368,9 @@ class BlockRegion:
         if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
             gone = {*node_lines, *rows}
             front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
-        return self._verdict(candidate, tuple(front_end))
+        # the role a block is verified in is inferred from its name and input terminals: the block's, where
+        # the change leaves those alone (`Block.inferred_role` costs a walk of the nodes)
+        return self._verdict(candidate, tuple(front_end), self.role if terminals else self.report.role)
 
 
 #: Node lines by their op text and the width of their id (`_node`): `11:Conv2d(out_channels=C,kernel_size=1)`
@@ -386,8 +397,23 @@ def _node(node_id, op_text: str, comment: Optional[str], length: int) -> Optiona
                         like.params, like.opdef)
 
 
+#: Edges `_edge` made, by (sources, target, comment): a kind writes the same ones again and again (`3->9`).
+_EDGES: dict[tuple, Edge] = {}
+
+
 def _edge(sources: tuple, target, comment: Optional[str]) -> Edge:
-    """The edge of the line `a,b->target` (and `comment`) as `read_in_block` reads it, without reading it."""
+    """The edge of the line `a,b->target` (and `comment`) as `read_in_block` reads it, without reading it
+    (one object for every candidate that has it: no pass changes an edge)."""
+    key = (sources, target, comment)
+    found = _EDGES.get(key)
+    if found is None:
+        if len(_EDGES) > MOST_REMEMBERED:
+            _EDGES.clear()
+        found = _EDGES[key] = _new_edge(sources, target, comment)
+    return found
+
+
+def _new_edge(sources: tuple, target, comment: Optional[str]) -> Edge:
     cols, col = [], 1
     for source in sources:
         end = col + len(str(source))
