@@ -167,7 +167,9 @@ class Change:
         self.block, self.lines, self.node_lines, self.edge_rows = block, lines, node_lines, edge_rows
         self.node_ops = {line: op for line, op in node_ops.items() if node_lines.get(line) is op[2]} if node_ops else {}
         self.new_nodes, self.new_edges = new_nodes, new_edges
-        self.key = (tuple(sorted(node_lines.items())), tuple(edge_rows.items()), new_nodes, new_edges)
+        lines_now = tuple(node_lines.items())
+        self.key = (tuple(sorted(lines_now)) if len(lines_now) > 1 else lines_now, tuple(edge_rows.items()), new_nodes,
+                    new_edges)
 
     def comment(self, line: int) -> Optional[str]:
         """The comment an edge line keeps (on its first row) when the change rewrites it."""
@@ -212,11 +214,7 @@ class EditorFix(Fix):
     Equal to the plain `Fix` of the same edits; pickled as one (the change holds the file's lines)."""
 
     def __init__(self, change: Change, kind: str, safety: str, message: str):
-        set_ = object.__setattr__
-        set_(self, "change", change)
-        set_(self, "kind", kind)
-        set_(self, "safety", safety)
-        set_(self, "message", message)
+        self.__dict__.update(change=change, kind=kind, safety=safety, message=message)  # frozen: not by setattr
 
     def __getattr__(self, name: str):
         if name != "edits":

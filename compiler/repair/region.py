@@ -289,6 +289,8 @@ class BlockRegion:
         size = 0  # characters of the lines the change writes
         if change.new_nodes and len(str(change.new_nodes[-1][0])) > DEFAULT_LIMITS.digits_per_number:
             return _TEXT  # new ids past the digit limit (the ids grow): the front end's words on them decide
+        if node_lines and min(node_lines) <= self.start or rows and next(iter(rows)) <= self.start:
+            return _TEXT  # the header's line (a file without one: its first line): `_line_changes` leaves it too
         kept_nodes, kept_edges = block.nodes, block.edges
         node_rows, edge_rows = self._item_lines()
         wires = self._wires()  # of the candidate: an upper bound until edges go
@@ -311,9 +313,9 @@ class BlockRegion:
                     nodes.append(new)
                     terminals |= new.op in SOURCES
                     continue
-                read = _read_line(text, limits)
+                read = _read_line(text, limits) if "\n" not in text else None
                 if read is None or read[1]:
-                    return _TEXT  # a header, or edges among the node lines: the text decides
+                    return _TEXT  # a header, several lines, or edges among the node lines: the text decides
                 nodes += read[0]
                 front_end += read[2]
                 terminals |= any(x.op in SOURCES for x in read[0])
@@ -346,7 +348,7 @@ class BlockRegion:
                 nodes.append(new)
                 terminals |= new.op in SOURCES
                 continue
-            read = _read_line(f"{node_id}:{op}", limits)
+            read = _read_line(f"{node_id}:{op}", limits) if "\n" not in op else None
             if read is None or read[1]:
                 return _TEXT
             nodes += read[0]
@@ -390,7 +392,8 @@ def _node(node_id, op_text: str, comment: Optional[str], length: int) -> Optiona
         if len(_OPS) > MOST_REMEMBERED:
             _OPS.clear()
         read = read_in_block(f"{'0' * width}:{op_text}")  # the same columns as the line's: no check reads the id
-        like = _OPS[key] = read[0][0] if read is not None and read[0] else None
+        clean = read is not None and read[0] and read[0][0].comment is None and "\n" not in op_text
+        like = _OPS[key] = read[0][0] if clean else None
     if like is None:
         return None
     return Node._parsed(node_id, like.op_name, like.args, comment, (), like.span, like.id_span, like.op_span,
