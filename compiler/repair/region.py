@@ -138,28 +138,24 @@ class BlockRegion:
         fix reaches outside the block or its lines no longer form one block."""
         if type(fix) is EditorFix and self.from_change and fix.change.block is self.report.block:
             change = fix.change
-            key = (self.text, None, change.key)  # None: no text change is keyed so
-            found = self.verified.get(key, _TEXT)
-            if found is _TEXT:
-                found = self._from_change(change)
-                if found is _TEXT:
-                    return self._from_text(fix)
-                self.verified[key] = found
-            return found
+            return self._remembered((self.text, None, change.key), self._from_change, change, fix)  # None: no text change
         start, end = self.start, self.end
         if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
             return None
         changes = self._line_changes(fix) if self.as_graph else None
         if changes is not None:
-            key = (self.text, changes)
-            found = self.verified.get(key, _TEXT)
-            if found is _TEXT:
-                found = self._as_graph(changes)
-                if found is _TEXT:
-                    return self._from_text(fix)
-                self.verified[key] = found
-            return found
+            return self._remembered((self.text, changes), self._as_graph, changes, fix)
         return self._from_text(fix)
+
+    def _remembered(self, key: tuple, build, change, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        """The verdict remembered under `key`, else the one `build(change)` gets (remembered), else its text's."""
+        found = self.verified.get(key, _TEXT)
+        if found is _TEXT:
+            found = build(change)
+            if found is _TEXT:
+                return self._from_text(fix)
+            self.verified[key] = found
+        return found
 
     # -- from the text --------------------------------------------------------------------------
     def _from_text(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
