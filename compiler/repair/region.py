@@ -317,7 +317,7 @@ class BlockRegion:
                 terminals |= any(x.op in SOURCES for x in read[0])
             nodes += kept_nodes[n:]
         else:
-            nodes = [*kept_nodes]
+            nodes = kept_nodes  # the block's tuple, until a node is added
         if rows:
             edges, e = [], 0
             for line, written in rows.items():  # in line order: each line's rows in place of its edges
@@ -335,6 +335,10 @@ class BlockRegion:
                     comment = None
             edges += kept_edges[e:]
         else:
+            edges = kept_edges
+        if change.new_nodes and nodes is kept_nodes:
+            nodes = [*kept_nodes]
+        if change.new_edges and edges is kept_edges:
             edges = [*kept_edges]
         for node_id, op in change.new_nodes:
             width = len(str(node_id))
@@ -362,7 +366,8 @@ class BlockRegion:
         if (len(self.text) + size) * 4 > limits.text_bytes or len(nodes) > limits.nodes_per_block or \
                 wires > limits.inputs_per_node:
             return _TEXT  # near the front end's limits on the whole text or block: the text decides
-        candidate = Block(block.name, tuple(nodes), tuple(edges), span=block.span, header_span=block.header_span)
+        candidate = Block(block.name, nodes if nodes is kept_nodes else tuple(nodes),
+                          edges if edges is kept_edges else tuple(edges), (), None, (), block.span, block.header_span)
         if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
             gone = {*node_lines, *rows}
             front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
