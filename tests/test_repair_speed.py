@@ -233,6 +233,8 @@ def test_what_a_process_remembers_changes_no_suggestion():
     texts = [p.read_text(encoding="utf-8") for p in CORPORA[:30]]
     region._VERIFIED.clear()
     region._READ.clear()
+    region._OPS.clear()
+    region._EDGES.clear()
     cold = [fixes(t) for t in texts]
     warm = [fixes(t) for t in reversed(texts)][::-1]  # every candidate seen before, in another order
     assert warm == cold and any(f for found in cold for _, f in found)
