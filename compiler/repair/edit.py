@@ -4,6 +4,10 @@ A repair rewrites only the lines it changes: a node line whose operation or argu
 an edge line whose sources or target change, a deleted line; new node lines go after the
 block's last node line, new edge lines after its last line. Comments on untouched lines stay,
 and the diff a user reviews is as small as the change.
+
+Most candidates a search makes are verified and dropped, never shown: the `Fix` an editor makes
+(`EditorFix`) keeps the change itself (`Change`: nodes and edge lines as the editor left them), which
+region.py builds the candidate block from, and writes its text edits only when they are read.
 """
 from __future__ import annotations
 
@@ -44,9 +48,10 @@ class BlockEditor:
         self.node_lines: dict[int, Optional[str]] = {}  # line -> new text, None: deleted
         self.edge_sources: dict[int, list[NodeId]] = {}  # edge index -> its sources now
         self.edge_targets: dict[int, NodeId] = {}
-        self.new_nodes: list[str] = []
+        self.node_ops: dict[int, tuple[str, Node, str]] = {}  # line -> (op text, node, its `node_lines` text)
+        self.new_nodes: list[tuple[int, str]] = []  # (id, op text)
         self.new_edges: list[tuple[list[NodeId], NodeId]] = []
-        self._next_id = block.analysis("repair.free_id", _free_id)
+        self._next_id: Optional[int] = None  # the block's free id, found when a node is added: most add none
         self.added = 0  # nodes added
         self.removed = 0  # nodes removed
 
@@ -54,14 +59,17 @@ class BlockEditor:
     def add_node(self, op_text: str) -> int:
         """A new node `ID:op_text`; its id."""
         new_id = self._next_id
-        self._next_id += 1
-        self.new_nodes.append(f"{new_id}:{op_text}")
+        if new_id is None:
+            new_id = self.block.analysis("repair.free_id", _free_id)
+        self._next_id = new_id + 1
+        self.new_nodes.append((new_id, op_text))
         self.added += 1
         return new_id
 
     def set_node(self, node: Node, op_text: str) -> None:
         """Replace `node`'s operation and arguments by `op_text` (`Conv2d(out_channels=C)`)."""
-        self.node_lines[node.span.line] = _with_comment(f"{node.id}:{op_text}", node.comment)
+        line = self.node_lines[node.span.line] = _with_comment(f"{node.id}:{op_text}", node.comment)
+        self.node_ops[node.span.line] = (op_text, node, line)
 
     def drop_node(self, node: Node) -> None:
         """Delete the node line and every wire into or out of the node."""
@@ -133,21 +141,56 @@ class BlockEditor:
         return new_id
 
     # -- the fix -------------------------------------------------------------------------------
-    def fix(self, kind: str, message: str, safety: str = SAFE) -> Fix:
+    def fix(self, kind: str, message: str, safety: str = SAFE) -> "EditorFix":
+        """The change so far as a fix (what the editor holds is copied: the kind may go on editing)."""
+        rows = {}
+        if self.edge_sources or self.edge_targets:
+            on_line, edges = self.block.analysis("repair.layout", _layout)[0], self.block.edges
+            target, sources = self.target, self._sources
+            rows = {line: tuple((tuple(s), target(k)) for k in on_line[line] if (s := sources(k)))
+                    for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)})}
+        change = Change(self.block, self.lines, dict(self.node_lines), self.node_ops, rows, tuple(self.new_nodes),
+                        tuple((tuple(s), t) for s, t in self.new_edges))
+        return EditorFix(change, kind, safety, message)
+
+
+class Change:
+    """What an editor changed in its block: node lines (line -> text, None: deleted; `node_ops`: those
+    `set_node` wrote, by op text), edge lines (line -> its (sources, target) rows now, one a line), new
+    nodes ((id, op text), after the last node line) and new edges ((sources, target), after the last line).
+    `key` is a function of the candidate it makes (region.py remembers verdicts by it)."""
+
+    __slots__ = ("block", "lines", "node_lines", "node_ops", "edge_rows", "new_nodes", "new_edges", "key")
+
+    def __init__(self, block: Block, lines: Sequence[str], node_lines: dict, node_ops: dict, edge_rows: dict,
+                 new_nodes: tuple, new_edges: tuple):
+        self.block, self.lines, self.node_lines, self.edge_rows = block, lines, node_lines, edge_rows
+        self.node_ops = {line: op for line, op in node_ops.items() if node_lines.get(line) is op[2]} if node_ops else {}
+        self.new_nodes, self.new_edges = new_nodes, new_edges
+        lines_now = tuple(node_lines.items())
+        self.key = (tuple(sorted(lines_now)) if len(lines_now) > 1 else lines_now, tuple(edge_rows.items()), new_nodes,
+                    new_edges)
+
+    def comment(self, line: int) -> Optional[str]:
+        """The comment an edge line keeps (on its first row) when the change rewrites it."""
+        edges = self.block.edges
+        return next((edges[k].comment for k in self.block.analysis("repair.layout", _layout)[0][line]
+                     if edges[k].comment), None)
+
+    def edits(self) -> tuple[Edit, ...]:
+        """The change as text edits of the file's lines."""
         changed: dict[int, Optional[str]] = dict(self.node_lines)
         crlf = bool(self.lines) and self.lines[0].endswith("\r")  # keep a CRLF file's line ends
         end = "\r\n" if crlf else "\n"
-        on_line, after_nodes, after_all = self.block.analysis("repair.layout", _layout)
-        edges = self.block.edges
-        for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)}):
-            indices = on_line[line]
-            rows = [f"{','.join(map(str, sources))}->{self.target(k)}" for k in indices if (sources := self._sources(k))]
-            comment = next((edges[k].comment for k in indices if edges[k].comment), None)
+        _, after_nodes, after_all = self.block.analysis("repair.layout", _layout)
+        for line, rows in self.edge_rows.items():
+            comment = self.comment(line)
+            written = [f"{','.join(map(str, sources))}->{target}" for sources, target in rows]
             # a changed chain is written one edge a line, as `nadc fmt` writes it
-            changed[line] = end.join([_with_comment(rows[0], comment), *rows[1:]]) if rows else None
+            changed[line] = end.join([_with_comment(written[0], comment), *written[1:]]) if written else None
         inserts: dict[int, list[str]] = {}
         if self.new_nodes:
-            inserts.setdefault(after_nodes + 1, []).extend(self.new_nodes)
+            inserts.setdefault(after_nodes + 1, []).extend(f"{i}:{op}" for i, op in self.new_nodes)
         if self.new_edges:
             inserts.setdefault(after_all + 1, []).extend(f"{','.join(map(str, s))}->{t}" for s, t in self.new_edges)
         edits = []
@@ -162,4 +205,34 @@ class BlockEditor:
                 edits.append(Edit(Span(line, 1, line, len(old) + 1), before + text + ("\r" if old.endswith("\r") else "")))
         for line, texts in sorted(inserts.items()):
             edits.append(Edit(Span(line, 1, line, 1), "".join(t + end for t in texts)))
-        return Fix(tuple(sorted(edits, key=lambda e: e.span)), kind, safety, message)
+        return tuple(sorted(edits, key=lambda e: e.span))
+
+
+class EditorFix(Fix):
+    """A `Fix` an editor made: its `change`, and its edits, written on first use (`edits`): the region
+    verifies most candidates from the change, and only those shown (or applied) need their text.
+    Equal to the plain `Fix` of the same edits; pickled as one (the change holds the file's lines)."""
+
+    def __init__(self, change: Change, kind: str, safety: str, message: str):
+        self.__dict__.update(change=change, kind=kind, safety=safety, message=message)  # frozen: not by setattr
+
+    def __getattr__(self, name: str):
+        if name != "edits":
+            raise AttributeError(name)
+        edits = self.change.edits()
+        object.__setattr__(self, "edits", edits)
+        return edits
+
+    def _fields(self) -> tuple:
+        return self.edits, self.kind, self.safety, self.message
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Fix):
+            return NotImplemented
+        return self._fields() == (other.edits, other.kind, other.safety, other.message)
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self):
+        return Fix, self._fields()

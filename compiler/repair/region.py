@@ -6,7 +6,9 @@ deletes or inserts whole node and edge lines; such a candidate is built as a gra
 nodes and edges where its lines stay, and only the new lines parsed (as the front end parses any line:
 alone, so the diagnostics of the lines that stay stay too). Any other fix (columns inside a line, a
 CRLF file, limits stricter than the defaults, a candidate near an input limit) is applied to the
-block's text, which is parsed and verified whole. Both give the same verdict
+block's text, which is parsed and verified whole. A candidate an editor made (edit.py's `EditorFix`)
+is built from its change without writing its text: its changed and new edges made directly, its node
+lines from their op text (read once per op text, whatever the node's id). All give the same verdict
 (tests/test_repair_speed.py compares them on every candidate of the corpora and of mutated blocks).
 """
 from __future__ import annotations
@@ -16,14 +18,16 @@ from itertools import accumulate
 from typing import Optional, Sequence
 
 from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
-from nader.dsl.ir import Block
+from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS
+from nader.dsl.ops import Group
 from nader.dsl.parser import parse, read_in_block
-from nader.dsl.span import Span
+from nader.dsl.span import ColSpan, Span
 
 from ..passes.contract import SQUARE
 from ..passes.shapes import Limits
 from ..passes.verify import BlockReport, verify_block
+from .edit import Change, EditorFix
 from .kinds import order_of
 from .search import block_progress
 
@@ -35,6 +39,8 @@ MOST_REMEMBERED = 4096
 
 #: A candidate that must be verified from its text (`BlockRegion._as_graph`).
 _TEXT = object()
+
+SOURCES = Group.SOURCE
 
 
 def _position(edit: Edit) -> tuple[int, int]:
@@ -98,6 +104,7 @@ class BlockRegion:
                  file_level: Optional[Sequence[Diagnostic]] = None):
         self.lines, self.start, self.end, self.report = lines, start, end, report
         self._lines: Optional[tuple[list[int], list[int]]] = None
+        self._wire_count: Optional[int] = None
         self.text = "\n".join(lines[start - 1:end - 1]) + ("\n" if end - 1 < len(lines) else "")
         self._starts: Optional[list[int]] = None  # of each line: only a candidate verified from its text needs them
         self.before = block_progress(report)
@@ -110,6 +117,8 @@ class BlockRegion:
         if self.as_graph:
             self.front_end = [d for d in report.diagnostics if _front_end(d)] + \
                 [d for d in file_level if _front_end(d) and start <= d.span.line < end]
+        # an editor's candidates built from their change (a CRLF file's new lines end in `\r`: its text decides)
+        self.from_change = self.as_graph and not (lines and lines[0].endswith("\r"))
         self.verified = _verdicts(self.role, self.stem_stride, self.domain, self.input_limits, self.limits)
 
     def rank(self, fix: Fix, position: int) -> Optional[tuple[tuple, tuple]]:
@@ -127,20 +136,26 @@ class BlockRegion:
     def after(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
         """(progress, warnings, nodes) of the block once `fix` is applied to it, verified alone; None when the
         fix reaches outside the block or its lines no longer form one block."""
+        if type(fix) is EditorFix and self.from_change and fix.change.block is self.report.block:
+            change = fix.change
+            return self._remembered((self.text, None, change.key), self._from_change, change, fix)  # None: no text change
         start, end = self.start, self.end
         if any(e.span.line < start or e.span.end_line > end for e in fix.edits):
             return None
         changes = self._line_changes(fix) if self.as_graph else None
         if changes is not None:
-            key = (self.text, changes)
-            found = self.verified.get(key, _TEXT)
-            if found is _TEXT:
-                found = self._as_graph(changes)
-                if found is _TEXT:
-                    return self._from_text(fix)
-                self.verified[key] = found
-            return found
+            return self._remembered((self.text, changes), self._as_graph, changes, fix)
         return self._from_text(fix)
+
+    def _remembered(self, key: tuple, build, change, fix: Fix) -> Optional[tuple[tuple, int, int]]:
+        """The verdict remembered under `key`, else the one `build(change)` gets (remembered), else its text's."""
+        found = self.verified.get(key, _TEXT)
+        if found is _TEXT:
+            found = build(change)
+            if found is _TEXT:
+                return self._from_text(fix)
+            self.verified[key] = found
+        return found
 
     # -- from the text --------------------------------------------------------------------------
     def _from_text(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
@@ -155,8 +170,8 @@ class BlockRegion:
         self.verified[text] = found
         return found
 
-    def _verdict(self, block: Block, front_end: tuple) -> tuple[tuple, int, int]:
-        report = verify_block(block, role=self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
+    def _verdict(self, block: Block, front_end: tuple, role=None) -> tuple[tuple, int, int]:
+        report = verify_block(block, role=role or self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
                               front_end=front_end, domain=self.domain)
         progress = block_progress(report)
         return progress, len(report.diagnostics) - progress[2], len(block.nodes)
@@ -189,6 +204,13 @@ class BlockRegion:
         if found is None:
             block = self.report.block
             found = self._lines = ([n.span.line for n in block.nodes], [e.span.line for e in block.edges])
+        return found
+
+    def _wires(self) -> int:
+        """The wires of the block (each source of an edge line)."""
+        found = self._wire_count
+        if found is None:
+            found = self._wire_count = sum(len(e.sources) for e in self.report.block.edges)
         return found
 
     def _line_changes(self, fix: Fix) -> Optional[tuple]:
@@ -250,3 +272,157 @@ class BlockRegion:
             gone = {line for first, last, _ in changes for line in range(first, last + 1)}
             front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
         return self._verdict(candidate, tuple(front_end))
+
+    # -- from an editor's change ----------------------------------------------------------------
+    def _from_change(self, change: Change):
+        """The verdict on the block with an editor's `change`, as `_as_graph` builds it from the lines the
+        change writes (the same nodes and edges, in the same order), without writing them; `_TEXT` where the
+        text must decide."""
+        limits = self.input_limits
+        block = self.report.block
+        node_lines, rows = change.node_lines, change.edge_rows
+        front_end: list = []
+        size = 0  # characters of the lines the change writes
+        if change.new_nodes and len(str(change.new_nodes[-1][0])) > DEFAULT_LIMITS.digits_per_number:
+            return _TEXT  # new ids past the digit limit (the ids grow): the front end's words on them decide
+        if node_lines and min(node_lines) <= self.start or rows and next(iter(rows)) <= self.start:
+            return _TEXT  # the header's line (a file without one: its first line): `_line_changes` leaves it too
+        kept_nodes, kept_edges = block.nodes, block.edges
+        node_rows, edge_rows = self._item_lines()
+        wires = self._wires()  # of the candidate: an upper bound until edges go
+        terminals = False  # whether the change writes or deletes an input terminal's line
+        if node_lines:
+            nodes, n, ops = [], 0, change.node_ops
+            for line in sorted(node_lines):
+                at = bisect_left(node_rows, line)
+                if at == len(node_rows) or node_rows[at] != line:
+                    return _TEXT  # a line that holds no node
+                nodes += kept_nodes[n:at]
+                n, text, old = at + 1, node_lines[line], kept_nodes[at]
+                terminals |= old.op in SOURCES
+                if text is None:
+                    continue
+                size += len(text) + 1
+                op = ops.get(line)
+                new = _node(old.id, op[0], old.comment, len(text)) if op is not None else None
+                if new is not None:
+                    nodes.append(new)
+                    terminals |= new.op in SOURCES
+                    continue
+                read = _read_line(text, limits) if "\n" not in text else None
+                if read is None or read[1]:
+                    return _TEXT  # a header, several lines, or edges among the node lines: the text decides
+                nodes += read[0]
+                front_end += read[2]
+                terminals |= any(x.op in SOURCES for x in read[0])
+            nodes += kept_nodes[n:]
+        else:
+            nodes = kept_nodes  # the block's tuple, until a node is added
+        if rows:
+            edges, e = [], 0
+            for line, written in rows.items():  # in line order: each line's rows in place of its edges
+                at, e_next = bisect_left(edge_rows, line), bisect_right(edge_rows, line)
+                edges += kept_edges[e:at]
+                e, comment = e_next, change.comment(line)
+                for sources, target in written:
+                    new = _edge(sources, target, comment)
+                    length = new.span.end_col + (len(comment) + 2 if comment else 0)  # its line break too
+                    if length > DEFAULT_LIMITS.line_length:
+                        return _TEXT
+                    size += length
+                    wires += len(sources)
+                    edges.append(new)
+                    comment = None
+            edges += kept_edges[e:]
+        else:
+            edges = kept_edges
+        if change.new_nodes and nodes is kept_nodes:
+            nodes = [*kept_nodes]
+        if change.new_edges and edges is kept_edges:
+            edges = [*kept_edges]
+        for node_id, op in change.new_nodes:
+            width = len(str(node_id))
+            size += width + len(op) + 2
+            new = _node(node_id, op, None, width + len(op) + 1)
+            if new is not None:
+                nodes.append(new)
+                terminals |= new.op in SOURCES
+                continue
+            read = _read_line(f"{node_id}:{op}", limits) if "\n" not in op else None
+            if read is None or read[1]:
+                return _TEXT
+            nodes += read[0]
+            front_end += read[2]
+            terminals |= any(x.op in SOURCES for x in read[0])
+        for sources, target in change.new_edges:
+            new = _edge(sources, target, None)
+            if new.span.end_col > DEFAULT_LIMITS.line_length:
+                return _TEXT
+            size += new.span.end_col
+            wires += len(sources)
+            edges.append(new)
+        if wires > limits.inputs_per_node:
+            wires = sum(len(x.sources) for x in edges)
+        if (len(self.text) + size) * 4 > limits.text_bytes or len(nodes) > limits.nodes_per_block or \
+                wires > limits.inputs_per_node:
+            return _TEXT  # near the front end's limits on the whole text or block: the text decides
+        candidate = Block(block.name, nodes if nodes is kept_nodes else tuple(nodes),
+                          edges if edges is kept_edges else tuple(edges), (), None, (), block.span, block.header_span)
+        if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
+            gone = {*node_lines, *rows}
+            front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
+        # the role a block is verified in is inferred from its name and input terminals: the block's, where
+        # the change leaves those alone (`Block.inferred_role` costs a walk of the nodes)
+        return self._verdict(candidate, tuple(front_end), self.role if terminals else self.report.role)
+
+
+#: Node lines by their op text and the width of their id (`_node`): `11:Conv2d(out_channels=C,kernel_size=1)`
+#: recurs with other ids, in other blocks.
+_OPS: dict[tuple[str, int], Optional[Node]] = {}
+
+
+def _node(node_id, op_text: str, comment: Optional[str], length: int) -> Optional[Node]:
+    """The node of the line `{node_id}:{op_text}` (and `comment`; `length` characters) as `read_in_block` reads
+    it; None where that line is no clean node line, or near a limit (`_read_line` reads it)."""
+    width = len(str(node_id))
+    if length > DEFAULT_LIMITS.line_length or width > DEFAULT_LIMITS.digits_per_number:
+        return None
+    key = (op_text, width)
+    like = _OPS.get(key, _TEXT)
+    if like is _TEXT:
+        if len(_OPS) > MOST_REMEMBERED:
+            _OPS.clear()
+        read = read_in_block(f"{'0' * width}:{op_text}")  # the same columns as the line's: no check reads the id
+        clean = read is not None and read[0] and read[0][0].comment is None and "\n" not in op_text
+        like = _OPS[key] = read[0][0] if clean else None
+    if like is None:
+        return None
+    return Node._parsed(node_id, like.op_name, like.args, comment, (), like.span, like.id_span, like.op_span,
+                        like.params, like.opdef)
+
+
+#: Edges `_edge` made, by (sources, target, comment): a kind writes the same ones again and again (`3->9`).
+_EDGES: dict[tuple, Edge] = {}
+
+
+def _edge(sources: tuple, target, comment: Optional[str]) -> Edge:
+    """The edge of the line `a,b->target` (and `comment`) as `read_in_block` reads it, without reading it
+    (one object for every candidate that has it: no pass changes an edge)."""
+    key = (sources, target, comment)
+    found = _EDGES.get(key)
+    if found is None:
+        if len(_EDGES) > MOST_REMEMBERED:
+            _EDGES.clear()
+        found = _EDGES[key] = _new_edge(sources, target, comment)
+    return found
+
+
+def _new_edge(sources: tuple, target, comment: Optional[str]) -> Edge:
+    cols, col = [], 1
+    for source in sources:
+        end = col + len(str(source))
+        cols.append(ColSpan(col, end))
+        col = end + 1
+    first = col + 1  # past `->`
+    last = first + len(str(target))
+    return Edge(sources, target, comment, (), Span(2, 1, 2, last), tuple(cols), ColSpan(first, last))
