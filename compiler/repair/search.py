@@ -76,9 +76,11 @@ def block_progress(report: BlockReport) -> tuple[int, int, int, int, int]:
     return hidden, errors if report.shapes is None else 0, errors, unreached(report), targets
 
 
-def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset) -> Iterator[tuple[str, Fix]]:
+def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset,
+                     progress_only: bool = False) -> Iterator[tuple[str, Fix]]:
     """(code, fix) for the first of `errors` ((report, diagnostic) pairs of the file split into `lines`),
-    most plausible first within each."""
+    most plausible first within each; with `progress_only`, not those a kind proves leave the verifier
+    where it is (`RepairContext.progress_only`)."""
     for report, d in errors[:MOST_DIAGNOSTICS]:
         found = 0
         if d.fix is not None and d.fix.safety in allowed and d.fix.kind not in disabled:
@@ -86,7 +88,7 @@ def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled:
             yield d.code.code, d.fix
         if report is None:
             continue
-        ctx = RepairContext(lines, report)  # its walks are memoised on the block, for all its errors
+        ctx = RepairContext(lines, report, progress_only)  # its walks are memoised on the block, for all its errors
         for kind in kinds_for(d.code.code):
             if kind.safety not in allowed or kind.name in disabled:
                 continue

@@ -53,7 +53,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                 region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
                 warnings = len(report.diagnostics) - region.before[2]
             best = None
-            for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], BOTH, frozenset())):
+            for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], BOTH, frozenset(), True)):
                 if not budget.take(cost):
                     break
                 ranked = region.rank(fix, position)

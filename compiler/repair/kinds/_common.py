@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+from nader.dsl.expr import constant_int
 from nader.dsl.ir import Node
 from nader.dsl.ops import Op
 
 from ...passes.shape_types import evaluate_shape
+from ...passes.structure import graph_facts
+from ...passes.symbolic import ONE, assume_exact
+from ..search import TARGET_WARNINGS
 
 
 def overfed_node(ctx, diagnostic) -> Optional[Node]:
@@ -108,3 +112,59 @@ def output_feed(ctx):
         return None
     (last,) = ctx.inputs(out.id)
     return out, last, sizes(ctx.shape(last)), sizes(ctx.output_shape())
+
+
+def cannot_meet(ctx, diagnostic, merge: Node, kept: list) -> bool:
+    """Whether a candidate that leaves the operands `kept` of `merge` and their branches as they are (it re-points
+    or inserts a node before its other operands, or changes nodes only those feed from) cannot get the verifier
+    further: `nadc verify` (`ctx.progress_only`) then need not verify it, one verification in three it paid for.
+
+    Where the block's one error is `diagnostic`, the merge's shape error, and no `//` (the one way a rule's result
+    depends on constraints found elsewhere), every other live node got its shape, and a kept operand keeps it in
+    the candidate (its branch and its inputs unchanged). If the kept operands alone fail the merge's rule
+    (`Add`/`Mul` broadcast, `concat`) the merge fails whatever its other operands are, or an error upstream
+    blocks it: one error or more, the merge and what it feeds still unreached, no fewer target warnings than
+    none. The verifier gets no further (search.py's `block_progress`)."""
+    if not ctx.progress_only or len(kept) < 2 or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
+        return False
+    report = ctx.report
+    if report.shapes is None or graph_facts(ctx.block).floordiv:
+        return False
+    for d in report.diagnostics:
+        if d is not diagnostic and d.is_error or d.code.code in TARGET_WARNINGS:
+            return False
+    shapes = [ctx.shape(k) for k in kept]
+    if not diagnostic.is_error or None in shapes:
+        return False
+    return _concat_fails(merge, shapes) if merge.op is Op.CONCAT else _broadcast_fails(shapes)
+
+
+#: Merges whose rule fails on all operands when it fails on some (`cannot_meet`).
+_PART_FAILS = frozenset({Op.ADD, Op.MUL, Op.CONCAT})
+
+
+def _exact(size):
+    """A size with its rounded divisions taken as exact: two sizes are the same to a shape rule (`alike`) exactly
+    when these are equal."""
+    return assume_exact(size)[0]
+
+
+def _broadcast_fails(shapes: list) -> bool:
+    """Whether broadcasting fails on these shapes and on any shapes added to them: two sizes on one axis (from the
+    right) that differ and neither is 1 (nor the same as 1 to `alike`)."""
+    for axis in range(1, max(map(len, shapes)) + 1):
+        if len({_exact(s[-axis]) for s in shapes if len(s) >= axis} - {ONE}) > 1:
+            return True
+    return False
+
+
+def _concat_fails(merge: Node, shapes: list) -> bool:
+    """Whether `concat` fails on these shapes and on any added to them: different ranks, or sizes that differ on an
+    axis other than the one concatenated."""
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        return True
+    dim = constant_int(merge.params["dim"]) if "dim" in merge.params else None
+    if dim is None or not -rank <= dim < rank:
+        return False
+    return any(len({_exact(s[k]) for s in shapes}) > 1 for k in range(rank) if k != dim % rank)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import merge_node, sizes
+from ._common import cannot_meet, merge_node, sizes
 
 KIND = FixKind("match-channels", UNSAFE, ("NAD301",),
                "Insert a 1x1 `Conv2d` on an operand of `Add`/`Mul` so that its channels match the others'.", """
@@ -28,6 +28,8 @@ def candidates(ctx, diagnostic):
                 continue
             if mine[1] == theirs[1]:
                 continue
+            if cannot_meet(ctx, diagnostic, merge, [o for j, o in enumerate(operands) if j != position]):
+                break  # the other operands alone fail the merge: a projection of this one cannot help
             stride = mine[2] // theirs[2] if theirs[2] and mine[2] % theirs[2] == 0 else 1
             edit = ctx.editor()
             index, slot = edit.wires_into(merge.id)[position]
