@@ -143,10 +143,19 @@ def cannot_meet(ctx, diagnostic, merge: Node, kept: list) -> bool:
 _PART_FAILS = frozenset({Op.ADD, Op.MUL, Op.CONCAT})
 
 
+#: `_exact` of the sizes asked (a few symbolic sizes, `C`, `2*C`, `H`, recur in every block).
+_EXACT: dict = {}
+
+
 def _exact(size):
     """A size with its rounded divisions taken as exact: two sizes are the same to a shape rule (`alike`) exactly
     when these are equal."""
-    return assume_exact(size)[0]
+    found = _EXACT.get(size)
+    if found is None:
+        if len(_EXACT) > 4096:
+            _EXACT.clear()
+        found = _EXACT[size] = assume_exact(size)[0]
+    return found
 
 
 def _broadcast_fails(shapes: list) -> bool:
