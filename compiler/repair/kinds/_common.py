@@ -114,27 +114,41 @@ def output_feed(ctx):
     return out, last, sizes(ctx.shape(last)), sizes(ctx.output_shape())
 
 
-def cannot_meet(ctx, diagnostic, merge: Node, kept: list) -> bool:
-    """Whether a candidate that leaves the operands `kept` of `merge` and their branches as they are (it re-points
-    or inserts a node before its other operands, or changes nodes only those feed from) cannot get the verifier
-    further: `nadc verify` (`ctx.progress_only`) then need not verify it, one verification in three it paid for.
+def cannot_meet(ctx, diagnostic, merge: Node, kept: list, changed=()) -> bool:
+    """Whether a candidate that leaves the operands `kept` of `merge` and their branches as they are, and changes
+    only its other operands (re-points them or inserts a node before them) or the nodes `changed` that only those
+    feed from, cannot get the verifier further: `nadc verify` (`ctx.progress_only`) then need not verify it,
+    one verification in three it paid for.
 
-    Where the block's one error is `diagnostic`, the merge's shape error, and no `//` (the one way a rule's result
-    depends on constraints found elsewhere), every other live node got its shape, and a kept operand keeps it in
-    the candidate (its branch and its inputs unchanged). If the kept operands alone fail the merge's rule
-    (`Add`/`Mul` broadcast, `concat`) the merge fails whatever its other operands are, or an error upstream
-    blocks it: one error or more, the merge and what it feeds still unreached, no fewer target warnings than
-    none. The verifier gets no further (search.py's `block_progress`)."""
+    Where the block has no `//` (the one way a rule's result depends on constraints found elsewhere) and its
+    errors are `diagnostic`, the merge's shape error, and shape errors of other nodes' rules (none fed by a node
+    in `changed`), every node upstream of the merge got its shape, and a node whose branch and inputs the
+    candidate leaves as they are keeps it, or its error: the kept operands keep their shapes, and each other
+    failing node, neither upstream nor downstream of the merge, fails again (and stays live: only the merge's
+    branches can die). If the kept operands alone fail the merge's rule (`Add`/`Mul` broadcast, `concat`), the
+    merge fails whatever its other operands are, or an error upstream of it blocks it: as many errors or more,
+    the same nodes unreached or more, no fewer target warnings than none. The verifier gets no further
+    (search.py's `block_progress`)."""
     if not ctx.progress_only or len(kept) < 2 or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
         return False
     report = ctx.report
-    if report.shapes is None or graph_facts(ctx.block).floordiv:
+    if report.shapes is None or graph_facts(ctx.block).floordiv or not diagnostic.is_error:
         return False
+    reached, failing = report.shapes.shapes, {merge.id}
     for d in report.diagnostics:
-        if d is not diagnostic and d.is_error or d.code.code in TARGET_WARNINGS:
+        if d.code.code in TARGET_WARNINGS:
             return False
+        if d is diagnostic or not d.is_error:
+            continue
+        node = ctx.node_at(d)  # a shape error of another node's rule: that node ran it, and has no shape
+        if node is None or node.id in failing or node.id in reached or not d.code.code.startswith("NAD3") or \
+                node.id in ctx.dead() or any(node.id == c or node.id in ctx.descendants(c) for c in changed):
+            return False
+        failing.add(node.id)
+    if merge.id in reached:
+        return False
     shapes = [ctx.shape(k) for k in kept]
-    if not diagnostic.is_error or None in shapes:
+    if None in shapes:
         return False
     return _concat_fails(merge, shapes) if merge.op is Op.CONCAT else _broadcast_fails(shapes)
 
