@@ -6,7 +6,7 @@ from nader.dsl.diagnostics import UNSAFE
 
 from ...passes.structure import graph_facts
 from ..kind import FixKind
-from .undefined_node import written_ids
+from .undefined_node import written_undefined
 
 KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD204", "NAD205", "NAD207"),
                "Delete what a block states twice: a node line defining an id again, an edge written again, and with "
@@ -72,7 +72,7 @@ def _scan_block(ctx):
                 repeated += 1
             else:
                 seen.add(wire)
-    if missing and any(str(i) in written_ids(ctx) for i in missing):
+    if missing and written_undefined(ctx):
         return None
     return (again, wires, repeated, undefined) if again or wires else None
 
