@@ -6,8 +6,12 @@ from typing import Optional
 from nader.dsl.expr import constant_int
 from nader.dsl.ir import Node
 from nader.dsl.ops import Op
+from nader.dsl.parser import read_in_block
 
-from ...passes.shape_types import evaluate_shape
+from ...passes.contract import contract
+from ...passes.shape_context import ShapeContext
+from ...passes.shape_rules import SHAPE_RULES
+from ...passes.shape_types import ShapeError, ShapeResult, _Warning, evaluate_shape
 from ...passes.structure import graph_facts
 from ...passes.symbolic import ONE, assume_exact
 from ..search import TARGET_WARNINGS
@@ -114,11 +118,12 @@ def output_feed(ctx):
     return out, last, sizes(ctx.shape(last)), sizes(ctx.output_shape())
 
 
-def cannot_meet(ctx, diagnostic, merge: Node, kept: list, changed=()) -> bool:
-    """Whether a candidate that leaves the operands `kept` of `merge` and their branches as they are, and changes
-    only its other operands (re-points them or inserts a node before them) or the nodes `changed` that only those
-    feed from, cannot get the verifier further: `nadc verify` (`ctx.progress_only`) then need not verify it,
-    one verification in three it paid for.
+def cannot_meet(ctx, diagnostic, merge: Node, operands: list, changed=()) -> bool:
+    """Whether a candidate that changes only some operands of `merge` (re-points them or inserts a node before
+    them) or the nodes `changed` that only those feed from, cannot get the verifier further: `nadc verify`
+    (`ctx.progress_only`) then need not verify it, one verification in three it paid for. `operands`: shapes
+    some of the merge's operands have in the candidate (None: not known), those of the operands it keeps (their
+    branches as they are) or of a node it inserts (`rule_shape`).
 
     Where the block has no `//` (the one way a rule's result depends on constraints found elsewhere) and its
     errors are `diagnostic`, the merge's shape error, and shape errors of other nodes' rules (none fed by a node
@@ -129,7 +134,8 @@ def cannot_meet(ctx, diagnostic, merge: Node, kept: list, changed=()) -> bool:
     merge fails whatever its other operands are, or an error upstream of it blocks it: as many errors or more,
     the same nodes unreached or more, no fewer target warnings than none. The verifier gets no further
     (search.py's `block_progress`)."""
-    if not ctx.progress_only or len(kept) < 2 or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
+    operands = [shape for shape in operands if shape is not None]
+    if not ctx.progress_only or len(operands) < 2 or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
         return False
     report = ctx.report
     if report.shapes is None or graph_facts(ctx.block).floordiv or not diagnostic.is_error:
@@ -147,10 +153,29 @@ def cannot_meet(ctx, diagnostic, merge: Node, kept: list, changed=()) -> bool:
         failing.add(node.id)
     if merge.id in reached:
         return False
-    shapes = [ctx.shape(k) for k in kept]
-    if None in shapes:
-        return False
-    return _concat_fails(merge, shapes) if merge.op is Op.CONCAT else _broadcast_fails(shapes)
+    return _concat_fails(merge, operands) if merge.op is Op.CONCAT else _broadcast_fails(operands)
+
+
+def rule_shape(ctx, operation: str, shape) -> Optional[tuple]:
+    """The shape a node `operation` (`AvgPool2d(kernel_size=2,stride=2)`) a candidate inserts gives an input of
+    `shape`: its rule's, in the block's contract, as shape inference gets it (a rule's result depends only on
+    the node, its input and the contract, but for `//`); None where not known (the rule fails, warns, or `//`)."""
+    if shape is None or "//" in operation:
+        return None
+    read = read_in_block(f"0:{operation}")
+    node = read[0][0] if read is not None and len(read[0]) == 1 else None
+    if node is None or node.op not in SHAPE_RULES:
+        return None
+    report = ctx.report
+    result = ShapeResult(report.role, contract(report.role, report.stem_stride or 1, report.domain), domain=report.domain)
+    rules = ShapeContext(ctx.block, result)
+    rules.node = node
+    try:
+        return tuple(SHAPE_RULES[node.op](rules, node, (shape,)))
+    except (ShapeError, _Warning):
+        return None
+
+
 
 
 #: Merges whose rule fails on all operands when it fails on some (`cannot_meet`).

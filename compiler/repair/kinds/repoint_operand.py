@@ -30,6 +30,7 @@ def candidates(ctx, diagnostic):
         if not others:
             continue
         hopeless = None  # whether the other operands alone fail the merge (asked once a candidate is found)
+        kept = [ctx.shape(o) for k, o in enumerate(operands) if k != position]
         for ancestor in ctx.ancestors(operand):
             if ancestor in below or ancestor in operands or tried >= MOST_ANCESTORS:
                 continue
@@ -40,7 +41,7 @@ def candidates(ctx, diagnostic):
                 continue
             tried += 1  # a candidate left out counts too: the later operands get the ancestors they got
             if hopeless is None:
-                hopeless = cannot_meet(ctx, diagnostic, merge, [o for k, o in enumerate(operands) if k != position])
+                hopeless = cannot_meet(ctx, diagnostic, merge, kept)
             if hopeless:
                 continue
             edit = ctx.editor()
