@@ -41,6 +41,19 @@ THREE_WAY = """##B##
 TWO_FAILING = THREE_WAY.replace("5:Add\n", "5:Add\n6:Conv2d(out_channels=2*C,kernel_size=1,stride=1)\n7:Add\n8:Add\n") \
     .replace("5->1\n", "0->6\n0,6->7\n5,7->8\n8->1\n")
 
+#: `ReLU` 3 fed only from node 9, which no line defines: without that wire it has no input (NAD207 for NAD202).
+STARVED = """##B##
+0:input
+1:output
+2:BN
+3:ReLU
+0->2
+9->3
+2,3->4
+4:Add
+4->1
+"""
+
 
 def _key(fix) -> tuple:
     return fix.kind, tuple((e.span, e.text) for e in fix.edits)
@@ -97,3 +110,8 @@ def test_every_candidate_left_out_of_the_corpora_would_have_been_rejected():
 def test_every_candidate_left_out_of_a_mutated_block_would_have_been_rejected(text):
     _, out = left_out(text)
     assert [fix.message for fix, rank in out if rank is not None] == []
+
+
+def test_removing_a_wire_that_leaves_its_node_without_input_is_left_out():
+    seen, out = left_out(STARVED)
+    assert [fix.kind for fix, _ in out] == ["drop-undefined-edge"] and all(rank is None for _, rank in out)

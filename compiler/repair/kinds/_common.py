@@ -5,7 +5,7 @@ from typing import Optional
 
 from nader.dsl.expr import constant_int
 from nader.dsl.ir import Node
-from nader.dsl.ops import Op
+from nader.dsl.ops import Group, Op
 from nader.dsl.parser import read_in_block
 
 from ...passes.contract import contract
@@ -176,6 +176,47 @@ def rule_shape(ctx, operation: str, shape) -> Optional[tuple]:
         return None
 
 
+
+
+def removal_gains_nothing(ctx, wires) -> bool:
+    """Whether removing the block's `wires` ((edge index, position) pairs, each naming an undefined node or
+    repeating an earlier wire), and nothing else, cannot get the verifier further: `nadc verify`
+    (`ctx.progress_only`) then need not verify it.
+
+    Structure errors only count there (an error stops a block before shape inference): the wires take their
+    NAD202 with them (one per undefined source, one per edge whose target is undefined, whose wires all go),
+    and change no error but the NAD207 of a defined target left with fewer inputs (no cycle, no terminal, no
+    parameter changes; dead nodes are warnings). Where those that appear make up for those that go, there
+    are as many errors or more."""
+    if not ctx.progress_only:
+        return False
+    defined, edges = ctx.block.node_map(), ctx.block.edges
+    positions: dict = {}
+    for index, position in wires:
+        positions.setdefault(index, []).append(position)
+    gone, fewer = 0, {}
+    for index, removed in positions.items():
+        edge = edges[index]
+        for position in removed:
+            source = defined.get(edge.sources[position])
+            if source is None:
+                gone += 1
+            elif source.op is Op.OUTPUT:
+                return False  # an edge out of `output` has an error of its own
+        if edge.target not in defined:
+            if len(removed) != len(edge.sources):
+                return False
+            gone += 1
+        else:
+            fewer[edge.target] = fewer.get(edge.target, 0) + len(removed)
+    inputs = graph_facts(ctx.block).inputs
+    for target, count in fewer.items():
+        node = defined[target]
+        if node.opdef is None or node.op in Group.TERMINAL:
+            return False
+        arity, before = node.opdef.arity, len(inputs.get(target, ()))
+        gone += arity.accepts(before - count) - arity.accepts(before)
+    return gone <= 0
 
 
 #: Merges whose rule fails on all operands when it fails on some (`cannot_meet`).

@@ -6,6 +6,7 @@ from nader.dsl.diagnostics import UNSAFE
 
 from ...passes.structure import graph_facts
 from ..kind import FixKind
+from ._common import removal_gains_nothing
 from .undefined_node import written_undefined
 
 KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD204", "NAD205", "NAD207"),
@@ -35,7 +36,8 @@ KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD20
 def candidates(ctx, diagnostic):
     found = _scan(ctx)
     if found is not None and (found[0] or (found[2] and found[3])):
-        yield cleanup(ctx)  # else a kind of one of the two makes the same fix
+        if found[0] or not removal_gains_nothing(ctx, found[1]):
+            yield cleanup(ctx)  # else a kind of one of the two makes the same fix
 
 
 def restatement(ctx):

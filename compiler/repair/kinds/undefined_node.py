@@ -7,6 +7,7 @@ from nader.dsl.diagnostics import UNSAFE
 
 from ...passes.structure import graph_facts
 from ..kind import FixKind
+from ._common import removal_gains_nothing
 
 KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end that names no node.", """
     `3->9` where no node 9 is defined: the wire goes (the output then gets what feeds it from
@@ -31,10 +32,14 @@ def candidates(ctx, diagnostic):
             return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
         if edge.target not in defined:
-            edit.edge_sources[index] = []
-            yield edit.fix(KIND.name, f"remove the edge {edge.source_text()}: node {edge.target} is not defined", UNSAFE)
+            if not removal_gains_nothing(ctx, [(index, j) for j in range(len(edge.sources))]):
+                edit.edge_sources[index] = []
+                yield edit.fix(KIND.name, f"remove the edge {edge.source_text()}: node {edge.target} is not defined",
+                               UNSAFE)
             return
         missing = [j for j, s in enumerate(edge.sources) if s not in defined]
+        if removal_gains_nothing(ctx, [(index, j) for j in missing]):
+            return
         for position in reversed(missing):
             edit.remove_wire(index, position)
         if missing:
@@ -82,14 +87,16 @@ def _every_undefined(ctx):
     """One fix removing every wire that names an undefined node, where there are several (the caller asks only
     where no undefined node is written on a line that did not parse; None where there are fewer)."""
     defined = ctx.block.node_map()
-    edit, dropped = ctx.editor(), 0
+    wires = [(index, position) for index, edge in enumerate(ctx.block.edges) for position, source in
+             enumerate(edge.sources) if source not in defined or edge.target not in defined]
+    if len(wires) < 2 or removal_gains_nothing(ctx, wires):
+        return None
+    edit = ctx.editor()
     for index, edge in enumerate(ctx.block.edges):
         if edge.target not in defined:
-            dropped += len(edge.sources)
             edit.edge_sources[index] = []
             continue
         for position in reversed(range(len(edge.sources))):
             if edge.sources[position] not in defined:
                 edit.remove_wire(index, position)
-                dropped += 1
-    return edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE) if dropped > 1 else None
+    return edit.fix(KIND.name, f"remove the {len(wires)} wires that name undefined nodes", UNSAFE)
