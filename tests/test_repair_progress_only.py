@@ -115,3 +115,13 @@ def test_every_candidate_left_out_of_a_mutated_block_would_have_been_rejected(te
 def test_removing_a_wire_that_leaves_its_node_without_input_is_left_out():
     seen, out = left_out(STARVED)
     assert [fix.kind for fix, _ in out] == ["drop-undefined-edge"] and all(rank is None for _, rank in out)
+
+
+def test_a_removal_in_a_block_that_defines_an_id_twice_is_verified():
+    # each node with id 2 is counted for the inputs of 2: without the repeated edge, the two `BN` are fed right
+    # and only the `Add` is not (3 errors, not 4), which counting the first definition alone would miss
+    text = "##B##\n0:input\n1:output\n2:Add\n2:BN\n2:BN\n0->2\n0->2\n2->1\n"
+    seen, out = left_out(text)
+    assert seen and out == []
+    kept = [fix for _, fix in error_candidates(text.split("\n"), _errors(text)[2:3], BOTH, frozenset(), True)]
+    assert "drop-repeated-edges" in {fix.kind for fix in kept}

@@ -188,8 +188,8 @@ def removal_gains_nothing(ctx, wires) -> bool:
     and change no error but the NAD207 of a defined target left with fewer inputs (no cycle, no terminal, no
     parameter changes; dead nodes are warnings). Where those that appear make up for those that go, there
     are as many errors or more."""
-    if not ctx.progress_only:
-        return False
+    if not ctx.progress_only or not graph_facts(ctx.block).unique_ids:
+        return False  # an id defined twice: each of its nodes is counted for its inputs
     defined, edges = ctx.block.node_map(), ctx.block.edges
     positions: dict = {}
     for index, position in wires:
