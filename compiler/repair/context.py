@@ -14,6 +14,11 @@ from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
 from .edit import BlockEditor
 
+#: Warnings the repair answers too (search.py's progress counts them): where it can, after the errors; a block
+#: that keeps one still counts as repaired. NAD318: valid, but not at the widths NAS-Bench-201's (NADER's)
+#: network builds it at. Here, below the search, so that a kind may ask (`kinds/_common.cannot_meet`).
+TARGET_WARNINGS = frozenset({"NAD318"})
+
 
 class RepairContext:
     """One failing block of a file, as its fix kinds see it (a plain class: made once per error searched).

@@ -16,7 +16,7 @@ from nader.dsl.diagnostics import Fix, Severity
 from nader.dsl.parse_codes import SYNTAX_CODES, UNKNOWN_OPERATION
 
 from ..passes.verify import BlockReport
-from .context import RepairContext
+from .context import TARGET_WARNINGS, RepairContext
 from .kinds import kinds_for
 
 #: Diagnostics and candidates looked at per step: a bound on the work untrusted text can cause (each
@@ -32,9 +32,6 @@ MOST_ERRORS = 40
 #: (`2:Conv2D(kernal_size=3)`: the operation's name first, then the parameter's).
 HIDING = frozenset(c.code for c in (*SYNTAX_CODES, UNKNOWN_OPERATION))
 
-#: Warnings the repair answers too: where it can, after the errors; a block that keeps one still counts as
-#: repaired. NAD318: valid, but not at the widths NAS-Bench-201's (NADER's) network builds it at.
-TARGET_WARNINGS = frozenset({"NAD318"})
 
 
 ERROR = Severity.ERROR

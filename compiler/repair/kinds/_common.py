@@ -14,7 +14,7 @@ from ...passes.shape_rules import SHAPE_RULES
 from ...passes.shape_types import ShapeError, ShapeResult, _Warning, evaluate_shape
 from ...passes.structure import graph_facts
 from ...passes.symbolic import ONE, assume_exact
-from ..search import TARGET_WARNINGS
+from ..context import TARGET_WARNINGS
 
 
 def overfed_node(ctx, diagnostic) -> Optional[Node]:
