@@ -59,22 +59,21 @@ def _scan_block(ctx):
     if facts.unique_ids and facts.defined_ends and all(len(set(s)) == len(s) for s in facts.inputs.values()):
         return None  # no id defined again, no wire to an undefined node, none repeated: most blocks, at C speed
     defined = block.node_map()
-    again = [n for n in block.nodes if defined[n.id] is not n]
-    seen, wires, repeated, undefined, missing = set(), [], 0, 0, set()
+    again = [] if facts.unique_ids else [n for n in block.nodes if defined[n.id] is not n]
+    seen, wires, repeated, undefined = set(), [], 0, 0
     for index, edge in enumerate(block.edges):
         target = edge.target
+        known = target in defined
         for position, source in enumerate(edge.sources):
-            wire = (source, target)
-            if source not in defined or target not in defined:
-                missing.update(i for i in wire if i not in defined)
+            if not known or source not in defined:
                 wires.append((index, position))
                 undefined += 1
-            elif wire in seen:
+            elif (source, target) in seen:
                 wires.append((index, position))
                 repeated += 1
             else:
-                seen.add(wire)
-    if missing and written_undefined(ctx):
+                seen.add((source, target))
+    if undefined and written_undefined(ctx):
         return None
     return (again, wires, repeated, undefined) if again or wires else None
 
