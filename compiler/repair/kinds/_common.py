@@ -3,15 +3,16 @@ from __future__ import annotations
 
 from typing import Optional
 
+from nader.dsl.diagnostics import DiagnosticSink
 from nader.dsl.expr import constant_int
 from nader.dsl.ir import Node
 from nader.dsl.ops import Group, Op
 from nader.dsl.parser import read_in_block
 
 from ...passes.contract import contract
-from ...passes.shape_context import ShapeContext
 from ...passes.shape_rules import SHAPE_RULES
-from ...passes.shape_types import ShapeError, ShapeResult, _Warning, evaluate_shape
+from ...passes.shape_types import ShapeResult, evaluate_shape
+from ...passes.shapes import ShapeInference
 from ...passes.structure import graph_facts
 from ...passes.symbolic import ONE, assume_exact
 from ..context import TARGET_WARNINGS
@@ -157,9 +158,10 @@ def cannot_meet(ctx, diagnostic, merge: Node, operands: list, changed=()) -> boo
 
 
 def rule_shape(ctx, operation: str, shape) -> Optional[tuple]:
-    """The shape a node `operation` (`AvgPool2d(kernel_size=2,stride=2)`) a candidate inserts gives an input of
-    `shape`: its rule's, in the block's contract, as shape inference gets it (a rule's result depends only on
-    the node, its input and the contract, but for `//`); None where not known (the rule fails, warns, or `//`)."""
+    """The shape a node `operation` (`AvgPool2d(kernel_size=2,stride=2)`) a candidate inserts gets from an input
+    of `shape`: shape inference's own step (`ShapeInference.run_node`) in the block's contract (a rule's result
+    depends only on the node, its input and the contract, but for `//`); None where not known (the rule fails,
+    or `//`)."""
     if shape is None or "//" in operation:
         return None
     read = read_in_block(f"0:{operation}")
@@ -168,13 +170,8 @@ def rule_shape(ctx, operation: str, shape) -> Optional[tuple]:
         return None
     report = ctx.report
     result = ShapeResult(report.role, contract(report.role, report.stem_stride or 1, report.domain), domain=report.domain)
-    rules = ShapeContext(ctx.block, result)
-    rules.node = node
-    try:
-        return tuple(SHAPE_RULES[node.op](rules, node, (shape,)))
-    except (ShapeError, _Warning):
-        return None
-
+    found = ShapeInference(ctx.block, result, DiagnosticSink(report.file)).run_node(node, (shape,))
+    return tuple(found) if found is not None else None
 
 
 
