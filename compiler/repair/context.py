@@ -14,16 +14,26 @@ from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
 from .edit import BlockEditor
 
+#: Warnings the repair answers too (search.py's progress counts them): where it can, after the errors; a block
+#: that keeps one still counts as repaired. NAD318: valid, but not at the widths NAS-Bench-201's (NADER's)
+#: network builds it at. Here, below the search, so that a kind may ask (`kinds/_common.cannot_meet`).
+TARGET_WARNINGS = frozenset({"NAD318"})
+
 
 class RepairContext:
-    """One failing block of a file, as its fix kinds see it (a plain class: made once per error searched)."""
+    """One failing block of a file, as its fix kinds see it (a plain class: made once per error searched).
 
-    __slots__ = ("lines", "report", "block")
+    `progress_only`: the caller keeps only candidates that get the verifier further (`nadc verify`'s
+    suggestions), so a kind may leave out one it can prove does not (`_common.cannot_meet`); the repair
+    loop also tries those that keep it as far, for its lookahead."""
 
-    def __init__(self, lines: Sequence[str], report: BlockReport):
+    __slots__ = ("lines", "report", "block", "progress_only")
+
+    def __init__(self, lines: Sequence[str], report: BlockReport, progress_only: bool = False):
         self.lines = lines  # the whole file, split at `\n`
         self.report = report
         self.block: Block = report.block
+        self.progress_only = progress_only
 
     def memo(self, key: str, compute):
         """`compute(self)`, once per block (the kinds ask again for each error and candidate)."""

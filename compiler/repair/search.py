@@ -16,7 +16,7 @@ from nader.dsl.diagnostics import Fix, Severity
 from nader.dsl.parse_codes import SYNTAX_CODES, UNKNOWN_OPERATION
 
 from ..passes.verify import BlockReport
-from .context import RepairContext
+from .context import TARGET_WARNINGS, RepairContext
 from .kinds import kinds_for
 
 #: Diagnostics and candidates looked at per step: a bound on the work untrusted text can cause (each
@@ -32,9 +32,6 @@ MOST_ERRORS = 40
 #: (`2:Conv2D(kernal_size=3)`: the operation's name first, then the parameter's).
 HIDING = frozenset(c.code for c in (*SYNTAX_CODES, UNKNOWN_OPERATION))
 
-#: Warnings the repair answers too: where it can, after the errors; a block that keeps one still counts as
-#: repaired. NAD318: valid, but not at the widths NAS-Bench-201's (NADER's) network builds it at.
-TARGET_WARNINGS = frozenset({"NAD318"})
 
 
 ERROR = Severity.ERROR
@@ -76,9 +73,11 @@ def block_progress(report: BlockReport) -> tuple[int, int, int, int, int]:
     return hidden, errors if report.shapes is None else 0, errors, unreached(report), targets
 
 
-def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset) -> Iterator[tuple[str, Fix]]:
+def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled: frozenset,
+                     progress_only: bool = False) -> Iterator[tuple[str, Fix]]:
     """(code, fix) for the first of `errors` ((report, diagnostic) pairs of the file split into `lines`),
-    most plausible first within each."""
+    most plausible first within each; with `progress_only`, not those a kind proves leave the verifier
+    where it is (`RepairContext.progress_only`)."""
     for report, d in errors[:MOST_DIAGNOSTICS]:
         found = 0
         if d.fix is not None and d.fix.safety in allowed and d.fix.kind not in disabled:
@@ -86,7 +85,7 @@ def error_candidates(lines: Sequence[str], errors, allowed: frozenset, disabled:
             yield d.code.code, d.fix
         if report is None:
             continue
-        ctx = RepairContext(lines, report)  # its walks are memoised on the block, for all its errors
+        ctx = RepairContext(lines, report, progress_only)  # its walks are memoised on the block, for all its errors
         for kind in kinds_for(d.code.code):
             if kind.safety not in allowed or kind.name in disabled:
                 continue

@@ -43,19 +43,19 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     for index, report in enumerate(reports):
         if ok[index] or not starts[index] < starts[index + 1]:
             continue
-        region = None  # made for the first error searched
+        region = None  # made for the first candidate (a third of the blocks searched get none)
         cost = starts[index + 1] - starts[index]
         nodes = len(report.block.nodes)
         for k, d in enumerate(report.diagnostics):
             if not d.is_error or d.fix is not None or k >= MOST_DIAGNOSTICS or _hopeless(report, d):
                 continue
-            if region is None:
-                region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
-                warnings = len(report.diagnostics) - region.before[2]
             best = None
-            for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], BOTH, frozenset())):
+            for position, (_, fix) in enumerate(error_candidates(lines, [(report, d)], BOTH, frozenset(), True)):
                 if not budget.take(cost):
                     break
+                if region is None:
+                    region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
+                    warnings = len(report.diagnostics) - region.before[2]
                 ranked = region.rank(fix, position)
                 if ranked is None:
                     continue

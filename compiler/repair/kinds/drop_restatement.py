@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from nader.dsl.diagnostics import UNSAFE
 
+from ...passes.structure import graph_facts
 from ..kind import FixKind
-from .undefined_node import written_ids
+from ._common import removal_gains_nothing
+from .undefined_node import written_undefined
 
 KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD204", "NAD205", "NAD207"),
                "Delete what a block states twice: a node line defining an id again, an edge written again, and with "
@@ -34,7 +36,8 @@ KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD20
 def candidates(ctx, diagnostic):
     found = _scan(ctx)
     if found is not None and (found[0] or (found[2] and found[3])):
-        yield cleanup(ctx)  # else a kind of one of the two makes the same fix
+        if found[0] or not removal_gains_nothing(ctx, found[1]):
+            yield cleanup(ctx)  # else a kind of one of the two makes the same fix
 
 
 def restatement(ctx):
@@ -52,23 +55,25 @@ def _scan(ctx):
 
 def _scan_block(ctx):
     block = ctx.block
+    facts = graph_facts(block)
+    if facts.unique_ids and facts.defined_ends and all(len(set(s)) == len(s) for s in facts.inputs.values()):
+        return None  # no id defined again, no wire to an undefined node, none repeated: most blocks, at C speed
     defined = block.node_map()
-    again = [n for n in block.nodes if defined[n.id] is not n]
-    seen, wires, repeated, undefined, missing = set(), [], 0, 0, set()
+    again = [] if facts.unique_ids else [n for n in block.nodes if defined[n.id] is not n]
+    seen, wires, repeated, undefined = set(), [], 0, 0
     for index, edge in enumerate(block.edges):
         target = edge.target
+        known = target in defined
         for position, source in enumerate(edge.sources):
-            wire = (source, target)
-            if source not in defined or target not in defined:
-                missing.update(i for i in wire if i not in defined)
+            if not known or source not in defined:
                 wires.append((index, position))
                 undefined += 1
-            elif wire in seen:
+            elif (source, target) in seen:
                 wires.append((index, position))
                 repeated += 1
             else:
-                seen.add(wire)
-    if missing and any(str(i) in written_ids(ctx) for i in missing):
+                seen.add((source, target))
+    if undefined and written_undefined(ctx):
         return None
     return (again, wires, repeated, undefined) if again or wires else None
 

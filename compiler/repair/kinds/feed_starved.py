@@ -23,11 +23,14 @@ def candidates(ctx, diagnostic):
     below = set(ctx.descendants(node.id)) | {node.id}
     order = [n.id for n in ctx.block.nodes]
     earlier = order[:order.index(node.id)]
-    unread = [i for i in reversed(earlier) if i not in below and not ctx.consumers(i)
-              and ctx.node(i).opdef is not None and ctx.node(i).op not in Group.SINK and ctx.node(i).op not in Group.SOURCE]
-    sources = [n.id for n in ctx.block.nodes if n.op in Group.SOURCE]
-    # one candidate: `nadc verify` pays a verification for each
-    for source in (unread or sources)[:1]:
+    consumers = ctx.block.consumer_map()
+    unread = (i for i in reversed(earlier) if i not in below and not consumers.get(i)
+              and ctx.node(i).opdef is not None and ctx.node(i).op not in Group.SINK and ctx.node(i).op not in Group.SOURCE)
+    sources = (n.id for n in ctx.block.nodes if n.op in Group.SOURCE)
+    # one candidate (`nadc verify` pays a verification for each): the nearest unread node, else the first input
+    source = next(unread, None)
+    source = next(sources, None) if source is None else source
+    if source is not None:
         edit = ctx.editor()
         edit.add_wire(source, node.id)
         yield edit.fix(KIND.name, f"feed node {node.id} (`{node.op_name}`) from node {source}", UNSAFE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import merge_node, sizes
+from ._common import cannot_meet, merge_node, rule_shape, sizes
 
 KIND = FixKind("match-channels", UNSAFE, ("NAD301",),
                "Insert a 1x1 `Conv2d` on an operand of `Add`/`Mul` so that its channels match the others'.", """
@@ -29,9 +29,13 @@ def candidates(ctx, diagnostic):
             if mine[1] == theirs[1]:
                 continue
             stride = mine[2] // theirs[2] if theirs[2] and mine[2] % theirs[2] == 0 else 1
+            projection = f"Conv2d(out_channels={width},kernel_size=1,stride={stride})"
+            if cannot_meet(ctx, diagnostic, merge, [*(ctx.shape(o) for j, o in enumerate(operands) if j != position),
+                                                    rule_shape(ctx, projection, ctx.shape(operand))]):
+                break  # the merge fails with the projection too
             edit = ctx.editor()
             index, slot = edit.wires_into(merge.id)[position]
-            new = edit.insert_between(index, slot, f"Conv2d(out_channels={width},kernel_size=1,stride={stride})")
+            new = edit.insert_between(index, slot, projection)
             yield edit.fix(KIND.name, f"project node {operand} to {width} channels with a 1x1 `Conv2d` (new node {new}) "
                                       f"before node {merge.id} (`{merge.op_name}`)", UNSAFE)
             break

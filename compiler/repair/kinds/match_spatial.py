@@ -5,7 +5,7 @@ from nader.dsl.diagnostics import UNSAFE
 from nader.dsl.ops import Group
 
 from ..kind import FixKind
-from ._common import merge_operands, with_arg
+from ._common import cannot_meet, merge_operands, rule_shape, with_arg
 
 KIND = FixKind("match-spatial", UNSAFE, ("NAD301", "NAD302"),
                "Make a merge's operands the same size: stride 1 where one branch downsamples, or pool the other.", """
@@ -43,18 +43,21 @@ def candidates(ctx, diagnostic):
             if arg is not None and str(arg.value) not in ("1", "(1,1)") or arg is None and _pools_by_default(node):
                 edit.set_node(node, with_arg(node, "stride", "1"))
                 changed.append(a)
-    if changed:
+    if changed and not cannot_meet(ctx, diagnostic, merge, [ctx.shape(o) for o, s in zip(operands, shapes)
+                                                            if s[2] == largest], changed):
         yield edit.fix(KIND.name, f"set stride 1 on node{'s' if len(changed) > 1 else ''} "
                                   f"{', '.join(map(str, changed))} so the inputs of node {merge.id} keep one size", UNSAFE)
     # 2. pool the larger operands down
-    if largest % smallest == 0:
+    pooling = f"AvgPool2d(kernel_size={largest // smallest},stride={largest // smallest})"
+    if largest % smallest == 0 and not cannot_meet(ctx, diagnostic, merge, [
+            ctx.shape(o) if s[2] != largest else rule_shape(ctx, pooling, ctx.shape(o)) for o, s in zip(operands, shapes)]):
         ratio = largest // smallest
         edit = ctx.editor()
         pooled = []
         for position, (o, s) in enumerate(zip(operands, shapes)):
             if s[2] == largest:
                 index, slot = edit.wires_into(merge.id)[position]
-                pooled.append(edit.insert_between(index, slot, f"AvgPool2d(kernel_size={ratio},stride={ratio})"))
+                pooled.append(edit.insert_between(index, slot, pooling))
         yield edit.fix(KIND.name, f"pool the larger input{'s' if len(pooled) > 1 else ''} of node {merge.id} by {ratio} "
                                   f"(new node{'s' if len(pooled) > 1 else ''} {', '.join(map(str, pooled))})", UNSAFE)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from nader.dsl.diagnostics import UNSAFE
 
 from ..kind import FixKind
-from ._common import merge_node, sizes
+from ._common import cannot_meet, merge_node, sizes
 
 KIND = FixKind("re-point-operand", UNSAFE, ("NAD301", "NAD302"),
                "Take a merge's mis-shaped operand from the nearest earlier node whose shape fits.", """
@@ -29,6 +29,8 @@ def candidates(ctx, diagnostic):
         others = [s for s in others if s is not None]
         if not others:
             continue
+        hopeless = None  # whether the other operands alone fail the merge (asked once a candidate is found)
+        kept = [ctx.shape(o) for k, o in enumerate(operands) if k != position]
         for ancestor in ctx.ancestors(operand):
             if ancestor in below or ancestor in operands or tried >= MOST_ANCESTORS:
                 continue
@@ -37,7 +39,11 @@ def candidates(ctx, diagnostic):
                 continue
             if not any(_fits(shape, other, concat) for other in others):
                 continue
-            tried += 1
+            tried += 1  # a candidate left out counts too: the later operands get the ancestors they got
+            if hopeless is None:
+                hopeless = cannot_meet(ctx, diagnostic, merge, kept)
+            if hopeless:
+                continue
             edit = ctx.editor()
             wires = edit.wires_into(merge.id)
             index, slot = wires[position]

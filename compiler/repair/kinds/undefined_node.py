@@ -5,7 +5,9 @@ import re
 
 from nader.dsl.diagnostics import UNSAFE
 
+from ...passes.structure import graph_facts
 from ..kind import FixKind
+from ._common import removal_gains_nothing
 
 KIND = FixKind("drop-undefined-edge", UNSAFE, ("NAD202",), "Remove an edge's end that names no node.", """
     `3->9` where no node 9 is defined: the wire goes (the output then gets what feeds it from
@@ -20,20 +22,24 @@ _NODE_LINE = re.compile(r"\n[^\w\n]*([A-Za-z0-9_]+)[ \t]*:")
 
 def candidates(ctx, diagnostic):
     defined = ctx.block.node_map()
-    written = written_ids(ctx)
-    if diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
+    written = written_undefined(ctx)
+    if not written and diagnostic is next((d for d in ctx.report.diagnostics if d.code.code == "NAD202"), None):
         found = _every_undefined(ctx)  # once a block: the same fix for each of its NAD202
         if found is not None:
             yield found
     for index, edge in ctx.memo("repair.edges_by_line", _edges_by_line).get(diagnostic.span.line, ())[:1]:
-        if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
+        if written and any(i in written for i in (*edge.sources, edge.target)):
             return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
         if edge.target not in defined:
-            edit.edge_sources[index] = []
-            yield edit.fix(KIND.name, f"remove the edge {edge.source_text()}: node {edge.target} is not defined", UNSAFE)
+            if not removal_gains_nothing(ctx, [(index, j) for j in range(len(edge.sources))]):
+                edit.edge_sources[index] = []
+                yield edit.fix(KIND.name, f"remove the edge {edge.source_text()}: node {edge.target} is not defined",
+                               UNSAFE)
             return
         missing = [j for j, s in enumerate(edge.sources) if s not in defined]
+        if removal_gains_nothing(ctx, [(index, j) for j in missing]):
+            return
         for position in reversed(missing):
             edit.remove_wire(index, position)
         if missing:
@@ -62,20 +68,35 @@ def written_ids(ctx) -> set:
     return _WRITTEN[1]
 
 
+def written_undefined(ctx) -> frozenset:
+    """The ids edges of the block name that no node of it defines but a line of the file writes (one that did not
+    parse): once a block, for each of its NAD202 and each kind."""
+    return ctx.memo("repair.written_undefined", _written_undefined)
+
+
+def _written_undefined(ctx) -> frozenset:
+    defined = ctx.block.node_map()
+    if graph_facts(ctx.block).defined_ends:
+        return frozenset()
+    undefined = {i for edge in ctx.block.edges for i in (*edge.sources, edge.target) if i not in defined}
+    written = written_ids(ctx)
+    return frozenset(i for i in undefined if str(i) in written)
+
+
 def _every_undefined(ctx):
-    """One fix removing every wire that names an undefined node, where there are several (None where a node is
-    written on a line that did not parse, or there are fewer)."""
-    defined, written = ctx.block.node_map(), written_ids(ctx)
-    edit, dropped = ctx.editor(), 0
+    """One fix removing every wire that names an undefined node, where there are several (the caller asks only
+    where no undefined node is written on a line that did not parse; None where there are fewer)."""
+    defined = ctx.block.node_map()
+    wires = [(index, position) for index, edge in enumerate(ctx.block.edges) for position, source in
+             enumerate(edge.sources) if source not in defined or edge.target not in defined]
+    if len(wires) < 2 or removal_gains_nothing(ctx, wires):
+        return None
+    edit = ctx.editor()
     for index, edge in enumerate(ctx.block.edges):
-        if any(str(i) in written for i in (*edge.sources, edge.target) if i not in defined):
-            return None
         if edge.target not in defined:
-            dropped += len(edge.sources)
             edit.edge_sources[index] = []
             continue
         for position in reversed(range(len(edge.sources))):
             if edge.sources[position] not in defined:
                 edit.remove_wire(index, position)
-                dropped += 1
-    return edit.fix(KIND.name, f"remove the {dropped} wires that name undefined nodes", UNSAFE) if dropped > 1 else None
+    return edit.fix(KIND.name, f"remove the {len(wires)} wires that name undefined nodes", UNSAFE)
