@@ -40,5 +40,5 @@ def parse_file(path: Union[str, Path], limits: InputLimits = DEFAULT_LIMITS) -> 
     gives that one diagnostic (NAD100, or NAD122 past the size limit, of which no more is read)."""
     source, refused = read_block_file(path, limits)
     if refused is not None:
-        return ParseResult(Program((), refused.file), [refused], "")
+        return ParseResult(Program((), refused.file), [refused], "", limits)
     return parse(source.text, "<stdin>" if str(path) == "-" else str(path), limits)

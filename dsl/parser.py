@@ -192,6 +192,8 @@ class ParseResult:
     program: Program
     diagnostics: list[Diagnostic]
     source: str = ""
+    #: The input limits the text was read under: what a repair of it keeps to (no second lookup).
+    limits: InputLimits = field(default=DEFAULT_LIMITS, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -300,7 +302,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
     if len(text) * 4 > limits.text_bytes:  # a character is at most 4 bytes
         too_large = text_problem(text_size(text), limits)
         if too_large is not None:
-            return _rejected(sink, too_large, 1, text)
+            return _rejected(sink, too_large, 1, text, limits)
     blocks: list[Block] = []
     pending: list[str] = []
     current: Optional[_OpenBlock] = None
@@ -360,7 +362,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
         if kind is HeaderLine:
             if current is not None:
                 if inputs_left < 0 and _too_many_inputs(current, limits, emit):
-                    return _rejected(sink, None, 0, text)
+                    return _rejected(sink, None, 0, text, limits)
                 blocks.append(current.close([], last))
             current = _OpenBlock(item.name, lineno, item.cols, tuple(pending), comment)
             add_node, add_edge, last = current.nodes.append, current.edges.append, None
@@ -403,7 +405,7 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
             nodes_left = limits.nodes_per_block - (kind is NodeLine)
             inputs_left = limits.inputs_per_node - (inputs if kind is not NodeLine else 0)
         if nodes_left < 0:
-            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text)
+            return _rejected(sink, nodes_problem(current.name, cols, limits), lineno, text, limits)
         try:
             last = spans[lineno]
         except KeyError:
@@ -422,11 +424,11 @@ def parse(text: str, path: str = "<string>", limits: InputLimits = DEFAULT_LIMIT
                               Span.on_line(lineno, e.cols), e.source_cols, e.target_cols))
     if current is not None:
         if inputs_left < 0 and _too_many_inputs(current, limits, emit):
-            return _rejected(sink, None, 0, text)
+            return _rejected(sink, None, 0, text, limits)
         blocks.append(current.close(pending, last))
     elif not sink.items:
         emit(EMPTY_FILE, "the file holds no block", Span(1, 1, 1, 1), "write a header, nodes and edges")
-    return ParseResult(Program(tuple(blocks), path), sink.items, text)
+    return ParseResult(Program(tuple(blocks), path), sink.items, text, limits)
 
 
 def read_in_block(line: str) -> Optional[tuple[tuple[Node, ...], tuple[Edge, ...]]]:
@@ -488,9 +490,10 @@ def _too_many_inputs(block: _OpenBlock, limits: InputLimits, emit) -> bool:
     return False
 
 
-def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, text: str) -> ParseResult:
+def _rejected(sink: DiagnosticSink, problem: Optional[Problem], lineno: int, text: str,
+              limits: InputLimits) -> ParseResult:
     """The result of a text past a limit: no blocks, the diagnostics so far and `problem` on line `lineno`
     (a problem of the file: no block is left to hold it)."""
     if problem is not None:
         sink.emit(problem.code, problem.message, Span.on_line(lineno, problem.cols), problem.help)
-    return ParseResult(Program((), sink.file), sink.items, text)
+    return ParseResult(Program((), sink.file), sink.items, text, limits)

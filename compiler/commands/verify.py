@@ -124,15 +124,9 @@ def _verify_file(parsed, checks):
     reports, file_level = verify_program(parsed, role=role, stem_stride=stem_stride, limits=limits, domain=domain)
     if fixes and not all(report.ok for report in reports):
         from nader.compiler.repair.suggest import suggest_fixes  # only for files with errors
-        from nader.dsl.limits import LimitsError, limits_for
 
-        path = parsed.program.path
-        try:
-            input_limits = limits_for("-" if path == "<stdin>" else path)
-        except LimitsError:
-            return reports, file_level  # reported when the file was read
         suggest_fixes(parsed.source, reports, file_level, role=role, stem_stride=stem_stride, limits=limits, domain=domain,
-                      path=path, input_limits=input_limits)
+                      path=parsed.program.path, input_limits=parsed.limits)
     return reports, file_level
 
 
