@@ -24,11 +24,11 @@ from nader.dsl.limits import DEFAULT_LIMITS
 from nader.dsl.parser import parse
 
 from ..passes.verify import BlockReport, verify_program
-from .context import RepairContext
+from .context import TARGET_WARNINGS, RepairContext
 from .kinds import order_of
 from .kinds.drop_restatement import restatement
 from .result import AppliedFix, LeftBlock, RepairResult
-from .search import MOST_ERRORS, TARGET_WARNINGS, RepairBudget, hiding, unreached, error_candidates
+from .search import MOST_ERRORS, RepairBudget, hiding, unreached, error_candidates
 
 #: Fixes applied at most per repair: a bound on the work untrusted text can cause.
 MOST_STEPS = 24

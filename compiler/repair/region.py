@@ -304,16 +304,11 @@ class BlockRegion:
                     continue
                 size += len(text) + 1
                 op = ops.get(line)
-                new = _node(old.id, op[0], old.comment, len(text)) if op is not None else None
-                if new is not None:
-                    nodes.append(new)
-                    terminals |= new.op in SOURCES
-                    continue
-                read = _read_line(text, limits) if "\n" not in text else None
-                if read is None or read[1]:
+                read = _node_line(text, limits, *((old.id, op[0], old.comment) if op is not None else ()))
+                if read is None:
                     return _TEXT  # a header, several lines, or edges among the node lines: the text decides
                 nodes += read[0]
-                front_end += read[2]
+                front_end += read[1]
                 terminals |= any(x.op in SOURCES for x in read[0])
             nodes += kept_nodes[n:]
         else:
@@ -341,18 +336,13 @@ class BlockRegion:
         if change.new_edges and edges is kept_edges:
             edges = [*kept_edges]
         for node_id, op in change.new_nodes:
-            width = len(str(node_id))
-            size += width + len(op) + 2
-            new = _node(node_id, op, None, width + len(op) + 1)
-            if new is not None:
-                nodes.append(new)
-                terminals |= new.op in SOURCES
-                continue
-            read = _read_line(f"{node_id}:{op}", limits) if "\n" not in op else None
-            if read is None or read[1]:
+            text = f"{node_id}:{op}"
+            size += len(text) + 1
+            read = _node_line(text, limits, node_id, op, None)
+            if read is None:
                 return _TEXT
             nodes += read[0]
-            front_end += read[2]
+            front_end += read[1]
             terminals |= any(x.op in SOURCES for x in read[0])
         for sources, target in change.new_edges:
             new = _edge(sources, target, None)
@@ -374,6 +364,18 @@ class BlockRegion:
         # the role a block is verified in is inferred from its name and input terminals: the block's, where
         # the change leaves those alone (`Block.inferred_role` costs a walk of the nodes)
         return self._verdict(candidate, tuple(front_end), self.role if terminals else self.report.role)
+
+
+def _node_line(text: str, limits, node_id=None, op_text: Optional[str] = None, comment: Optional[str] = None):
+    """(nodes, front-end diagnostics) of the node line `text` a change writes (`node_id:op_text`, and `comment`,
+    where known: read from its op text, `_node`), as `_read_line` reads it; None where it is not node lines
+    alone (a header, several lines, edges): the text decides."""
+    if op_text is not None:
+        node = _node(node_id, op_text, comment, len(text))
+        if node is not None:
+            return (node,), ()
+    read = _read_line(text, limits) if "\n" not in text else None
+    return None if read is None or read[1] else (read[0], read[2])
 
 
 #: Node lines by their op text and the width of their id (`_node`): `11:Conv2d(out_channels=C,kernel_size=1)`

@@ -33,7 +33,6 @@ MOST_ERRORS = 40
 HIDING = frozenset(c.code for c in (*SYNTAX_CODES, UNKNOWN_OPERATION))
 
 
-
 ERROR = Severity.ERROR
 
 

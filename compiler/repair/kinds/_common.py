@@ -38,7 +38,6 @@ def underfed_merge(ctx, diagnostic) -> Optional[Node]:
     return node if node.opdef.arity.min >= 2 and len(ctx.inputs(node.id)) == 1 else None
 
 
-
 #: Sizes at which shapes are compared and ratios measured (any generic point works: the
 #: engine verifies every candidate symbolically).
 PROBE = {"B": 2, "C": 48, "dim": 96, "H": 96, "W": 96}
@@ -172,7 +171,6 @@ def rule_shape(ctx, operation: str, shape) -> Optional[tuple]:
     result = ShapeResult(report.role, contract(report.role, report.stem_stride or 1, report.domain), domain=report.domain)
     found = ShapeInference(ctx.block, result, DiagnosticSink(report.file)).run_node(node, (shape,))
     return tuple(found) if found is not None else None
-
 
 
 def removal_gains_nothing(ctx, wires) -> bool:
