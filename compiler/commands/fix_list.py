@@ -60,14 +60,11 @@ def list_cmd(files, fmt: str, options: dict) -> int:
 
 
 def _print(name: str, found) -> None:
-    from nader.compiler.repair.search import MOST_ERRORS
-
     for entry in found:
         d = entry.diagnostic
         click.echo(f"{name}:{d.span.line}:{d.span.col}: error[{d.code.code}] {d.message}")
-        if not entry.searched:
-            click.echo(f"  not searched: the file has more errors than a repair takes on ({MOST_ERRORS}); "
-                       "`nadc fix` leaves it as it is")
+        if entry.unsearched:
+            click.echo(f"  not searched: {entry.unsearched}")
         elif not entry.alternatives:
             click.echo("  no verified repair")
         for k, a in enumerate(entry.alternatives, 1):

@@ -46,11 +46,11 @@ class Alternative:
 class ErrorAlternatives:
     diagnostic: Diagnostic
     alternatives: tuple[Alternative, ...]
-    searched: bool = True  # False: the file has more errors than a repair takes on (MOST_ERRORS), none was tried
+    unsearched: Optional[str] = None  # why no candidate was tried, where none was (`nadc fix --list` says it)
 
     def to_json(self) -> dict:
         return {**self.diagnostic.to_json(), "alternatives": [a.to_json() for a in self.alternatives],
-                "searched": self.searched}
+                "searched": self.unsearched is None}
 
 
 def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = frozenset(), complete: bool = True,
@@ -62,7 +62,8 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
     each block's restatement goes (`drop-restatement`) no more are left. `verify_options` as `repair_text`'s."""
     state = verify_text(text, verify_options)
     if len(state.errors) > MOST_ERRORS and not (unsafe and restated_within(state, frozenset(disabled), verify_options)):
-        return [ErrorAlternatives(d, (), searched=False) for _, d in state.errors]
+        why = f"the file has more errors than a repair takes on ({MOST_ERRORS}); `nadc fix` leaves it as it is"
+        return [ErrorAlternatives(d, (), why) for _, d in state.errors]
     allowed = frozenset({SAFE, UNSAFE}) if unsafe else frozenset({SAFE})
     budget = RepairBudget(text, MOST_LIST_VERIFICATIONS)
     wanted = lines
@@ -78,7 +79,8 @@ def fix_alternatives(text: str, *, unsafe: bool = True, disabled: frozenset = fr
             continue
         index = state.reports.index(report)
         if report.diagnostics.index(d) >= MOST_DIAGNOSTICS:
-            out.append(ErrorAlternatives(d, ()))
+            out.append(ErrorAlternatives(d, (), f"a repair looks at the first {MOST_DIAGNOSTICS} diagnostics of a block; "
+                                                "`nadc fix` reaches this one once those are mended"))
             continue
         region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options)
         ranked, seen = [], set()
