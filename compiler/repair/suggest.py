@@ -15,7 +15,9 @@ from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic
 
 from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
-from .kinds import kinds_for
+from .edit import EditorFix
+from .kinds import kinds_for, order_of
+from .lasting import LastingErrors
 from .region import BlockRegion
 from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
@@ -43,7 +45,7 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
     for index, report in enumerate(reports):
         if ok[index] or not starts[index] < starts[index + 1]:
             continue
-        region = None  # made for the first candidate (a third of the blocks searched get none)
+        region = lasting = None  # made for the first candidate (a third of the blocks searched get none)
         cost = starts[index + 1] - starts[index]
         nodes = len(report.block.nodes)
         for k, d in enumerate(report.diagnostics):
@@ -56,6 +58,11 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
                 if region is None:
                     region = BlockRegion(lines, starts[index], starts[index + 1], report, verify_options, file_level)
                     warnings = len(report.diagnostics) - region.before[2]
+                if best is not None and type(fix) is EditorFix:
+                    if lasting is None:
+                        lasting = LastingErrors(report)
+                    if _behind(best[0], lasting.bound(fix.change), fix, nodes):
+                        continue  # its lasting errors rank it behind the best: it cannot win
                 ranked = region.rank(fix, position)
                 if ranked is None:
                     continue
@@ -67,6 +74,18 @@ def suggest_fixes(text: str, reports: list[BlockReport], file_level: Sequence[Di
             if best is not None:  # `dataclasses.replace`, written out: it costs as much as a verification's checks
                 report.diagnostics[k] = Diagnostic(d.code, d.message, d.span, d.help, d.file, d.block, d.secondary,
                                                    d.severity, best[1])
+
+
+def _behind(best: tuple, bound, fix: EditorFix, nodes: int) -> bool:
+    """Whether a later candidate whose block has at least `bound`'s errors (lasting.py) ranks behind `best`
+    (`BlockRegion.rank`'s rank) whatever else it mends."""
+    if bound is None or not bound[1]:
+        return False
+    hidden, errors, warnings, count = bound
+    least = ((hidden, errors, errors, 0, 0), warnings)  # an error left: no shapes, so none unreached
+    if least != best[0]:
+        return least > best[0]
+    return (count - nodes, fix.safety != SAFE, order_of(fix.kind)) >= best[1:4]  # a tie: its later position loses
 
 
 @lru_cache(maxsize=256)
