@@ -74,11 +74,12 @@ class RepairContext:
         return "C" if str(out) == "C" else "dim"
 
     # -- graph ---------------------------------------------------------------------------------
-    def inputs(self, node_id: NodeId) -> list[NodeId]:
-        return self.block.inputs_of(node_id)
+    # The block's own lists (not copies: the kinds ask often, and only read them), not to be changed.
+    def inputs(self, node_id: NodeId) -> Sequence[NodeId]:
+        return self.block.input_map().get(node_id, ())
 
-    def consumers(self, node_id: NodeId) -> list[NodeId]:
-        return self.block.consumers_of(node_id)
+    def consumers(self, node_id: NodeId) -> Sequence[NodeId]:
+        return self.block.consumer_map().get(node_id, ())
 
     # The walks are memoised on the block (a repair asks them again for each error and candidate): lists
     # shared by every caller, not to be changed.
@@ -104,11 +105,8 @@ class RepairContext:
 
 
 def _node_lines(block: Block) -> dict[int, Node]:
-    """The first node on each line."""
-    found: dict[int, Node] = {}
-    for node in block.nodes:
-        found.setdefault(node.span.line, node)
-    return found
+    """The first node on each line (the last written wins: read backwards)."""
+    return {node.span.line: node for node in reversed(block.nodes)}
 
 
 def _new_table(block: Block) -> dict:
