@@ -27,13 +27,16 @@ class RepairContext:
     suggestions), so a kind may leave out one it can prove does not (`_common.cannot_meet`); the repair
     loop also tries those that keep it as far, for its lookahead."""
 
-    __slots__ = ("lines", "report", "block", "progress_only")
+    __slots__ = ("lines", "report", "block", "progress_only", "_nodes", "_inputs", "_node_lines")
 
     def __init__(self, lines: Sequence[str], report: BlockReport, progress_only: bool = False):
         self.lines = lines  # the whole file, split at `\n`
         self.report = report
-        self.block: Block = report.block
+        block = self.block = report.block
         self.progress_only = progress_only
+        # The block's maps, held here: the kinds read them thousands of times (each a lookup, not a call chain).
+        self._nodes, self._inputs = block.node_map(), block.input_map()
+        self._node_lines: Optional[dict] = None
 
     def memo(self, key: str, compute):
         """`compute(self)`, once per block (the kinds ask again for each error and candidate)."""
@@ -44,10 +47,13 @@ class RepairContext:
 
     def node_at(self, diagnostic: Diagnostic) -> Optional[Node]:
         """The node whose line the diagnostic points at, if any."""
-        return self.block.analysis("repair.node_lines", _node_lines).get(diagnostic.span.line)
+        found = self._node_lines
+        if found is None:
+            found = self._node_lines = self.block.analysis("repair.node_lines", _node_lines)
+        return found.get(diagnostic.span.line)
 
     def node(self, node_id: NodeId) -> Optional[Node]:
-        return self.block.node_map().get(node_id)
+        return self._nodes.get(node_id)
 
     def op(self, node_id: NodeId) -> Optional[Op]:
         node = self.node(node_id)
@@ -76,7 +82,7 @@ class RepairContext:
     # -- graph ---------------------------------------------------------------------------------
     # The block's own lists (not copies: the kinds ask often, and only read them), not to be changed.
     def inputs(self, node_id: NodeId) -> Sequence[NodeId]:
-        return self.block.input_map().get(node_id, ())
+        return self._inputs.get(node_id, ())
 
     def consumers(self, node_id: NodeId) -> Sequence[NodeId]:
         return self.block.consumer_map().get(node_id, ())

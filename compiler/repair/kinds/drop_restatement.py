@@ -73,6 +73,8 @@ def _scan_block(ctx):
     facts = graph_facts(block)
     if facts.unique_ids and facts.defined_ends and all(len(set(s)) == len(s) for s in facts.inputs.values()):
         return None  # no id defined again, no wire to an undefined node, none repeated: most blocks, at C speed
+    if not facts.defined_ends and written_undefined(ctx):
+        return None  # a wire names an undefined node (the walk would count it) written on a line that did not parse
     defined = block.node_map()
     again = [] if facts.unique_ids else [n for n in block.nodes if defined[n.id] is not n]
     seen, wires, repeated, undefined = set(), [], 0, 0
@@ -88,8 +90,6 @@ def _scan_block(ctx):
                 repeated += 1
             else:
                 seen.add((source, target))
-    if undefined and written_undefined(ctx):
-        return None
     return (again, wires, repeated, undefined) if again or wires else None
 
 
