@@ -27,7 +27,7 @@ class RepairContext:
     suggestions), so a kind may leave out one it can prove does not (`_common.cannot_meet`); the repair
     loop also tries those that keep it as far, for its lookahead."""
 
-    __slots__ = ("lines", "report", "block", "progress_only", "_nodes", "_inputs", "_node_lines")
+    __slots__ = ("lines", "report", "block", "progress_only", "_nodes", "_inputs", "_consumers", "_node_lines")
 
     def __init__(self, lines: Sequence[str], report: BlockReport, progress_only: bool = False):
         self.lines = lines  # the whole file, split at `\n`
@@ -36,6 +36,7 @@ class RepairContext:
         self.progress_only = progress_only
         # The block's maps, held here: the kinds read them thousands of times (each a lookup, not a call chain).
         self._nodes, self._inputs = block.node_map(), block.input_map()
+        self._consumers: Optional[Mapping] = None  # made by the block when first asked: most kinds do not
         self._node_lines: Optional[dict] = None
 
     def memo(self, key: str, compute):
@@ -85,22 +86,28 @@ class RepairContext:
         return self._inputs.get(node_id, ())
 
     def consumers(self, node_id: NodeId) -> Sequence[NodeId]:
-        return self.block.consumer_map().get(node_id, ())
+        return self._consumer_map().get(node_id, ())
+
+    def _consumer_map(self) -> Mapping:
+        found = self._consumers
+        if found is None:
+            found = self._consumers = self.block.consumer_map()
+        return found
 
     # The walks are memoised on the block (a repair asks them again for each error and candidate): lists
     # shared by every caller, not to be changed.
     def ancestors(self, node_id: NodeId) -> list[NodeId]:
         """Nodes with a path to `node_id`, nearest first (breadth-first, operand order)."""
-        return self._walk("repair.ancestors", node_id, self.block.input_map())
+        return self._walk("repair.ancestors", node_id, False)
 
     def descendants(self, node_id: NodeId) -> list[NodeId]:
-        return self._walk("repair.descendants", node_id, self.block.consumer_map())
+        return self._walk("repair.descendants", node_id, True)
 
-    def _walk(self, key: str, start: NodeId, step) -> list[NodeId]:
+    def _walk(self, key: str, start: NodeId, down: bool) -> list[NodeId]:
         walks = self.block.analysis(key, _new_table)
         found = walks.get(start)
         if found is None:
-            found = walks[start] = _walk(start, step)
+            found = walks[start] = _walk(start, self._consumer_map() if down else self._inputs)
         return found
 
     def dead(self) -> frozenset:

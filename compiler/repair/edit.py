@@ -147,11 +147,18 @@ class BlockEditor:
     def fix(self, kind: str, message: str, safety: str = SAFE) -> "EditorFix":
         """The change so far as a fix (what the editor holds is copied: the kind may go on editing)."""
         rows = {}
-        if self.edge_sources or self.edge_targets:
+        changed, retargeted = self.edge_sources, self.edge_targets
+        if changed or retargeted:  # each rewritten edge line's rows (`_sources` and `target`, written out: one a candidate)
             on_line, edges = self.block.analysis("repair.layout", _layout)[0], self.block.edges
-            target, sources = self.target, self._sources
-            rows = {line: tuple((tuple(s), target(k)) for k in on_line[line] if (s := sources(k)))
-                    for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)})}
+            for line in sorted({edges[k].span.line for k in (*changed, *retargeted)}):
+                row = []
+                for k in on_line[line]:
+                    sources = changed.get(k)
+                    if sources is None:
+                        sources = edges[k].sources
+                    if sources:
+                        row.append((tuple(sources), retargeted.get(k, edges[k].target)))
+                rows[line] = tuple(row)
         change = Change(self.block, self.lines, dict(self.node_lines), self.node_ops, rows, tuple(self.new_nodes),
                         tuple(self.new_edges))
         return EditorFix(change, kind, safety, message)
