@@ -27,13 +27,17 @@ class RepairContext:
     suggestions), so a kind may leave out one it can prove does not (`_common.cannot_meet`); the repair
     loop also tries those that keep it as far, for its lookahead."""
 
-    __slots__ = ("lines", "report", "block", "progress_only")
+    __slots__ = ("lines", "report", "block", "progress_only", "_nodes", "_inputs", "_consumers", "_node_lines")
 
     def __init__(self, lines: Sequence[str], report: BlockReport, progress_only: bool = False):
         self.lines = lines  # the whole file, split at `\n`
         self.report = report
-        self.block: Block = report.block
+        block = self.block = report.block
         self.progress_only = progress_only
+        # The block's maps, held here: the kinds read them thousands of times (each a lookup, not a call chain).
+        self._nodes, self._inputs = block.node_map(), block.input_map()
+        self._consumers: Optional[Mapping] = None  # made by the block when first asked: most kinds do not
+        self._node_lines: Optional[dict] = None
 
     def memo(self, key: str, compute):
         """`compute(self)`, once per block (the kinds ask again for each error and candidate)."""
@@ -44,10 +48,13 @@ class RepairContext:
 
     def node_at(self, diagnostic: Diagnostic) -> Optional[Node]:
         """The node whose line the diagnostic points at, if any."""
-        return self.block.analysis("repair.node_lines", _node_lines).get(diagnostic.span.line)
+        found = self._node_lines
+        if found is None:
+            found = self._node_lines = self.block.analysis("repair.node_lines", _node_lines)
+        return found.get(diagnostic.span.line)
 
     def node(self, node_id: NodeId) -> Optional[Node]:
-        return self.block.node_map().get(node_id)
+        return self._nodes.get(node_id)
 
     def op(self, node_id: NodeId) -> Optional[Op]:
         node = self.node(node_id)
@@ -74,26 +81,33 @@ class RepairContext:
         return "C" if str(out) == "C" else "dim"
 
     # -- graph ---------------------------------------------------------------------------------
-    def inputs(self, node_id: NodeId) -> list[NodeId]:
-        return self.block.inputs_of(node_id)
+    # The block's own lists (not copies: the kinds ask often, and only read them), not to be changed.
+    def inputs(self, node_id: NodeId) -> Sequence[NodeId]:
+        return self._inputs.get(node_id, ())
 
-    def consumers(self, node_id: NodeId) -> list[NodeId]:
-        return self.block.consumers_of(node_id)
+    def consumers(self, node_id: NodeId) -> Sequence[NodeId]:
+        return self._consumer_map().get(node_id, ())
+
+    def _consumer_map(self) -> Mapping:
+        found = self._consumers
+        if found is None:
+            found = self._consumers = self.block.consumer_map()
+        return found
 
     # The walks are memoised on the block (a repair asks them again for each error and candidate): lists
     # shared by every caller, not to be changed.
     def ancestors(self, node_id: NodeId) -> list[NodeId]:
         """Nodes with a path to `node_id`, nearest first (breadth-first, operand order)."""
-        return self._walk("repair.ancestors", node_id, self.block.input_map())
+        return self._walk("repair.ancestors", node_id, False)
 
     def descendants(self, node_id: NodeId) -> list[NodeId]:
-        return self._walk("repair.descendants", node_id, self.block.consumer_map())
+        return self._walk("repair.descendants", node_id, True)
 
-    def _walk(self, key: str, start: NodeId, step) -> list[NodeId]:
+    def _walk(self, key: str, start: NodeId, down: bool) -> list[NodeId]:
         walks = self.block.analysis(key, _new_table)
         found = walks.get(start)
         if found is None:
-            found = walks[start] = _walk(start, step)
+            found = walks[start] = _walk(start, self._consumer_map() if down else self._inputs)
         return found
 
     def dead(self) -> frozenset:
@@ -104,11 +118,8 @@ class RepairContext:
 
 
 def _node_lines(block: Block) -> dict[int, Node]:
-    """The first node on each line."""
-    found: dict[int, Node] = {}
-    for node in block.nodes:
-        found.setdefault(node.span.line, node)
-    return found
+    """The first node on each line (the last written wins: read backwards)."""
+    return {node.span.line: node for node in reversed(block.nodes)}
 
 
 def _new_table(block: Block) -> dict:

@@ -42,6 +42,9 @@ def _layout(block: Block) -> tuple[dict[int, list[int]], int, int]:
 class BlockEditor:
     """Collects changes to one block of a file's `lines` (the file split at `\\n`)."""
 
+    __slots__ = ("block", "lines", "node_lines", "edge_sources", "edge_targets", "node_ops", "new_nodes", "new_edges",
+                 "_next_id", "added", "removed")
+
     def __init__(self, block: Block, lines: Sequence[str]):
         self.block = block
         self.lines = lines
@@ -50,7 +53,7 @@ class BlockEditor:
         self.edge_targets: dict[int, NodeId] = {}
         self.node_ops: dict[int, tuple[str, Node, str]] = {}  # line -> (op text, node, its `node_lines` text)
         self.new_nodes: list[tuple[int, str]] = []  # (id, op text)
-        self.new_edges: list[tuple[list[NodeId], NodeId]] = []
+        self.new_edges: list[tuple[tuple[NodeId, ...], NodeId]] = []
         self._next_id: Optional[int] = None  # the block's free id, found when a node is added: most add none
         self.added = 0  # nodes added
         self.removed = 0  # nodes removed
@@ -130,7 +133,7 @@ class BlockEditor:
         self.edge_sources[index] = sources
 
     def add_wire(self, source: NodeId, target: NodeId) -> None:
-        self.new_edges.append(([source], target))
+        self.new_edges.append(((source,), target))
 
     def insert_between(self, index: int, position: int, op_text: str) -> int:
         """A new node on one wire: `source -> new -> target`; the new node's id."""
@@ -144,13 +147,20 @@ class BlockEditor:
     def fix(self, kind: str, message: str, safety: str = SAFE) -> "EditorFix":
         """The change so far as a fix (what the editor holds is copied: the kind may go on editing)."""
         rows = {}
-        if self.edge_sources or self.edge_targets:
+        changed, retargeted = self.edge_sources, self.edge_targets
+        if changed or retargeted:  # each rewritten edge line's rows (`_sources` and `target`, written out: one a candidate)
             on_line, edges = self.block.analysis("repair.layout", _layout)[0], self.block.edges
-            target, sources = self.target, self._sources
-            rows = {line: tuple((tuple(s), target(k)) for k in on_line[line] if (s := sources(k)))
-                    for line in sorted({edges[k].span.line for k in (*self.edge_sources, *self.edge_targets)})}
+            for line in sorted({edges[k].span.line for k in (*changed, *retargeted)}):
+                row = []
+                for k in on_line[line]:
+                    sources = changed.get(k)
+                    if sources is None:
+                        sources = edges[k].sources
+                    if sources:
+                        row.append((tuple(sources), retargeted.get(k, edges[k].target)))
+                rows[line] = tuple(row)
         change = Change(self.block, self.lines, dict(self.node_lines), self.node_ops, rows, tuple(self.new_nodes),
-                        tuple((tuple(s), t) for s, t in self.new_edges))
+                        tuple(self.new_edges))
         return EditorFix(change, kind, safety, message)
 
 

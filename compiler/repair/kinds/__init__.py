@@ -51,16 +51,20 @@ def all_kinds() -> dict[str, FixKind]:
 
 
 class KindEntry:
-    """A kind module as the index declares it; the module itself is imported on first use (`module`)."""
+    """A kind module as the index declares it; the module itself is imported on first use (`module`, then a
+    plain slot: a search reads it for every kind of every error it searches)."""
 
-    __slots__ = ("module_name", "name", "safety", "order", "codes")
+    __slots__ = ("module_name", "name", "safety", "order", "codes", "module")
 
     def __init__(self, module_name: str, name: str, safety: str, order: int, codes: tuple[str, ...]):
         self.module_name, self.name, self.safety, self.order, self.codes = module_name, name, safety, order, codes
 
-    @property
-    def module(self) -> ModuleType:
-        return _module(self.module_name)
+    def __getattr__(self, name: str) -> ModuleType:
+        """`module`, on first use (an unset slot is read here)."""
+        if name != "module":
+            raise AttributeError(name)
+        module = self.module = _module(self.module_name)
+        return module
 
 
 @lru_cache(maxsize=256)

@@ -1,7 +1,7 @@
 """Helpers the fix kinds share."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Iterable, Optional
 
 from nader.dsl.diagnostics import DiagnosticSink
 from nader.dsl.expr import constant_int
@@ -118,12 +118,13 @@ def output_feed(ctx):
     return out, last, sizes(ctx.shape(last)), sizes(ctx.output_shape())
 
 
-def cannot_meet(ctx, diagnostic, merge: Node, operands: list, changed=()) -> bool:
+def cannot_meet(ctx, diagnostic, merge: Node, operands: Iterable, changed=()) -> bool:
     """Whether a candidate that changes only some operands of `merge` (re-points them or inserts a node before
     them) or the nodes `changed` that only those feed from, cannot get the verifier further: `nadc verify`
     (`ctx.progress_only`) then need not verify it, one verification in three it paid for. `operands`: shapes
     some of the merge's operands have in the candidate (None: not known), those of the operands it keeps (their
-    branches as they are) or of a node it inserts (`rule_shape`).
+    branches as they are) or of a node it inserts (`rule_shape`): any iterable, read only where the block
+    leaves that question open (a generator spares a `rule_shape` where it does not).
 
     Where the block has no `//` (the one way a rule's result depends on constraints found elsewhere) and its
     errors are `diagnostic`, the merge's shape error, and shape errors of other nodes' rules (none fed by a node
@@ -134,8 +135,7 @@ def cannot_meet(ctx, diagnostic, merge: Node, operands: list, changed=()) -> boo
     merge fails whatever its other operands are, or an error upstream of it blocks it: as many errors or more,
     the same nodes unreached or more, no fewer target warnings than none. The verifier gets no further
     (search.py's `block_progress`)."""
-    operands = [shape for shape in operands if shape is not None]
-    if not ctx.progress_only or len(operands) < 2 or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
+    if not ctx.progress_only or merge.op not in _PART_FAILS or ctx.node_at(diagnostic) is not merge:
         return False
     report = ctx.report
     if report.shapes is None or graph_facts(ctx.block).floordiv or not diagnostic.is_error:
@@ -152,6 +152,9 @@ def cannot_meet(ctx, diagnostic, merge: Node, operands: list, changed=()) -> boo
             return False
         failing.add(node.id)
     if merge.id in reached:
+        return False
+    operands = [shape for shape in operands if shape is not None]
+    if len(operands) < 2:
         return False
     return _concat_fails(merge, operands) if merge.op is Op.CONCAT else _broadcast_fails(operands)
 

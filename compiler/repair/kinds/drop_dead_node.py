@@ -15,8 +15,11 @@ KIND = FixKind("drop-dead-node", SAFE, ("*",),
 
 
 def candidates(ctx, diagnostic):
+    dead = ctx.dead()
+    if not dead:
+        return  # most blocks (asked first, once a block: this kind answers every error)
     node = ctx.node_at(diagnostic)
-    if node is None or node.id not in ctx.dead():
+    if node is None or node.id not in dead:
         return
     if any(d.is_error and (d.code.code.startswith("NAD1") or d.code.code == "NAD202") for d in ctx.report.diagnostics):
         return  # a line that did not parse, or an edge to a missing node: the node may only look dead

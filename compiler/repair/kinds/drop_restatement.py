@@ -34,10 +34,25 @@ KIND = FixKind("drop-restatement", UNSAFE, ("NAD201", "NAD202", "NAD203", "NAD20
 
 
 def candidates(ctx, diagnostic):
+    if not ctx.memo("repair.restatement-may", _may_offer):
+        return
     found = _scan(ctx)
     if found is not None and (found[0] or (found[2] and found[3])):
         if found[0] or not removal_gains_nothing(ctx, found[1]):
             yield cleanup(ctx)  # else a kind of one of the two makes the same fix
+
+
+def _may_offer(ctx) -> bool:
+    return may_offer(graph_facts(ctx.block))
+
+
+def may_offer(facts) -> bool:
+    """Whether `candidates` may offer the cleanup, read off the structure pass's facts without a walk: only where
+    a node line defines an id again, or where edges name undefined nodes (some wire has an undefined end) and
+    some node is fed twice by one node (a repeat; wires to and from undefined nodes count too, so this may say
+    yes where `_scan` then says no). Most blocks searched are neither, and `_scan` (and the written ids it
+    reads) is then not needed for this kind."""
+    return not facts.unique_ids or not facts.defined_ends and any(len(set(s)) != len(s) for s in facts.inputs.values())
 
 
 def restatement(ctx):
@@ -58,6 +73,8 @@ def _scan_block(ctx):
     facts = graph_facts(block)
     if facts.unique_ids and facts.defined_ends and all(len(set(s)) == len(s) for s in facts.inputs.values()):
         return None  # no id defined again, no wire to an undefined node, none repeated: most blocks, at C speed
+    if not facts.defined_ends and written_undefined(ctx):
+        return None  # a wire names an undefined node (the walk would count it) written on a line that did not parse
     defined = block.node_map()
     again = [] if facts.unique_ids else [n for n in block.nodes if defined[n.id] is not n]
     seen, wires, repeated, undefined = set(), [], 0, 0
@@ -73,8 +90,6 @@ def _scan_block(ctx):
                 repeated += 1
             else:
                 seen.add((source, target))
-    if undefined and written_undefined(ctx):
-        return None
     return (again, wires, repeated, undefined) if again or wires else None
 
 

@@ -19,11 +19,12 @@ def candidates(ctx, diagnostic):
     if merge is None:
         return
     operands = ctx.inputs(merge.id)
+    probed = [sizes(ctx.shape(o)) for o in operands]  # each operand's once (a merge may have many)
+    widths = [ctx.channels(o) for o in operands]
     for position, operand in enumerate(operands):
-        mine = sizes(ctx.shape(operand))
+        mine = probed[position]
         for k, other in enumerate(operands):
-            theirs = sizes(ctx.shape(other))
-            width = ctx.channels(other)
+            theirs, width = probed[k], widths[k]
             if k == position or mine is None or theirs is None or width is None or len(mine) != 4 or len(theirs) != 4:
                 continue
             if mine[1] == theirs[1]:

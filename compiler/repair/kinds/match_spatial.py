@@ -43,14 +43,14 @@ def candidates(ctx, diagnostic):
             if arg is not None and str(arg.value) not in ("1", "(1,1)") or arg is None and _pools_by_default(node):
                 edit.set_node(node, with_arg(node, "stride", "1"))
                 changed.append(a)
-    if changed and not cannot_meet(ctx, diagnostic, merge, [ctx.shape(o) for o, s in zip(operands, shapes)
-                                                            if s[2] == largest], changed):
+    if changed and not cannot_meet(ctx, diagnostic, merge, (ctx.shape(o) for o, s in zip(operands, shapes)
+                                                            if s[2] == largest), changed):
         yield edit.fix(KIND.name, f"set stride 1 on node{'s' if len(changed) > 1 else ''} "
                                   f"{', '.join(map(str, changed))} so the inputs of node {merge.id} keep one size", UNSAFE)
     # 2. pool the larger operands down
     pooling = f"AvgPool2d(kernel_size={largest // smallest},stride={largest // smallest})"
-    if largest % smallest == 0 and not cannot_meet(ctx, diagnostic, merge, [
-            ctx.shape(o) if s[2] != largest else rule_shape(ctx, pooling, ctx.shape(o)) for o, s in zip(operands, shapes)]):
+    if largest % smallest == 0 and not cannot_meet(ctx, diagnostic, merge, (
+            ctx.shape(o) if s[2] != largest else rule_shape(ctx, pooling, ctx.shape(o)) for o, s in zip(operands, shapes))):
         ratio = largest // smallest
         edit = ctx.editor()
         pooled = []

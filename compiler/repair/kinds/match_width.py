@@ -26,10 +26,11 @@ def candidates(ctx, diagnostic):
         return
     merge, operands, shapes = found
     done = set()
+    widths = [ctx.channels(o) for o in operands]  # each operand's once (a merge may have many)
     # the wider operands first: narrowing is the usual intent (a bottleneck's expansion where the input is C)
     for position in sorted(range(len(operands)), key=lambda p: -shapes[p][1]):
         for k, other in enumerate(operands):
-            width = ctx.channels(other)
+            width = widths[k]
             if k == position or shapes[k][1] == shapes[position][1] or width is None:
                 continue
             layer = _producer(ctx, operands[position])

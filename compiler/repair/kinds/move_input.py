@@ -73,8 +73,9 @@ def _skips_first(ctx, edit, node_id):
 
 def feed_candidates(ctx, merge):
     """Wire the nodes nothing reads (branches left hanging) into a merge that has one input."""
+    below = set(ctx.descendants(merge.id))
     unread = [n.id for n in ctx.block.nodes if n.opdef is not None and n.op_name not in ("output", "input", "input1",
-              "input2") and not ctx.consumers(n.id) and n.id != merge.id and n.id not in ctx.descendants(merge.id)]
+              "input2") and not ctx.consumers(n.id) and n.id != merge.id and n.id not in below]
     if not unread:
         return
     edit = ctx.editor()

@@ -24,15 +24,18 @@ def candidates(ctx, diagnostic):
     below = set(ctx.descendants(merge.id)) | {merge.id}
     concat = diagnostic.code.code == "NAD302"
     tried = 0
+    shapes = [ctx.shape(o) for o in operands]  # each operand's once (a merge may have many)
+    probed = [sizes(shape) for shape in shapes]
     for position, operand in enumerate(operands):
-        others = [sizes(ctx.shape(o)) for k, o in enumerate(operands) if k != position]
-        others = [s for s in others if s is not None]
+        others = [s for k, s in enumerate(probed) if k != position and s is not None]
         if not others:
             continue
         hopeless = None  # whether the other operands alone fail the merge (asked once a candidate is found)
-        kept = [ctx.shape(o) for k, o in enumerate(operands) if k != position]
+        kept = [shape for k, shape in enumerate(shapes) if k != position]
         for ancestor in ctx.ancestors(operand):
-            if ancestor in below or ancestor in operands or tried >= MOST_ANCESTORS:
+            if tried >= MOST_ANCESTORS:
+                return  # nothing more is offered
+            if ancestor in below or ancestor in operands:
                 continue
             shape = sizes(ctx.shape(ancestor))
             if shape is None:

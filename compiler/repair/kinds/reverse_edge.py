@@ -14,6 +14,8 @@ KIND = FixKind("reverse-edge", UNSAFE, ("NAD207",),
 
 
 def candidates(ctx, diagnostic):
+    if not ctx.memo("repair.reverse_edge", turnable):
+        return  # no node without an input, or none with one too many: most blocks with a NAD207
     node = ctx.node_at(diagnostic)
     if node is None or node.opdef is None:
         return
@@ -30,6 +32,23 @@ def candidates(ctx, diagnostic):
                 break
         edit.add_wire(target, source)
         yield edit.fix(KIND.name, f"turn the edge {source}->{target} round: {target}->{source}", UNSAFE)
+
+
+def turnable(ctx) -> bool:
+    """Whether the block has both a node without an input and one with too many (an edge between two such can
+    be turned round): once a block, where the kind is asked for each of its NAD207."""
+    inputs, starved, overfed = ctx.block.input_map(), False, False
+    for node in ctx.block.node_map().values():  # `_starved` and `_overfed` of each, written out: one walk
+        opdef = node.opdef
+        if opdef is None:
+            continue
+        count = len(inputs.get(node.id, ()))
+        if not count:
+            starved = starved or node.op not in Group.SOURCE and opdef.arity.min >= 1
+        else:
+            most = 1 if node.op in Group.SINK else opdef.arity.max
+            overfed = overfed or most is not None and count > most
+    return starved and overfed
 
 
 def _starved(ctx, node_id) -> bool:

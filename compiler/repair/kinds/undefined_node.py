@@ -27,7 +27,7 @@ def candidates(ctx, diagnostic):
         found = _every_undefined(ctx)  # once a block: the same fix for each of its NAD202
         if found is not None:
             yield found
-    for index, edge in ctx.memo("repair.edges_by_line", _edges_by_line).get(diagnostic.span.line, ())[:1]:
+    for index, edge in ctx.memo("repair.first_edges", _first_edges).get(diagnostic.span.line, ()):
         if written and any(i in written for i in (*edge.sources, edge.target)):
             return  # the node is written on a line that does not parse: mend that line instead
         edit = ctx.editor()
@@ -49,12 +49,11 @@ def candidates(ctx, diagnostic):
         return
 
 
-def _edges_by_line(ctx) -> dict:
-    """(index, edge) of the block's edges by line (a chain is several edges on one line)."""
-    found: dict = {}
-    for index, edge in enumerate(ctx.block.edges):
-        found.setdefault(edge.span.line, []).append((index, edge))
-    return found
+def _first_edges(ctx) -> dict:
+    """[(index, edge)] of the first edge on each line (a chain is several edges on one line), by line; read
+    backwards, so that the first written wins."""
+    edges = ctx.block.edges
+    return {edges[index].span.line: [(index, edges[index])] for index in range(len(edges) - 1, -1, -1)}
 
 
 #: The last file's (lines, ids written): every block of a file asks for them.
@@ -75,10 +74,10 @@ def written_undefined(ctx) -> frozenset:
 
 
 def _written_undefined(ctx) -> frozenset:
-    defined = ctx.block.node_map()
-    if graph_facts(ctx.block).defined_ends:
+    facts = graph_facts(ctx.block)
+    if facts.defined_ends:
         return frozenset()
-    undefined = {i for edge in ctx.block.edges for i in (*edge.sources, edge.target) if i not in defined}
+    undefined = (facts.feeding | facts.inputs.keys()) - facts.nodes.keys()  # every wire's ends, as sets
     written = written_ids(ctx)
     return frozenset(i for i in undefined if str(i) in written)
 
