@@ -259,6 +259,7 @@ FIX_KINDS = {
     "NAD104": "close-operation-name",
     "NAD105": "close-parameter-name",
     "NAD108": "delete-fence",
+    "NAD109": "close-symbol",
     "NAD111": "add-header",
     "NAD112": "header",
     "NAD113": "node-id",

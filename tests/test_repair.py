@@ -437,3 +437,11 @@ def test_nadc_verify_attaches_the_best_repair_unless_told_not_to(tmp_path):
     assert errors(apply_fix(BN_TWO_INPUTS, Fix.from_json(d["fix"]))) == 0
     (bare,) = json.loads(run_nadc(["verify", "--no-fixes", "--format", "json", str(path)]).stdout)
     assert bare["diagnostics"][0]["fix"] is None
+
+
+def test_every_front_end_fix_names_a_kind_explain_knows():
+    # found by the test above: an unknown symbol's fix (`H1` -> `H`) was of kind "edit", which no kind is
+    text = ("##B##\n0:input\n1:output\n2:AvgPool2d(kernel_size=H1,stride=1)\n3:Conv2D(out_channels=C,kernal_size=1)\n"
+            "4:Relu\n0-2\n2->3\n3->4\n4->1\n")
+    fixes = [d.fix for d in parse(text).diagnostics if d.fix is not None]
+    assert len(fixes) >= 4 and all(f.kind in all_kinds() for f in fixes), [f.kind for f in fixes]

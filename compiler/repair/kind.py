@@ -54,6 +54,8 @@ BUILT_IN = (
             "`Conv2d(kernel_sise=3)` becomes `Conv2d(kernel_size=3)`, when one name is close enough.", 1),
     FixKind("close-operation-name", SAFE, ("NAD104",), "Replace a misspelt operation by the one it is close to.",
             "`2:Conv2D(...)`, `3:Relu` become `2:Conv2d(...)`, `3:ReLU`, when one name is close enough.", 1),
+    FixKind("close-symbol", SAFE, ("NAD109",), "Replace a misspelt size symbol by the one it is close to.",
+            "`AvgPool2d(kernel_size=H1)` becomes `AvgPool2d(kernel_size=H)`, when one symbol is close enough.", 1),
     FixKind("edge-arrow", SAFE, ("NAD102",), "Write an edge's arrow as `->`.", "`0-2`, `0=>2` and `0→2` become `0->2`.", 1),
     FixKind("close-parenthesis", SAFE, ("NAD103",), "Close a `(` at the end of its line.", "`2:Conv2d(out_channels=C` gets its `)`.", 1),
     FixKind("remove-unmatched-parenthesis", SAFE, ("NAD101",), "Delete a `)` that closes nothing.", "`3:ReLU)` becomes `3:ReLU`.", 1),
