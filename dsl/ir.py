@@ -333,18 +333,20 @@ def bound_param_text(node: Node) -> str:
 
 
 def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[NodeId, list]) -> Optional[list]:
-    """The file order with the one `output` moved last, when that is the topological order (ties by
-    file position) and it is, as in most blocks: every wire runs forward in it, and the output,
-    if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
+    """The topological order (ties by file position) without a heap, when every wire runs forward in the
+    file order with the one `output` moved last, as in most blocks: then the other nodes come in file
+    order, and the output where the heap takes it, once its inputs and the nodes above its line are out
+    (last, in most blocks; a repair's new nodes go below the output line)."""
     outputs = [i for i, n in nodes.items() if n.op is _OUTPUT]
     if len(outputs) != 1:
         return None
     sink = outputs[0]
     # Ranks in the order to check: file positions, the output last (ranks only compare).
     rank = dict(zip(nodes, range(len(nodes))))
+    at = rank[sink]  # the output's file position: the nodes above its line
     rank[sink] = len(nodes)
     ids = list(nodes)
-    ids.remove(sink)
+    del ids[at]
     get = rank.get
     for target, sources in inputs.items():
         r = get(target)
@@ -353,9 +355,11 @@ def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[Nod
         for s in sources:
             if get(s, -1) >= r:
                 return None
-    if ids and next(reversed(nodes)) != sink and ids[-1] not in inputs.get(sink, ()):
-        return None
-    ids.append(sink)
+    fed = inputs.get(sink, ())
+    if at < len(ids) and ids[-1] not in fed:  # nodes below the output's line that it does not wait for
+        ids.insert(max([at, *(rank[s] + (rank[s] < at) for s in fed if s in rank)]), sink)
+    else:
+        ids.append(sink)
     return ids
 
 
