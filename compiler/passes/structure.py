@@ -39,6 +39,7 @@ class GraphFacts:
     unique_ids: bool  # no id is defined twice
     defined_ends: bool  # every wire joins defined nodes
     arities_fit: bool  # every known operation has a number of inputs it accepts
+    misfits: list  # ids of the nodes whose number of inputs their operation does not accept (none: arities_fit)
     parameters_fit: bool  # no node line has a parameter problem
     layers: list  # ids of nodes with weights (`Conv2d`, `Linear`): shape inference bounds their size
     floordiv: bool  # some argument uses `//`, whose simplification depends on constraints found elsewhere
@@ -49,8 +50,8 @@ def _compute_facts(block: Block) -> GraphFacts:
     inputs = block.input_map()
     feeding = set(chain.from_iterable(inputs.values()))
     sources, sinks = [], []
-    arities_fit = parameters_fit = True
-    layers, floordiv = [], False
+    parameters_fit = True
+    layers, misfits, floordiv = [], [], False
     known = _LINES.get
     for n in block.nodes:
         hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
@@ -70,14 +71,50 @@ def _compute_facts(block: Block) -> GraphFacts:
             if nodes[i] is n:
                 sinks.append(i)
         else:
-            if arities_fit:
-                count = len(inputs.get(i, ()))
-                arities_fit = count >= least and (most is None or count <= most)
+            count = len(inputs.get(i, ()))
+            if count < least or (most is not None and count > most):
+                misfits.append(i)
             if kind is _LAYER and nodes[i] is n:
                 layers.append(i)
     defined = nodes.keys()
     return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
-                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit, layers, floordiv)
+                      inputs.keys() <= defined and feeding <= defined, not misfits, misfits, parameters_fit, layers,
+                      floordiv)
+
+
+# -- a repair's candidates (compiler/repair/region.py verifies several per error): the analyses their parent's give
+def share_graph(block: Block, parent: Block) -> None:
+    """Give `block` the analyses of `parent`'s graph, where it has the parent's wires (the same edge tuple)
+    and node ids in order, the same one of them an `output`: its input map, topological order, dead nodes."""
+    block.share_wires(parent)
+    dead = dead_nodes(parent)
+    block.analysis("dead_nodes", lambda _: dead)
+
+
+def rewire(block: Block, parent: Block, rewired: set) -> None:
+    """Give `block` what it can have of `parent`'s analyses, where it has the parent's nodes (the same node
+    tuple) and the same wires but those into the `rewired` targets: the facts of its nodes, and of the
+    arities of those outside `rewired`; its topological order where the parent's wires all run forward."""
+    facts = graph_facts(parent)
+    if not facts.unique_ids:
+        return  # an arity per node, not per id: computed whole
+    nodes = facts.nodes
+    block.analysis("node_map", lambda _: nodes)
+    inputs = block.input_map()
+    feeding = set(chain.from_iterable(inputs.values()))
+    misfits = [i for i in facts.misfits if i not in rewired]
+    for i in rewired:
+        n = nodes.get(i)
+        if n is not None and n.opdef is not None:
+            _, _, _, kind, least, most = _line_facts(n)
+            count = len(inputs.get(i, ()))
+            if kind is not _SOURCE and kind is not _SINK and (count < least or (most is not None and count > most)):
+                misfits.append(i)
+    defined = nodes.keys()
+    block.analysis("graph_facts", lambda _: GraphFacts(
+        nodes, inputs, feeding, facts.sources, facts.sinks, True, inputs.keys() <= defined and feeding <= defined,
+        not misfits, misfits, facts.parameters_fit, facts.layers, facts.floordiv))
+    block.rewired(parent, rewired)
 
 
 _LAYERS = Group.WEIGHT_LAYER
