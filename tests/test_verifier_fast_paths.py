@@ -83,7 +83,8 @@ def test_an_output_above_the_nodes_it_waits_for_comes_once_its_input_is_out():
     # and before the node below it that it does not wait for
     block = parse("##b##\n0:input\n1:output\n2:ReLU\n3:BN\n4:ReLU\n0->2\n2->1\n0->3\n3->4\n").program.blocks[0]
     assert block.topological_order() == heap_order(block) == [0, 2, 1, 3, 4]
-    assert _file_order_if_topological(block.node_map(), block.input_map(), block.input_map().items()) == [0, 2, 1, 3, 4]  # the short path
+    inputs = block.input_map()
+    assert _file_order_if_topological(block.node_map(), inputs, inputs.items()) == [0, 2, 1, 3, 4]  # the short path
     no_output = parse("##b##\n0:input\n2:ReLU\n1:BN\n0->2\n2->1\n").program.blocks[0]
     assert no_output.topological_order() == heap_order(no_output) == [0, 2, 1]
 

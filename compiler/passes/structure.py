@@ -128,19 +128,22 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
     if facts.unique_ids and facts.defined_ends:
         return
-    seen: dict[NodeId, Span] = {}
-    fresh = _free_id(block)
-    for node in block.nodes:
-        if node.id in seen:
-            where = Span.on_line(node.span.line, node.id_span)
-            sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
-                      f"give this node an unused id, e.g. `{fresh}`", block.name,
-                      (Label(seen[node.id], "first defined here"),),
-                      Fix.replace(where, str(fresh), kind="fresh-id", message=f"rename the second node {node.id} to {fresh}"))
-            fresh += 1
-        else:
-            seen[node.id] = node.span
-    for edge in block.edges:
+    seen: Mapping = facts.nodes  # each id once: the edges' ends are looked up in it
+    if not facts.unique_ids:
+        seen = {}
+        fresh = _free_id(block)
+        for node in block.nodes:
+            if node.id in seen:
+                where = Span.on_line(node.span.line, node.id_span)
+                sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
+                          f"give this node an unused id, e.g. `{fresh}`", block.name,
+                          (Label(seen[node.id], "first defined here"),),
+                          Fix.replace(where, str(fresh), kind="fresh-id",
+                                      message=f"rename the second node {node.id} to {fresh}"))
+                fresh += 1
+            else:
+                seen[node.id] = node.span
+    for edge in block.edges if not facts.defined_ends else ():
         for index, source in enumerate(edge.sources):
             if source not in seen:
                 sink.emit(UNDEFINED_NODE, f"edge source {source} is not a defined node", edge.source_span(index),
