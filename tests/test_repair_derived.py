@@ -1,4 +1,4 @@
-"""A candidate block takes what it can of its parent's analyses (region.py: `rewire`, `share_graph`): each must
+"""A candidate block takes what it can of its parent's analyses (passes/derived_facts.py, from region.py): each must
 be what the candidate computes itself, on every candidate of the corpora and of mutated blocks (issue 39)."""
 from __future__ import annotations
 

@@ -82,41 +82,6 @@ def _compute_facts(block: Block) -> GraphFacts:
                       floordiv)
 
 
-# -- a repair's candidates (compiler/repair/region.py verifies several per error): the analyses their parent's give
-def share_graph(block: Block, parent: Block) -> None:
-    """Give `block` the analyses of `parent`'s graph, where it has the parent's wires (the same edge tuple)
-    and node ids in order, the same one of them an `output`: its input map, topological order, dead nodes."""
-    block.share_wires(parent)
-    dead = dead_nodes(parent)
-    block.analysis("dead_nodes", lambda _: dead)
-
-
-def rewire(block: Block, parent: Block, rewired: set) -> None:
-    """Give `block` what it can have of `parent`'s analyses, where it has the parent's nodes (the same node
-    tuple) and the same wires but those into the `rewired` targets: the facts of its nodes, and of the
-    arities of those outside `rewired`; its topological order where the parent's wires all run forward."""
-    facts = graph_facts(parent)
-    if not facts.unique_ids:
-        return  # an arity per node, not per id: computed whole
-    nodes = facts.nodes
-    block.analysis("node_map", lambda _: nodes)
-    inputs = block.input_map()
-    feeding = set(chain.from_iterable(inputs.values()))
-    misfits = [i for i in facts.misfits if i not in rewired]
-    for i in rewired:
-        n = nodes.get(i)
-        if n is not None and n.opdef is not None:
-            _, _, _, kind, least, most = _line_facts(n)
-            count = len(inputs.get(i, ()))
-            if kind is not _SOURCE and kind is not _SINK and (count < least or (most is not None and count > most)):
-                misfits.append(i)
-    defined = nodes.keys()
-    block.analysis("graph_facts", lambda _: GraphFacts(
-        nodes, inputs, feeding, facts.sources, facts.sinks, True, inputs.keys() <= defined and feeding <= defined,
-        not misfits, misfits, facts.parameters_fit, facts.layers, facts.floordiv))
-    block.rewired(parent, rewired)
-
-
 _LAYERS = Group.WEIGHT_LAYER
 
 

@@ -26,7 +26,7 @@ from nader.dsl.span import ColSpan, Span
 
 from ..passes.contract import SQUARE
 from ..passes.shapes import Limits
-from ..passes.structure import rewire, share_graph
+from ..passes.derived_facts import rewire, share_graph
 from ..passes.verify import BlockReport, verify_block
 from .edit import Change, EditorFix
 from .kinds import order_of
