@@ -3,7 +3,7 @@
 `nadc verify`'s suggestions verify several candidate fixes per error (compiler/repair/region.py), each the
 block with a few lines changed; the block was verified first, so its graph facts, input map, topological
 order and dead nodes are known. A candidate takes what of them its change leaves alone, rather than walk
-its nodes and wires again: each is what it would compute itself (tests/test_repair_derived.py compares
+its nodes and wires again: each is what it would compute itself (tests/test_repair_shortcuts.py compares
 them on every candidate of the corpora and of mutated blocks). Only the two commonest changes are worth
 it, measured: rewiring alone, and rewriting node lines in place (a change that deletes or adds nodes
 costs as much to derive as to compute).

@@ -174,7 +174,7 @@ class BlockRegion:
 
     def _verdict(self, block: Block, front_end: tuple, role=None) -> tuple[tuple, int, int]:
         report = verify_block(block, role=role or self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
-                              front_end=front_end, domain=self.domain)
+                              front_end=front_end, domain=self.domain, counting=True)  # its progress alone is read
         progress = block_progress(report)
         return progress, len(report.diagnostics) - progress[2], len(block.nodes)
 

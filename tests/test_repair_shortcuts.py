@@ -1,5 +1,7 @@
-"""A candidate block takes what it can of its parent's analyses (passes/derived_facts.py, from region.py): each must
-be what the candidate computes itself, on every candidate of the corpora and of mutated blocks (issue 39)."""
+"""What verifying a repair's candidate block skips must not change its verdict (issue 39), on every candidate of
+the corpora and of mutated blocks: the analyses it takes from its parent's (passes/derived_facts.py, from
+region.py) are what it computes itself, and verified `counting` (`CountingSink`: codes, no words) it gets the
+diagnostics' codes, in order, and the shapes it gets in full."""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -10,9 +12,9 @@ from strategies import sound_blocks
 from test_repair_speed import CORPORA
 from text_strategies import mutated
 from nader.compiler.passes.structure import dead_nodes, graph_facts
-from nader.compiler.passes.verify import verify_program
+from nader.compiler.passes.verify import verify_block, verify_program
 from nader.compiler.repair import region
-from nader.compiler.repair.search import error_candidates
+from nader.compiler.repair.search import block_progress, error_candidates
 from nader.dsl.format import format_block
 from nader.dsl.ir import Block
 from nader.dsl.parser import parse
@@ -34,13 +36,14 @@ def _facts(block: Block) -> dict:
 
 
 def derived(text: str) -> dict:
-    """Candidates whose graph facts, topological order and dead nodes came from their parent's, by what:
-    fails where one differs from what the candidate computes itself."""
+    """Candidates whose graph facts, topological order and dead nodes came from their parent's, by what, and
+    those verified `counting` that had words skipped: fails where one differs from what the candidate gets
+    without the shortcut."""
     parsed = parse(text)
     reports, file_level = verify_program(parsed, stem_stride=None)
     lines = text.split("\n")
     starts = [r.block.header_span.line for r in reports] + [len(lines) + 1]
-    counts = {"facts": 0, "order": 0, "dead": 0}
+    counts = {"facts": 0, "order": 0, "dead": 0, "counted": 0}
     seen = []
     for index, report in enumerate(reports):
         if report.ok or not starts[index] < starts[index + 1]:
@@ -49,14 +52,21 @@ def derived(text: str) -> dict:
                                           file_level)
         verdict = block_region._verdict
         # each candidate with what it was given before it is verified
-        block_region._verdict = lambda block, *rest: seen.append((block, dict(block._analyses or {}))) or \
+        block_region._verdict = lambda block, *rest: seen.append((block, dict(block._analyses or {}), rest)) or \
             verdict(block, *rest)
         for d in report.diagnostics:
             for _, fix in error_candidates(lines, [(report, d)], BOTH, frozenset()) if d.is_error else ():
                 region._VERIFIED.clear()
                 del seen[:]
                 block_region.after(fix)
-                for candidate, taken in seen:
+                for candidate, taken, (front_end, *role) in seen:
+                    options = dict(role=role[0] if role else None, front_end=front_end, stem_stride=None)
+                    options["role"] = options["role"] or block_region.role
+                    full, counted = (verify_block(_fresh(candidate), counting=c, **options) for c in (False, True))
+                    assert [d.code for d in counted.diagnostics] == [d.code for d in full.diagnostics], text
+                    assert block_progress(counted) == block_progress(full) and counted.ok == full.ok, text
+                    assert (counted.shapes and counted.shapes.shapes) == (full.shapes and full.shapes.shapes), text
+                    counts["counted"] += any(not d.message for d in counted.diagnostics)
                     fresh = _fresh(candidate)
                     assert _facts(candidate) == _facts(fresh), text
                     assert list(candidate.input_map().items()) == list(fresh.input_map().items())
@@ -70,8 +80,8 @@ def derived(text: str) -> dict:
     return counts
 
 
-def test_the_corpora_candidates_take_their_parents_analyses_as_they_would_compute_them():
-    total = {"facts": 0, "order": 0, "dead": 0}
+def test_the_corpora_candidates_verified_with_shortcuts_get_what_they_would_without():
+    total = {"facts": 0, "order": 0, "dead": 0, "counted": 0}
     for path in CORPORA:
         for key, count in derived(path.read_text(encoding="utf-8")).items():
             total[key] += count
@@ -80,5 +90,5 @@ def test_the_corpora_candidates_take_their_parents_analyses_as_they_would_comput
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(sound_blocks(max_steps=6).map(format_block).flatmap(mutated))
-def test_a_damaged_sound_blocks_candidates_take_their_parents_analyses_as_they_would_compute_them(text):
+def test_a_damaged_sound_blocks_candidates_verified_with_shortcuts_get_what_they_would_without(text):
     derived(text)
