@@ -249,8 +249,9 @@ class Block:
     def _topological_order(self) -> Optional[list[NodeId]]:
         nodes = self.node_map()
         inputs = self.input_map()
-        in_file_order = _file_order_if_topological(nodes, inputs)
+        in_file_order = _file_order_if_topological(nodes, inputs, inputs.items())
         if in_file_order is not None:
+            self._analyses[_FORWARD] = True  # (called by `analysis`) every wire forward: what `rewired` reads
             return in_file_order
         ids = list(nodes)
         position = {i: k for k, i in enumerate(ids)}
@@ -276,6 +277,30 @@ class Block:
                 if indegree[t] == 0:
                     heappush(ready, t)
         return order if len(order) == len(ids) else None
+
+    # -- a repair's candidates -----------------------------------------------
+    def share_wires(self, parent: "Block") -> None:
+        """Take `parent`'s input map and topological order, where this block has its wires (the same edge
+        tuple) and its node ids in order, the same one of them an `output` (a repair's candidate that rewrites
+        node lines: compiler/repair/region.py verifies several per error)."""
+        self._adjacency = parent.input_map()
+        order = parent.analysis("topological_order", Block._topological_order)
+        self.analysis("topological_order", lambda _: order)
+        if parent._analyses.get(_FORWARD):
+            self._analyses[_FORWARD] = True
+
+    def rewired(self, parent: "Block", targets) -> None:
+        """Take `parent`'s topological order where this block has its nodes (the same node tuple) and the same
+        wires but those into `targets`, and every wire of the parent runs forward (`_file_order_if_topological`):
+        only the wires into `targets` are checked."""
+        parent.analysis("topological_order", Block._topological_order)
+        if not parent._analyses.get(_FORWARD):
+            return
+        inputs = self.input_map()
+        order = _file_order_if_topological(self.node_map(), inputs, [(t, inputs.get(t, ())) for t in targets])
+        if order is not None:
+            self.analysis("topological_order", lambda _: order)
+            self._analyses[_FORWARD] = True
 
     # -- roles ------------------------------------------------------------
     @property
@@ -332,34 +357,40 @@ def bound_param_text(node: Node) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[NodeId, list]) -> Optional[list]:
-    """The file order with the one `output` moved last, when that is the topological order (ties by
-    file position) and it is, as in most blocks: every wire runs forward in it, and the output,
-    if other nodes follow it in the file, is fed by the last of them (so it is ready no earlier)."""
+def _file_order_if_topological(nodes: Mapping[NodeId, Node], inputs: Mapping[NodeId, list], wires) -> Optional[list]:
+    """The topological order (ties by file position) without a heap, when every wire runs forward in the
+    file order with the one `output` moved last, as in most blocks: then the other nodes come in file
+    order, and the output where the heap takes it, once its inputs and the nodes above its line are out
+    (last, in most blocks; a repair's new nodes go below the output line). `wires`: the (target, sources)
+    to check, `inputs.items()` but where the others are known to run forward (`Block.rewired`)."""
     outputs = [i for i, n in nodes.items() if n.op is _OUTPUT]
     if len(outputs) != 1:
         return None
     sink = outputs[0]
     # Ranks in the order to check: file positions, the output last (ranks only compare).
     rank = dict(zip(nodes, range(len(nodes))))
+    at = rank[sink]  # the output's file position: the nodes above its line
     rank[sink] = len(nodes)
     ids = list(nodes)
-    ids.remove(sink)
+    del ids[at]
     get = rank.get
-    for target, sources in inputs.items():
+    for target, sources in wires:
         r = get(target)
         if r is None:
             continue  # an undefined node: its wires do not order anything
         for s in sources:
             if get(s, -1) >= r:
                 return None
-    if ids and next(reversed(nodes)) != sink and ids[-1] not in inputs.get(sink, ()):
-        return None
-    ids.append(sink)
+    fed = inputs.get(sink, ())
+    if at < len(ids) and ids[-1] not in fed:  # nodes below the output's line that it does not wait for
+        ids.insert(max([at, *(rank[s] + (rank[s] < at) for s in fed if s in rank)]), sink)
+    else:
+        ids.append(sink)
     return ids
 
 
 _OUTPUT = Op.OUTPUT
+_FORWARD = "wires_forward"  # an analysis: every wire runs forward (the topological order is the file's)
 _TWO_INPUTS = frozenset({Op.INPUT1, Op.INPUT2})
 _op_of = attrgetter("op")
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from nader.compiler.passes.structure import STRUCTURE_CHECKS, check_structure, dead_nodes
 from nader.compiler.passes.symbolic import Poly
 from nader.dsl.diagnostics import DiagnosticSink
-from nader.dsl.ir import Block, Role
+from nader.dsl.ir import Block, Role, _file_order_if_topological
 from nader.dsl.parser import parse
 
 OPS = ["input", "input1", "input2", "output", "ReLU", "BN", "Add", "concat", "Conv2d(out_channels=C,kernel_size=3)",
@@ -76,6 +76,17 @@ def heap_order(block: Block):
 @given(graphs())
 def test_topological_order_is_the_file_first_ready_order(block):
     assert block.topological_order() == heap_order(block)
+
+
+def test_an_output_above_the_nodes_it_waits_for_comes_once_its_input_is_out():
+    # every wire forward, the output's line in the middle: the order without a heap puts it after its input
+    # and before the node below it that it does not wait for
+    block = parse("##b##\n0:input\n1:output\n2:ReLU\n3:BN\n4:ReLU\n0->2\n2->1\n0->3\n3->4\n").program.blocks[0]
+    assert block.topological_order() == heap_order(block) == [0, 2, 1, 3, 4]
+    inputs = block.input_map()
+    assert _file_order_if_topological(block.node_map(), inputs, inputs.items()) == [0, 2, 1, 3, 4]  # the short path
+    no_output = parse("##b##\n0:input\n2:ReLU\n1:BN\n0->2\n2->1\n").program.blocks[0]
+    assert no_output.topological_order() == heap_order(no_output) == [0, 2, 1]
 
 
 def live_from_outputs(block: Block) -> set:

@@ -39,6 +39,7 @@ class GraphFacts:
     unique_ids: bool  # no id is defined twice
     defined_ends: bool  # every wire joins defined nodes
     arities_fit: bool  # every known operation has a number of inputs it accepts
+    misfits: list  # ids of the nodes whose number of inputs their operation does not accept (none: arities_fit)
     parameters_fit: bool  # no node line has a parameter problem
     layers: list  # ids of nodes with weights (`Conv2d`, `Linear`): shape inference bounds their size
     floordiv: bool  # some argument uses `//`, whose simplification depends on constraints found elsewhere
@@ -49,8 +50,8 @@ def _compute_facts(block: Block) -> GraphFacts:
     inputs = block.input_map()
     feeding = set(chain.from_iterable(inputs.values()))
     sources, sinks = [], []
-    arities_fit = parameters_fit = True
-    layers, floordiv = [], False
+    parameters_fit = True
+    layers, misfits, floordiv = [], [], False
     known = _LINES.get
     for n in block.nodes:
         hit = known((n.op_name, id(n.args)))  # looked up here, not in a call per node: a hot loop
@@ -70,14 +71,15 @@ def _compute_facts(block: Block) -> GraphFacts:
             if nodes[i] is n:
                 sinks.append(i)
         else:
-            if arities_fit:
-                count = len(inputs.get(i, ()))
-                arities_fit = count >= least and (most is None or count <= most)
+            count = len(inputs.get(i, ()))
+            if count < least or (most is not None and count > most):
+                misfits.append(i)
             if kind is _LAYER and nodes[i] is n:
                 layers.append(i)
     defined = nodes.keys()
     return GraphFacts(nodes, inputs, feeding, sources, sinks, len(nodes) == len(block.nodes),
-                      inputs.keys() <= defined and feeding <= defined, arities_fit, parameters_fit, layers, floordiv)
+                      inputs.keys() <= defined and feeding <= defined, not misfits, misfits, parameters_fit, layers,
+                      floordiv)
 
 
 _LAYERS = Group.WEIGHT_LAYER
@@ -91,24 +93,27 @@ def check_ids(block: Block, role: Role, sink: DiagnosticSink) -> None:
     facts = graph_facts(block)
     if facts.unique_ids and facts.defined_ends:
         return
-    seen: dict[NodeId, Span] = {}
-    fresh = _free_id(block)
-    for node in block.nodes:
-        if node.id in seen:
-            where = Span.on_line(node.span.line, node.id_span)
-            sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
-                      f"give this node an unused id, e.g. `{fresh}`", block.name,
-                      (Label(seen[node.id], "first defined here"),),
-                      Fix.replace(where, str(fresh), kind="fresh-id", message=f"rename the second node {node.id} to {fresh}"))
-            fresh += 1
-        else:
-            seen[node.id] = node.span
-    for edge in block.edges:
+    seen: Mapping = facts.nodes  # each id once: the edges' ends are looked up in it
+    if not facts.unique_ids:
+        seen = {}
+        fresh = _free_id(block)
+        for node in block.nodes:
+            if node.id in seen and sink.wants(DUPLICATE_ID):
+                where = Span.on_line(node.span.line, node.id_span)
+                sink.emit(DUPLICATE_ID, f"node id {node.id} is defined twice", where,
+                          f"give this node an unused id, e.g. `{fresh}`", block.name,
+                          (Label(seen[node.id], "first defined here"),),
+                          Fix.replace(where, str(fresh), kind="fresh-id",
+                                      message=f"rename the second node {node.id} to {fresh}"))
+                fresh += 1
+            elif node.id not in seen:
+                seen[node.id] = node.span
+    for edge in block.edges if not facts.defined_ends else ():
         for index, source in enumerate(edge.sources):
-            if source not in seen:
+            if source not in seen and sink.wants(UNDEFINED_NODE):
                 sink.emit(UNDEFINED_NODE, f"edge source {source} is not a defined node", edge.source_span(index),
                           f"define node {source} or correct the id", block.name)
-        if edge.target not in seen:
+        if edge.target not in seen and sink.wants(UNDEFINED_NODE):
             sink.emit(UNDEFINED_NODE, f"edge target {edge.target} is not a defined node",
                       Span.on_line(edge.span.line, edge.target_span), f"define node {edge.target} or correct the id", block.name)
 
@@ -123,27 +128,30 @@ def check_terminals(block: Block, role: Role, sink: DiagnosticSink) -> None:
     sources = [n for n in block.nodes if n.op in source_ops]
     sinks = [n for n in block.nodes if n.op is Op.OUTPUT]
     for n in sources:
-        if n.op not in wanted:
+        if n.op not in wanted and sink.wants(BAD_TERMINALS):
             sink.emit(BAD_TERMINALS, f"`{n.op_name}` is not an input of a {role} block",
                       Span.on_line(n.span.line, n.op_span), f"a {role} block's inputs are {', '.join(f'`{w}`' for w in wanted)}",
                       block.name)
     for op in wanted:
         found = [n for n in sources if n.op is op]
-        if not found:
+        if not found and sink.wants(BAD_TERMINALS):
             line = f"{_free_id(block)}:{op}"
             sink.emit(BAD_TERMINALS, f"the block has no `{op}` node", block.header_span,
                       f"add a node `{line}` and connect it", block.name, fix=_add_line(block, line, f"add the node `{line}`"))
         for extra in found[1:]:
-            sink.emit(BAD_TERMINALS, f"`{op}` is defined more than once", extra.span,
-                      "keep one and send its edges to every consumer", block.name, (Label(found[0].span, "first here"),))
-    if not sinks:
+            if sink.wants(BAD_TERMINALS):
+                sink.emit(BAD_TERMINALS, f"`{op}` is defined more than once", extra.span,
+                          "keep one and send its edges to every consumer", block.name,
+                          (Label(found[0].span, "first here"),))
+    if not sinks and sink.wants(BAD_TERMINALS):
         line = f"{_free_id(block)}:output"
         sink.emit(BAD_TERMINALS, "the block has no `output` node", block.header_span,
                   f"add a node `{line}` and an edge into it", block.name, fix=_add_line(block, line, f"add the node `{line}`"))
     for extra in sinks[1:]:
-        sink.emit(BAD_TERMINALS, "`output` is defined more than once", extra.span,
-                  "merge the results with `Add` or `concat` and send that to one output", block.name,
-                  (Label(sinks[0].span, "first here"),))
+        if sink.wants(BAD_TERMINALS):
+            sink.emit(BAD_TERMINALS, "`output` is defined more than once", extra.span,
+                      "merge the results with `Add` or `concat` and send that to one output", block.name,
+                      (Label(sinks[0].span, "first here"),))
 
 
 def _free_id(block: Block) -> int:
@@ -166,15 +174,15 @@ def check_terminal_edges(block: Block, role: Role, sink: DiagnosticSink) -> None
     bad_sinks = [i for i in facts.sinks if i in facts.feeding]  # edges to undefined ids too
     if bad_sources or bad_sinks:
         for source, target, edge, index in block.wires():
-            if target in bad_sources:
+            if target in bad_sources and sink.wants(TERMINAL_EDGES):
                 sink.emit(TERMINAL_EDGES, f"edge into input terminal `{nodes[target].op_name}` (node {target})", edge.span,
                           "inputs take no edges; reverse the edge or target another node", block.name)
-            if source in bad_sinks:
+            if source in bad_sinks and sink.wants(TERMINAL_EDGES):
                 sink.emit(TERMINAL_EDGES, f"edge out of `output` (node {source})", edge.span,
                           "`output` ends the block; take the value from the node that feeds it", block.name)
     for i in facts.sinks:
         count = len(inputs.get(i, ()))
-        if count != 1:
+        if count != 1 and sink.wants(TERMINAL_EDGES):
             sink.emit(TERMINAL_EDGES, f"`output` has {count} incoming edges; it needs exactly one", nodes[i].span,
                       "merge the results with `Add` or `concat` first" if count > 1 else "add an edge from the last node to output",
                       block.name)
@@ -200,10 +208,11 @@ def check_cycles(block: Block, role: Role, sink: DiagnosticSink) -> None:
                 stack.pop()
                 path.pop()
             elif color.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
-                edge = next(e for s, t, e, _ in block.wires() if s == node and t == nxt)
-                sink.emit(CYCLE, f"cycle {' -> '.join(map(str, cycle))}", edge.span,
-                          f"remove or redirect the edge {node}->{nxt}", block.name)
+                if sink.wants(CYCLE):
+                    cycle = path[path.index(nxt):] + [nxt]
+                    edge = next(e for s, t, e, _ in block.wires() if s == node and t == nxt)
+                    sink.emit(CYCLE, f"cycle {' -> '.join(map(str, cycle))}", edge.span,
+                              f"remove or redirect the edge {node}->{nxt}", block.name)
                 return
             elif not color.get(nxt):
                 color[nxt] = 1
@@ -229,7 +238,7 @@ def check_arity(block: Block, role: Role, sink: DiagnosticSink) -> None:
             continue
         count = len(inputs.get(n.id, ()))
         arity = d.arity
-        if count < arity.min or (arity.max is not None and count > arity.max):
+        if (count < arity.min or (arity.max is not None and count > arity.max)) and sink.wants(WRONG_ARITY):
             if count > (d.arity.max or count):
                 fix = "merge the inputs with `Add`, `Mul` or `concat` first and feed that node here"
             else:
@@ -261,8 +270,9 @@ def _dead_nodes(block: Block) -> tuple:
     return tuple(i for i in nodes if i not in alive)
 
 
-def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, ...]]]:
-    """(span, message, help, labels) of NAD206 for a block: one for its dead nodes, one per ignored input.
+def dead_node_warnings(block: Block, words: bool = True) -> list[Optional[tuple[Span, str, str, tuple[Label, ...]]]]:
+    """(span, message, help, labels) of NAD206 for a block: one for its dead nodes, one per ignored input
+    (without `words`, None for each: a `CountingSink` needs how many).
 
     Nodes no input reaches are not reported here: they lie on a cycle, or miss an edge or a
     node, which NAD202, NAD203 and NAD207 report.
@@ -271,11 +281,14 @@ def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, 
     dead = dead_nodes(block)
     inputs = [i for i in dead if nodes[i].op in Group.SOURCE]
     computed = [i for i in dead if nodes[i].op not in Group.SOURCE]
-    out = []
+    out: list = []
     for i in inputs:
         out.append((nodes[i].span, f"input `{nodes[i].op_name}` (node {i}) never reaches `output`: the block ignores it",
-                    f"use node {i} on the way to output, or accept that the block does not depend on it", ()))
-    if computed:
+                    f"use node {i} on the way to output, or accept that the block does not depend on it", ()) if words
+                   else None)
+    if computed and not words:
+        out.append(None)
+    elif computed:
         first = nodes[computed[0]]
         listed = ", ".join(f"{i} (`{nodes[i].op_name}`)" for i in computed)
         noun = "node" if len(computed) == 1 else "nodes"
@@ -289,8 +302,10 @@ def dead_node_warnings(block: Block) -> list[tuple[Span, str, str, tuple[Label, 
 def check_reachability(block: Block, role: Role, sink: DiagnosticSink) -> None:
     if not dead_nodes(block):
         return
-    for span, message, help_text, labels in dead_node_warnings(block):
-        sink.emit(DEAD_NODE, message, span, help_text, block.name, labels)
+    for warning in dead_node_warnings(block, not sink.counting):
+        if sink.wants(DEAD_NODE):
+            span, message, help_text, labels = warning
+            sink.emit(DEAD_NODE, message, span, help_text, block.name, labels)
 
 
 @lru_cache(maxsize=4096)
@@ -421,6 +436,8 @@ def check_parameters(block: Block, role: Role, sink: DiagnosticSink) -> None:
         if n.opdef is None:
             continue
         for code, message, where, help_text in _parameter_problems(n):
+            if not sink.wants(code):
+                continue
             if where == "":
                 span = Span.on_line(n.span.line, n.op_span)
             elif where is None:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Optional
 
-from nader.dsl.diagnostics import Diagnostic, DiagnosticSink, Label
+from nader.dsl.diagnostics import CountingSink, Diagnostic, DiagnosticSink, Label
 from nader.dsl.ir import Block, Program, Role
 from nader.dsl.ops import Op
 from nader.dsl.parser import ParseResult
@@ -80,18 +80,19 @@ class BlockReport:
 
 def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: Optional[int] = 1,
                  limits: Limits = Limits(), file: str = "<string>", front_end: tuple[Diagnostic, ...] = (),
-                 domain: Domain = SQUARE) -> BlockReport:
+                 domain: Domain = SQUARE, counting: bool = False) -> BlockReport:
     """Verify one block for the input sizes of `domain` (square ones by default; `ANY`: every H and W).
 
     `front_end` carries the parser's diagnostics for this block. A stem is verified at `stem_stride`;
-    with None, at the stride it has (`verify_stem`), as networks take it.
+    with None, at the stride it has (`verify_stem`), as networks take it. `counting`: the structure
+    checks' diagnostics have their codes only (`CountingSink`), for a repair's candidate.
     """
     role = role or block.inferred_role()
     if stem_stride is None:
         if role is Role.STEM:
-            return verify_stem(block, limits=limits, file=file, front_end=front_end, domain=domain)
+            return verify_stem(block, limits=limits, file=file, front_end=front_end, domain=domain, counting=counting)
         stem_stride = 1  # only a stem's contract has one
-    sink = DiagnosticSink(file)
+    sink = CountingSink(file) if counting else DiagnosticSink(file)
     sink.items.extend(front_end)
     check_structure(block, role, sink)
     shapes = None
@@ -105,7 +106,7 @@ def verify_block(block: Block, *, role: Optional[Role] = None, stem_stride: Opti
 def verify_stem(block: Block, *, preferred: int = 1, **options) -> BlockReport:
     """A stem's report at the stride it has: `preferred` when it verifies with it, else the first
     of STEM_STRIDES it verifies with; the report at `preferred` when it verifies with none.
-    `options` are verify_block's (limits, file, front_end, domain)."""
+    `options` are verify_block's (limits, file, front_end, domain, counting)."""
     first = verify_block(block, role=Role.STEM, stem_stride=preferred, **options)
     if first.ok or first.shapes is None:  # no stride mends the structure or an unknown operation
         return first

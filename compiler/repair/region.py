@@ -20,12 +20,13 @@ from typing import Optional, Sequence
 from nader.dsl.diagnostics import SAFE, Diagnostic, Edit, Fix, apply_fix
 from nader.dsl.ir import Block, Edge, Node
 from nader.dsl.limits import DEFAULT_LIMITS
-from nader.dsl.ops import Group
+from nader.dsl.ops import Group, Op
 from nader.dsl.parser import parse, read_in_block
 from nader.dsl.span import ColSpan, Span
 
 from ..passes.contract import SQUARE
 from ..passes.shapes import Limits
+from ..passes.derived_facts import rewire, share_graph
 from ..passes.verify import BlockReport, verify_block
 from .edit import Change, EditorFix
 from .kinds import order_of
@@ -41,6 +42,7 @@ MOST_REMEMBERED = 4096
 _TEXT = object()
 
 SOURCES = Group.SOURCE
+OUTPUT = Op.OUTPUT
 
 
 def _position(edit: Edit) -> tuple[int, int]:
@@ -172,7 +174,7 @@ class BlockRegion:
 
     def _verdict(self, block: Block, front_end: tuple, role=None) -> tuple[tuple, int, int]:
         report = verify_block(block, role=role or self.role, stem_stride=self.stem_stride, limits=self.limits, file=self.path,
-                              front_end=front_end, domain=self.domain)
+                              front_end=front_end, domain=self.domain, counting=True)  # its progress alone is read
         progress = block_progress(report)
         return progress, len(report.diagnostics) - progress[2], len(block.nodes)
 
@@ -291,6 +293,7 @@ class BlockRegion:
         node_rows, edge_rows = self._item_lines()
         wires = self._wires()  # of the candidate: an upper bound until edges go
         terminals = False  # whether the change writes or deletes an input terminal's line
+        same_ids = True  # whether the node lines it writes keep their ids, and which is the output
         if node_lines:
             nodes, n, ops = [], 0, change.node_ops
             for line in sorted(node_lines):
@@ -301,6 +304,7 @@ class BlockRegion:
                 n, text, old = at + 1, node_lines[line], kept_nodes[at]
                 terminals |= old.op in SOURCES
                 if text is None:
+                    same_ids = False
                     continue
                 size += len(text) + 1
                 op = ops.get(line)
@@ -310,16 +314,21 @@ class BlockRegion:
                 nodes += read[0]
                 front_end += read[1]
                 terminals |= any(x.op in SOURCES for x in read[0])
+                same_ids = same_ids and len(read[0]) == 1 and read[0][0].id == old.id and \
+                    (read[0][0].op is OUTPUT) is (old.op is OUTPUT)
             nodes += kept_nodes[n:]
         else:
             nodes = kept_nodes  # the block's tuple, until a node is added
+        rewired = set()  # the targets of the wires the change rewrites or adds
         if rows:
             edges, e = [], 0
             for line, written in rows.items():  # in line order: each line's rows in place of its edges
                 at, e_next = bisect_left(edge_rows, line), bisect_right(edge_rows, line)
                 edges += kept_edges[e:at]
+                rewired.update(x.target for x in kept_edges[at:e_next])
                 e, comment = e_next, change.comment(line)
                 for sources, target in written:
+                    rewired.add(target)
                     new = _edge(sources, target, comment)
                     length = new.span.end_col + (len(comment) + 2 if comment else 0)  # its line break too
                     if length > DEFAULT_LIMITS.line_length:
@@ -345,6 +354,7 @@ class BlockRegion:
             front_end += read[1]
             terminals |= any(x.op in SOURCES for x in read[0])
         for sources, target in change.new_edges:
+            rewired.add(target)
             new = _edge(sources, target, None)
             if new.span.end_col > DEFAULT_LIMITS.line_length:
                 return _TEXT
@@ -361,6 +371,11 @@ class BlockRegion:
         if self.front_end:  # the front end's words on the lines that stay (each is about its own line)
             gone = {*node_lines, *rows}
             front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
+        # what verifying it computes of the graph, taken from the block's where the change leaves it alone
+        if nodes is kept_nodes:
+            rewire(candidate, block, rewired)
+        elif edges is kept_edges and same_ids and not change.new_nodes:
+            share_graph(candidate, block)
         # the role a block is verified in is inferred from its name and input terminals: the block's, where
         # the change leaves those alone (`Block.inferred_role` costs a walk of the nodes)
         return self._verdict(candidate, tuple(front_end), self.role if terminals else self.report.role)
