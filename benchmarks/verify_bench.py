@@ -19,11 +19,15 @@ Figures, each from fresh processes (nothing cached from an earlier run):
 * one block: wall time of `nadc verify --format json ONE.nad` from process start, median of
   `--cold-runs` runs, each on a different unseen block; the median of those with a syntax error
   (which need Lark) is printed apart;
+* repairs: `nadc verify --format json --jobs 1` over all files with repairs on (the default) against
+  `--no-fixes`, CPU time, the median of `--repair-pairs` alternating pairs' ratios (issue 39's target:
+  at most 1.2x);
 * repeated input (labelled): the API on the same corpus again and again, which measures the
   caches, not unseen blocks;
 * with `--instructions` (needs valgrind): the instructions the CLI runs, counted by cachegrind.
   Unlike times, counts do not move with a busy or throttled machine, so they compare two
-  versions of the code exactly; they do not count time lost to page faults or waiting.
+  versions of the code exactly; they do not count time lost to page faults or waiting. The
+  repairs' ratio is counted too.
 
 `--nader-repo PATH` (a checkout of github.com/yang-ze-kang/NADER) also times NADER's own
 checker on the same blocks, in the same run, and prints the ratios; without it the ratio is
@@ -56,6 +60,8 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 #: NADER's checker in an earlier session, on 8,700 agent-written blocks (blocks/s).
 NADER_RECORDED = 750
 CLI_TARGET_X, CLI_STRETCH_X, COLD_TARGET_MS = 10, 30, 150
+#: Issue 39: `nadc verify` with its repairs (the default) costs at most this many times `--no-fixes`.
+REPAIR_TARGET_X = 1.2
 
 
 # -- input -------------------------------------------------------------------------
@@ -295,6 +301,18 @@ def cli_run(paths: list[tuple[Path, int]], jobs: list[str]) -> tuple[int, float,
     return sum(1 for o in json.loads(done.stdout) if o["block"] is not None), wall, cpu
 
 
+def repair_pairs(paths: list[tuple[Path, int]], pairs: int) -> tuple[float, float, float]:
+    """(the median ratio, the median CPU seconds with and without) of `pairs` runs of `nadc verify --format json
+    --jobs 1` with repairs (the default) and `--no-fixes`, in turn, so that a machine's drift touches both alike."""
+    files = [str(p) for p, _ in paths]
+    ratios, with_cpu, without_cpu = [], [], []
+    for _ in range(pairs):
+        with_cpu.append(timed([nadc(), "verify", "--format", "json", "--jobs", "1", *files])[2])
+        without_cpu.append(timed([nadc(), "verify", "--no-fixes", "--format", "json", "--jobs", "1", *files])[2])
+        ratios.append(with_cpu[-1] / without_cpu[-1])
+    return statistics.median(ratios), statistics.median(with_cpu), statistics.median(without_cpu)
+
+
 def cold_single(folder: Path, sources: list[Path], runs: int) -> tuple[list[float], list[float], list[float]]:
     """Wall and CPU ms of `nadc verify --format json` on one unseen block, a fresh process each; and
     the wall ms of the runs whose block has a syntax error (NAD1xx: the front end needs Lark)."""
@@ -331,11 +349,14 @@ def instruction_figures(paths: list[tuple[Path, int]], source: Path, folder: Pat
     start_up = sum(instructions([nadc(), "verify", "--format", "json", str(single)]))
     python = sum(instructions([sys.executable, "-c", "pass"]))
     one_process = sum(instructions([nadc(), "verify", "--format", "json", "--jobs", "1", *(str(p) for p, _ in paths)]))
+    no_fixes = sum(instructions([nadc(), "verify", "--no-fixes", "--format", "json", "--jobs", "1",
+                                 *(str(p) for p, _ in paths)]))
     # Not counted with workers: a forked child's count starts from its parent's at the fork, and
     # how the processes share the files depends on their speed, which valgrind distorts.
     return (f"  instructions (valgrind; exact, unlike the times): CLI {one_process / blocks / 1e3:,.0f} k per block in one "
             f"process (`--jobs 1`), start-up included; one block from process start {start_up / 1e6:,.0f} M "
-            f"(`python -c pass` {python / 1e6:,.0f} M)")
+            f"(`python -c pass` {python / 1e6:,.0f} M); with repairs / `--no-fixes` {one_process / 1e6:,.0f} / "
+            f"{no_fixes / 1e6:,.0f} M, {one_process / no_fixes:.3f}x")
 
 
 def interpreter_ms(runs: int) -> float:
@@ -357,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="reuse the inputs a --keep run wrote (to compare two versions on the same blocks)")
     ap.add_argument("--instructions", action="store_true",
                     help="also count the CLI's instructions with valgrind (about a minute more)")
+    ap.add_argument("--repair-pairs", type=int, default=5,
+                    help="alternating runs with and without repairs for their CPU-time ratio (default 5; 0: none)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -387,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         one_blocks, one_wall, one_cpu = cli_run(paths, ["--jobs", "1"])
         singles = [p for p, _ in paths if p.name.startswith("gen")] or [p for p, _ in paths]
         cold_wall, cold_cpu, cold_broken = cold_single(folder, singles, args.cold_runs)
+        repairs = repair_pairs(paths, args.repair_pairs) if args.repair_pairs > 0 else None
         python_ms = interpreter_ms(5)
         corpus = [(str(p), s) for p, s in paths if p.name.startswith("corpus")]
         repeated = None
@@ -426,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
           f"CPU, all processes), one invocation, start-up included, "
           f"worker processes as `nadc` chooses them ({os.cpu_count()} cores); with --jobs 1: {one_wall:.2f} s wall, "
           f"{one_cpu_rate:,.0f}/s by CPU")
+    if repairs:
+        print(f"  repairs: `nadc verify --format json --jobs 1` with repairs (the default) / `--no-fixes`, CPU "
+              f"{repairs[1]:.2f} / {repairs[2]:.2f} s, {repairs[0]:.3f}x, the median of {args.repair_pairs} alternating "
+              f"pairs ({'meets' if repairs[0] <= REPAIR_TARGET_X else 'MISSES'} the {REPAIR_TARGET_X}x target)")
     print(f"  one block: median {cold_ms:.0f} ms wall ({cold_cpu_ms:.0f} ms CPU) over {len(cold_wall)} fresh "
           f"processes, min {min(cold_wall):.0f}, max {max(cold_wall):.0f}; bare `python -c pass`: {python_ms:.0f} ms; "
           + (f"{len(cold_broken)} of them with a syntax error (Lark needed): median {statistics.median(cold_broken):.0f} ms"
