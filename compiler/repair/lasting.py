@@ -23,7 +23,7 @@ from nader.dsl.parse_codes import (INVALID_ARROW, INVALID_ID, INVALID_SYNTAX, MA
 from nader.dsl.ops import Group, lookup
 
 from ..passes.structure import dead_nodes, graph_facts
-from ..passes.structure_codes import ILL_TYPED_PARAMETER, MISSING_PARAMETER, SPATIAL_IN_LAYER, WRONG_ARITY
+from ..passes.structure_codes import ILL_TYPED_PARAMETER, MISSING_PARAMETER, SPATIAL_IN_LAYER
 from ..passes.verify import BlockReport
 from .edit import Change
 from .search import HIDING
@@ -34,7 +34,6 @@ LINE_CODES = frozenset(c.code for c in (INVALID_SYNTAX, INVALID_ARROW, UNCLOSED_
                                         UNKNOWN_PARAMETER, DUPLICATE_PARAMETER, MISPLACED_POSITIONAL, MARKDOWN_FENCE,
                                         UNKNOWN_SYMBOL, INVALID_ID, MISSING_COLON, OPERATION_ALIAS,
                                         MISSING_PARAMETER, ILL_TYPED_PARAMETER, SPATIAL_IN_LAYER))
-_ARITY = WRONG_ARITY.code
 SOURCES, SINKS = Group.SOURCE, Group.SINK
 
 
@@ -48,17 +47,14 @@ class LastingErrors:
         # with an id defined twice, which node an edge feeds depends on which definition goes first
         self.usable = facts.unique_ids
         self.lines: list[tuple[int, bool, bool]] = []  # (line, an error, one that hides its line's checks)
-        self.arity: list[tuple[int, object]] = []  # (line, node id) of each node with a wrong number of inputs
-        by_line = {n.span.line: n.id for n in block.nodes}
         for d in report.diagnostics:
-            code = d.code.code
-            if code in LINE_CODES:
-                self.lines.append((d.span.line, d.is_error, code in HIDING))
-            elif code == _ARITY and d.span.line in by_line:
-                self.arity.append((d.span.line, by_line[d.span.line]))
+            if d.code.code in LINE_CODES:
+                self.lines.append((d.span.line, d.is_error, d.code.code in HIDING))
         defined = facts.nodes
+        # (line, node id) of each node with a wrong number of inputs (NAD207)
+        self.arity = [(defined[i].span.line, i) for i in facts.misfits]
         self.undefined = [(e.span.line, i) for e in block.edges for i in (*e.sources, e.target) if i not in defined]
-        self.node_lines = frozenset(by_line)
+        self.node_lines = frozenset(n.span.line for n in block.nodes)
         self.dead = frozenset(dead_nodes(block))
         # (line, an input) of each dead node: NAD206 warns once per dead input, once for the computed ones
         self.dead_lines = [(defined[i].span.line, defined[i].op in SOURCES) for i in self.dead]

@@ -133,7 +133,7 @@ class BlockRegion:
             return None
         if after is None or after[0] >= self.before:
             return None
-        return (after[:2], after[2] - len(self.report.block.nodes), fix.safety != SAFE, order_of(fix.kind), position), after
+        return (after[:2], *tie_break(fix, after[2] - len(self.report.block.nodes)), position), after
 
     def after(self, fix: Fix) -> Optional[tuple[tuple, int, int]]:
         """(progress, warnings, nodes) of the block once `fix` is applied to it, verified alone; None when the
@@ -379,6 +379,12 @@ class BlockRegion:
         # the role a block is verified in is inferred from its name and input terminals: the block's, where
         # the change leaves those alone (`Block.inferred_role` costs a walk of the nodes)
         return self._verdict(candidate, tuple(front_end), self.role if terminals else self.report.role)
+
+
+def tie_break(fix: Fix, added: int) -> tuple:
+    """How `BlockRegion.rank` orders candidates as good as each other (then by position): fewer nodes `added`,
+    safe before unsafe, the kind's order."""
+    return added, fix.safety != SAFE, order_of(fix.kind)
 
 
 def _node_line(text: str, limits, node_id=None, op_text: Optional[str] = None, comment: Optional[str] = None):

@@ -16,9 +16,9 @@ from nader.dsl.diagnostics import SAFE, UNSAFE, Diagnostic
 from ..passes.structure import dead_nodes
 from ..passes.verify import BlockReport
 from .edit import EditorFix
-from .kinds import kinds_for, order_of
+from .kinds import kinds_for
 from .lasting import LastingErrors
-from .region import BlockRegion
+from .region import BlockRegion, tie_break
 from .search import MOST_DIAGNOSTICS, MOST_ERRORS, RepairBudget, error_candidates
 
 #: Lines of candidate blocks `suggest_fixes` may verify per file of up to 2,000 characters (fewer for a
@@ -85,7 +85,7 @@ def _behind(best: tuple, bound, fix: EditorFix, nodes: int) -> bool:
     least = ((hidden, errors, errors, 0, 0), warnings)  # an error left: no shapes, so none unreached
     if least != best[0]:
         return least > best[0]
-    return (count - nodes, fix.safety != SAFE, order_of(fix.kind)) >= best[1:4]  # a tie: its later position loses
+    return tie_break(fix, count - nodes) >= best[1:4]  # a tie: its later position loses
 
 
 @lru_cache(maxsize=256)
