@@ -187,6 +187,16 @@ class Change:
         return next((edges[k].comment for k in self.block.analysis("repair.layout", _layout)[0][line]
                      if edges[k].comment), None)
 
+    def rewired(self) -> set:
+        """The nodes whose inputs the change may change: the targets of the edges on the lines it rewrites, before
+        and after, and of its new edges."""
+        edges, on_line = self.block.edges, self.block.analysis("repair.layout", _layout)[0]
+        found = {target for _, target in self.new_edges}
+        for line, rows in self.edge_rows.items():
+            found.update(edges[k].target for k in on_line[line])
+            found.update(target for _, target in rows)
+        return found
+
     def edits(self) -> tuple[Edit, ...]:
         """The change as text edits of the file's lines."""
         changed: dict[int, Optional[str]] = dict(self.node_lines)

@@ -76,13 +76,7 @@ class LastingErrors:
                 else:
                     warnings += 1
         if self.arity:
-            fed = {target for sources, target in change.new_edges}
-            edges = self.block.edges
-            for edge in edges:  # the old edges of the lines the change rewrites, and what it writes there
-                if edge.span.line in change.edge_rows:
-                    fed.add(edge.target)
-            for rows in change.edge_rows.values():
-                fed.update(target for sources, target in rows)
+            fed = change.rewired()
             errors += sum(line not in written and node not in fed for line, node in self.arity)
         if self.undefined:
             new = {node_id for node_id, _ in change.new_nodes}

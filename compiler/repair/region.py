@@ -319,16 +319,13 @@ class BlockRegion:
             nodes += kept_nodes[n:]
         else:
             nodes = kept_nodes  # the block's tuple, until a node is added
-        rewired = set()  # the targets of the wires the change rewrites or adds
         if rows:
             edges, e = [], 0
             for line, written in rows.items():  # in line order: each line's rows in place of its edges
                 at, e_next = bisect_left(edge_rows, line), bisect_right(edge_rows, line)
                 edges += kept_edges[e:at]
-                rewired.update(x.target for x in kept_edges[at:e_next])
                 e, comment = e_next, change.comment(line)
                 for sources, target in written:
-                    rewired.add(target)
                     new = _edge(sources, target, comment)
                     length = new.span.end_col + (len(comment) + 2 if comment else 0)  # its line break too
                     if length > DEFAULT_LIMITS.line_length:
@@ -354,7 +351,6 @@ class BlockRegion:
             front_end += read[1]
             terminals |= any(x.op in SOURCES for x in read[0])
         for sources, target in change.new_edges:
-            rewired.add(target)
             new = _edge(sources, target, None)
             if new.span.end_col > DEFAULT_LIMITS.line_length:
                 return _TEXT
@@ -373,7 +369,7 @@ class BlockRegion:
             front_end = [d for d in self.front_end if d.span.line not in gone] + front_end
         # what verifying it computes of the graph, taken from the block's where the change leaves it alone
         if nodes is kept_nodes:
-            rewire(candidate, block, rewired)
+            rewire(candidate, block, change.rewired())
         elif edges is kept_edges and same_ids and not change.new_nodes:
             share_graph(candidate, block)
         # the role a block is verified in is inferred from its name and input terminals: the block's, where
